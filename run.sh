@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One entry point for a fresh machine; each command does its own set-up first.
+#   bash run.sh demo    -> results/correlations.pdf from the embedded demo (3 small real models, CPU)
+#   bash run.sh test    -> the test-suite
+# Extra arguments are passed on (to snakemake for `demo`, to pytest for `test`).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PYTHON=${PYTHON:-python3}
+VENV=.venv
+
+setup() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        "$PYTHON" -m venv "$VENV"
+    fi
+    # Reinstall only when the project's dependency list changed since the last set-up.
+    local stamp="$VENV/.careval-installed"
+    if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+        "$VENV/bin/pip" install --quiet --upgrade pip
+        # torch is pinned (pyproject.toml) to a release whose CPU build a CPU machine gets;
+        # set TORCH_INDEX_URL (e.g. https://download.pytorch.org/whl/cpu) where PyPI would hand out CUDA.
+        if [ -n "${TORCH_INDEX_URL:-}" ]; then
+            "$VENV/bin/pip" install --quiet torch==2.13.0 --index-url "$TORCH_INDEX_URL"
+        fi
+        "$VENV/bin/pip" install --quiet -e '.[dev]'
+        touch "$stamp"
+    fi
+}
+
+export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
+export TOKENIZERS_PARALLELISM=false
+
+case "${1:-}" in
+    demo)
+        shift
+        setup
+        exec "$VENV/bin/snakemake" --cores "${CORES:-2}" results/correlations.pdf "$@"
+        ;;
+    test)
+        shift
+        setup
+        exec "$VENV/bin/python" -m pytest "$@"
+        ;;
+    *)
+        echo "usage: bash run.sh demo|test [extra arguments]" >&2
+        exit 2
+        ;;
+esac

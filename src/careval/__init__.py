@@ -1,0 +1,1 @@
+"""careval: evaluation of healthcare LLMs beyond multiple-choice QA."""

@@ -1,0 +1,1 @@
+"""Analyses over the scores: aggregation, correlations and the figures."""

@@ -1,0 +1,84 @@
+"""Reduce per-sample score files to the tidy summary table: model, benchmark, task, metric, value, n."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from careval.metrics.accuracy import weighted_average
+
+SUMMARY_SCHEMA = {"model": pl.String, "benchmark": pl.String, "task": pl.String, "metric": pl.String,
+                  "value": pl.Float64, "n": pl.Int64, "n_failed": pl.Int64}
+
+MCQA_AVERAGE = "mcqa_weighted_average"
+
+
+@dataclass(frozen=True)
+class ScoreFile:
+    model: str
+    benchmark: str
+    task: str
+    path: Path
+
+
+def summarise_scores(scores: pl.DataFrame) -> list[dict]:
+    """One row per metric: the corpus value where the metric defines one, else the weighted mean of ok samples.
+
+    n counts the samples scored ok and n_failed the others (empty output, parse error, ...), so a
+    failure is visible in the table instead of hiding as a zero.
+    """
+    samples = scores.filter(pl.col("level") == "sample")
+    ok_ids = samples.filter(pl.col("status") == "ok")["id"].unique()
+    n_ok = ok_ids.len()
+    n_failed = samples.filter(~pl.col("id").is_in(ok_ids.implode()))["id"].n_unique()
+    rows = []
+    corpus = scores.filter(pl.col("level") == "corpus")
+    for metric, value, status in corpus.select("metric", "value", "status").iter_rows():
+        rows.append({"metric": metric, "value": value if status == "ok" else float("nan"), "n": n_ok, "n_failed": n_failed})
+    corpus_metrics = set(corpus["metric"])
+    for (metric,), group in samples.group_by("metric", maintain_order=True):
+        if metric in corpus_metrics:
+            continue
+        ok = group.filter(pl.col("status") == "ok")
+        total_weight = ok["weight"].sum()
+        value = float((ok["value"] * ok["weight"]).sum() / total_weight) if ok.height and total_weight else float("nan")
+        rows.append({"metric": metric, "value": value, "n": ok.height, "n_failed": group.height - ok.height})
+    return rows
+
+
+def build_summary(score_files: list[ScoreFile]) -> pl.DataFrame:
+    rows = []
+    for item in score_files:
+        for row in summarise_scores(pl.read_parquet(item.path)):
+            rows.append({"model": item.model, "benchmark": item.benchmark, "task": item.task, **row})
+    summary = pl.DataFrame(rows, schema=SUMMARY_SCHEMA)
+    return pl.concat([summary, mcqa_weighted_averages(summary)]).sort("model", "benchmark", "metric")
+
+
+def mcqa_weighted_averages(summary: pl.DataFrame) -> pl.DataFrame:
+    """The paper's headline close-ended number: MCQA accuracy averaged with weights = questions per benchmark."""
+    mcqa = summary.filter((pl.col("task") == "mcqa") & pl.col("metric").is_in(["acc", "acc_norm"])
+                          & (pl.col("benchmark") != MCQA_AVERAGE))
+    rows = []
+    for (model, metric), group in mcqa.group_by("model", "metric", maintain_order=True):
+        pairs = list(zip(group["value"].to_list(), group["n"].to_list()))
+        rows.append({"model": model, "benchmark": MCQA_AVERAGE, "task": "mcqa", "metric": metric,
+                     "value": weighted_average(pairs), "n": int(group["n"].sum()), "n_failed": int(group["n_failed"].sum())})
+    return pl.DataFrame(rows, schema=SUMMARY_SCHEMA)
+
+
+def write_summary(score_files: list[ScoreFile], output: Path) -> pl.DataFrame:
+    summary = build_summary(score_files)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    summary.write_parquet(output)
+    return summary
+
+
+def score_files_from_paths(paths: list[str], tasks: dict[str, str]) -> list[ScoreFile]:
+    """Read model and benchmark back from the layout <results>/scores/<model>/<benchmark>/<family>.parquet."""
+    files = []
+    for path in map(Path, paths):
+        model, benchmark = path.parts[-3], path.parts[-2]
+        files.append(ScoreFile(model=model, benchmark=benchmark, task=tasks[benchmark], path=path))
+    return files

@@ -1,0 +1,60 @@
+"""Model runtimes behind one protocol (base.Backend); build one with :func:`load_backend`.
+
+Importing this package is cheap: torch/transformers load with the hf backend, vLLM only
+when a spec asks for it (it is the optional ``gpu`` extra).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Backend, Sampling
+
+__all__ = ["Backend", "Sampling", "load_backend", "BACKENDS"]
+
+BACKENDS = ("hf", "vllm")
+
+
+def load_backend(spec: dict[str, Any]) -> Backend:
+    """Build the backend a model spec describes.
+
+    Keys: ``name``, ``path`` (required); ``backend`` ("hf" default | "vllm");
+    ``chat_template`` (bool, default false); ``dtype`` ("float32" | "bfloat16" | "auto",
+    default "auto"); ``threads`` (int, torch.set_num_threads; hf only); ``batch_size``
+    (int, default 1); ``max_length`` (context window; default from the model config);
+    ``system_prompt`` (str); ``gpus`` (vllm tensor parallel size, default 1); ``seed``
+    (vllm engine seed); ``device`` (hf: "cpu"/"cuda", default cuda if available);
+    ``add_bos_token`` (true/false forces add_special_tokens; default: the tokenizer's
+    own default, as lm-eval 0.4.13 -- see tokenization.py); ``vllm_args``
+    (dict of extra ``vllm.LLM`` arguments, e.g. enforce_eager, gpu_memory_utilization).
+    Other keys (used elsewhere in the pipeline) are ignored.
+    """
+    if not isinstance(spec, dict):
+        raise TypeError(f"model spec must be a mapping, got {type(spec).__name__}")
+    missing = [k for k in ("name", "path") if not spec.get(k)]
+    if missing:
+        raise ValueError(f"model spec {spec.get('name', '?')!r} lacks {', '.join(missing)}")
+    kind = spec.get("backend", "hf")
+    common: dict[str, Any] = dict(
+        name=str(spec["name"]),
+        path=str(spec["path"]),
+        chat_template=bool(spec.get("chat_template", False)),
+        dtype=spec.get("dtype", "auto"),
+        batch_size=int(spec.get("batch_size", 1)),
+        max_length=int(spec["max_length"]) if spec.get("max_length") else None,
+        system_prompt=spec.get("system_prompt") or None,
+        add_bos_token=spec.get("add_bos_token"),
+    )
+    if kind == "hf":
+        from .hf import HFBackend
+
+        return HFBackend(**common, threads=spec.get("threads"), device=spec.get("device"))
+    if kind == "vllm":
+        from .vllm import VLLMBackend  # raises the one-line install hint without vLLM
+
+        return VLLMBackend(
+            **common,
+            gpus=int(spec.get("gpus", 1)),
+            seed=int(spec.get("seed", 1234)),
+            **dict(spec.get("vllm_args") or {}),
+        )
+    raise ValueError(f"model spec {spec['name']!r}: backend must be one of {BACKENDS}, got {kind!r}")

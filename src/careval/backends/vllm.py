@@ -1,0 +1,189 @@
+"""vLLM backend (offline ``LLM``); optional: needs the ``gpu`` extra (``pip install -e .[gpu]``).
+
+Token ids come from the same helpers as the hf backend (tokenization.py), with the vLLM
+tokenizer, and are handed to vLLM as token prompts, so both backends see identical ids.
+
+* generate: one SamplingParams per prompt; temperature 0 is greedy, otherwise each
+  prompt gets its own seed from tokenization.request_seeds (vLLM seeds each request's
+  sampler), so samples do not depend on batch order or company. vLLM's RNG is not
+  torch's: sampled texts differ from the hf backend's; greedy texts agree (up to ties).
+* loglikelihood: ``SamplingParams(max_tokens=1, prompt_logprobs=0)`` on the scoring
+  window's ids; the prompt logprobs of the continuation positions are summed.
+  Requests with prompt logprobs skip vLLM's prefix cache (vLLM does this by itself).
+* context: vLLM refuses a prompt that does not leave room for one generated token, and a
+  scoring window is ``max_length + 1`` tokens, so the engine runs with
+  ``max_model_len = max_length + 2``. Where that would pass the model's own limit
+  (the default max_length *is* that limit) the scoring window shrinks to limit - 2 tokens
+  (``self.max_length``; logged), which changes results only for sequences longer than it.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .base import Sampling
+from .chat import format_prompt, require_chat_template
+from .tokenization import (
+    encode_pair,
+    generation_tokens,
+    prefix_token_id,
+    request_seeds,
+    resolve_max_length,
+    rolling_pairs,
+    rolling_tokens,
+    scoring_window,
+    truncate_at_stop,
+)
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = (
+    "backend 'vllm' needs vLLM, which is not installed: install the gpu extra "
+    "with `pip install -e .[gpu]` (or use backend: hf)"
+)
+
+
+def import_vllm() -> Any:
+    """Import vllm, or raise a one-line ImportError that says how to install it."""
+    try:
+        import vllm
+    except ImportError as err:
+        missing = getattr(err, "name", None)
+        if missing is None or missing == "vllm" or missing.startswith("vllm."):
+            raise ImportError(INSTALL_HINT) from None
+        raise ImportError(f"vLLM is installed but failed to import ({err}); reinstall the gpu extra") from None
+    return vllm
+
+
+class VLLMBackend:
+    """A causal LM served by vLLM's offline engine; implements careval.backends.base.Backend."""
+
+    def __init__(
+        self,
+        name: str,
+        path: str,
+        *,
+        chat_template: bool = False,
+        dtype: str = "auto",
+        batch_size: int = 1,
+        max_length: int | None = None,
+        system_prompt: str | None = None,
+        gpus: int = 1,
+        seed: int = 1234,
+        add_bos_token: bool | None = None,
+        gpu_memory_utilization: float | None = None,
+        trust_remote_code: bool = False,
+        **engine_kwargs: Any,
+    ) -> None:
+        vllm = import_vllm()
+        from transformers import AutoConfig
+
+        self.name = name
+        self.path = str(path)
+        self.chat_template = bool(chat_template)
+        self.system_prompt = system_prompt
+        self.batch_size = int(batch_size)  # vLLM schedules its own batches; kept for the record
+
+        config = AutoConfig.from_pretrained(self.path, trust_remote_code=trust_remote_code)
+        if self.chat_template:  # fail before the (slow) engine start, not at the first prompt
+            from transformers import AutoTokenizer
+
+            require_chat_template(AutoTokenizer.from_pretrained(self.path, trust_remote_code=trust_remote_code))
+        limit = resolve_max_length(config, None, None)
+        wanted = resolve_max_length(config, None, max_length)
+        engine_len = min(wanted + 2, limit)
+        self.max_length = min(wanted, engine_len - 2)
+        if self.max_length < wanted:
+            log.warning(
+                "%s: vLLM needs max_length + 2 <= the model's limit (%d); scoring window is %d tokens, not %d",
+                name, limit, self.max_length, wanted,
+            )
+
+        kwargs: dict[str, Any] = dict(
+            model=self.path,
+            dtype=dtype or "auto",
+            seed=int(seed),
+            tensor_parallel_size=int(gpus or 1),
+            max_model_len=engine_len,
+            trust_remote_code=trust_remote_code,
+        )
+        if gpu_memory_utilization is not None:
+            kwargs["gpu_memory_utilization"] = float(gpu_memory_utilization)
+        kwargs.update(engine_kwargs)
+        self.llm = vllm.LLM(**kwargs)
+        self._SamplingParams = vllm.SamplingParams
+        self.tokenizer = self.llm.get_tokenizer()
+        self.add_bos = None if add_bos_token is None else bool(add_bos_token)  # as hf.py
+        self.prefix_id = prefix_token_id(self.tokenizer)
+
+    def close(self) -> None:
+        """Stop vLLM's engine processes and free the accelerator (the backend is unusable after)."""
+        engine = getattr(getattr(self, "llm", None), "llm_engine", None)
+        core = getattr(engine, "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+        self.llm = None
+
+    def __repr__(self) -> str:
+        return f"VLLMBackend(name={self.name!r}, path={self.path!r}, max_length={self.max_length}, add_bos={self.add_bos})"
+
+    # ------------------------------------------------------------------ generation
+    def format(self, prompt: str) -> str:
+        return format_prompt(self.tokenizer, prompt, self.chat_template, self.system_prompt)
+
+    def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
+        if not prompts:
+            return []
+        texts = [self.format(p) for p in prompts]
+        room = self.max_length - sampling.max_new_tokens
+        token_prompts = []
+        for text in texts:
+            ids, n = generation_tokens(self.tokenizer, text, add_bos=self.add_bos, max_prompt_tokens=room)
+            if n > room:
+                log.warning("%s: prompt of %d tokens left-truncated to %d", self.name, n, room)
+            token_prompts.append({"prompt_token_ids": ids})
+        seeds = request_seeds(sampling.seed, texts)
+        params = [
+            self._SamplingParams(
+                max_tokens=sampling.max_new_tokens,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p if not sampling.greedy else 1.0,
+                seed=None if sampling.greedy else seed,
+                stop=list(sampling.stop) or None,
+                skip_special_tokens=True,
+            )
+            for seed in seeds
+        ]
+        outputs = self.llm.generate(token_prompts, params, use_tqdm=True)
+        return [truncate_at_stop(o.outputs[0].text, sampling.stop) for o in outputs]
+
+    # ------------------------------------------------------------------ scoring
+    def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
+        requests = [encode_pair(self.tokenizer, c, x, add_bos=self.add_bos) for c, x in pairs]
+        return self.score_tokens(requests)
+
+    def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
+        windows, owner = [], []
+        for i, text in enumerate(texts):
+            for pair in rolling_pairs(rolling_tokens(self.tokenizer, text, self.add_bos), self.prefix_id, self.max_length):
+                windows.append(pair)
+                owner.append(i)
+        totals = [0.0] * len(texts)
+        for i, s in zip(owner, self.score_tokens(windows)):
+            totals[i] += s
+        return totals
+
+    def score_tokens(self, requests: list[tuple[list[int], list[int]]]) -> list[float]:
+        items = [scoring_window(c, x, self.max_length) for c, x in requests]
+        if not items:
+            return []
+        params = self._SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
+        outputs = self.llm.generate([{"prompt_token_ids": t} for t, _ in items], params, use_tqdm=True)
+        results = []
+        for (tokens, n_cont), out in zip(items, outputs):
+            logprobs = out.prompt_logprobs  # one entry per prompt token, None for the first
+            total = 0.0
+            for pos in range(len(tokens) - n_cont, len(tokens)):
+                total += logprobs[pos][tokens[pos]].logprob
+            results.append(float(total))
+        return results

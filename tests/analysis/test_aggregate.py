@@ -1,0 +1,49 @@
+"""The summary table: corpus values where defined, weighted means otherwise, failures counted, MCQA weighted average."""
+import math
+
+import polars as pl
+import pytest
+
+from careval.analysis.aggregate import MCQA_AVERAGE, ScoreFile, build_summary, summarise_scores
+from careval.scoring import SCORE_SCHEMA
+
+
+def _scores(rows):
+    return pl.DataFrame([{"level": "sample", "weight": 1.0, **r} for r in rows], schema=SCORE_SCHEMA)
+
+
+def test_failed_samples_are_counted_not_scored_zero():
+    scores = _scores([
+        {"id": "a", "metric": "rouge1", "value": 0.5, "status": "ok"},
+        {"id": "b", "metric": "rouge1", "value": 0.25, "status": "ok"},
+        {"id": "c", "metric": "rouge1", "value": float("nan"), "status": "empty_output"},
+    ])
+    [row] = summarise_scores(scores)
+    assert row == {"metric": "rouge1", "value": 0.375, "n": 2, "n_failed": 1}
+
+
+def test_corpus_value_wins_over_the_mean_and_weights_apply():
+    scores = _scores([
+        {"id": "a", "metric": "word_perplexity", "value": 2.0, "status": "ok", "weight": 1.0},
+        {"id": "b", "metric": "word_perplexity", "value": 8.0, "status": "ok", "weight": 3.0},
+        {"id": None, "metric": "word_perplexity", "value": 5.5, "status": "ok", "level": "corpus"},
+        {"id": "a", "metric": "bits_per_byte", "value": 1.0, "status": "ok", "weight": 1.0},
+        {"id": "b", "metric": "bits_per_byte", "value": 2.0, "status": "ok", "weight": 3.0},
+    ])
+    rows = {r["metric"]: r for r in summarise_scores(scores)}
+    assert rows["word_perplexity"]["value"] == 5.5
+    assert rows["bits_per_byte"]["value"] == pytest.approx((1 * 1 + 2 * 3) / 4)
+
+
+def test_mcqa_weighted_average_by_hand(tmp_path):
+    files = []
+    for benchmark, correct in [("bench_a", [1, 1, 0, 0]), ("bench_b", [1] * 9 + [0])]:
+        path = tmp_path / f"{benchmark}.parquet"
+        _scores([{"id": str(i), "metric": "acc", "value": float(v), "status": "ok"} for i, v in enumerate(correct)]).write_parquet(path)
+        files.append(ScoreFile("m", benchmark, "mcqa", path))
+    summary = build_summary(files)
+    average = summary.filter((pl.col("benchmark") == MCQA_AVERAGE) & (pl.col("metric") == "acc"))
+    # (0.5 * 4 + 0.9 * 10) / 14, not the plain mean of 0.5 and 0.9
+    assert average["value"][0] == pytest.approx(11 / 14)
+    assert average["n"][0] == 14
+    assert not math.isclose(average["value"][0], 0.7)

@@ -1,0 +1,103 @@
+"""The demo DAG end to end with snakemake: plans offline, runs in a temporary directory, writes the PDF."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def _workdir(repo: Path, tmp: Path, config: dict) -> Path:
+    """A copy of what a clone holds (no results, no models), with the given config as config/config.yaml."""
+    work = tmp / "careval"
+    work.mkdir()
+    for item in ("Snakefile", "workflow"):
+        src = repo / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / item)
+    (work / "config").mkdir()
+    (work / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    return work
+
+
+def _run(args: list[str], cwd: Path, timeout: int, offline_net: bool = False) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [SNAKEMAKE, *args]
+    if offline_net and shutil.which("unshare") and os.geteuid() == 0:
+        # a private network namespace with no interfaces: proof that planning needs no network
+        command = ["unshare", "--net", *command]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _raw_demo_config(repo: Path) -> dict:
+    return yaml.safe_load((repo / "config" / "config.yaml").read_text())
+
+
+def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
+    config = _raw_demo_config(repo_root)
+    work = _workdir(repo_root, tmp_path, config)
+    result = _run(["-n", "--cores", "2", "results/correlations.pdf"], work, timeout=120, offline_net=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout + result.stderr
+    n_models, n_bench = len(config["models"]), len(config["benchmarks"])
+    assert "correlations" in out and "aggregate_scores" in out
+    # every model is run on every benchmark: one log-likelihood job per pair
+    counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
+              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    assert counts.get("loglikelihood") == n_models * n_bench
+    assert counts.get("generate") == n_models * 2  # the two open-ended demo benchmarks
+
+
+def test_misspelt_key_stops_before_any_job(repo_root, tmp_path):
+    config = _raw_demo_config(repo_root)
+    config["generation"]["max_new_tokenz"] = 3
+    work = _workdir(repo_root, tmp_path, config)
+    result = _run(["-n", "--cores", "1"], work, timeout=120)
+    assert result.returncode != 0
+    errors = [line for line in (result.stdout + result.stderr).splitlines() if "careval config error" in line]
+    assert errors == ["careval config error: unknown config key 'generation.max_new_tokenz' "
+                      "(allowed: max_new_tokens, seed, temperature, top_p)"]
+    assert not (work / "results").exists()
+
+
+@pytest.mark.slow
+def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
+    from pypdf import PdfReader
+
+    config = _raw_demo_config(repo_root)
+    # the same DAG on a few samples; the models are the ones prepared once under resources/models
+    config["models_dir"] = str(repo_root / "resources" / "models")
+    config["limit"] = 4
+    config["generation"]["max_new_tokens"] = 12
+    work = _workdir(repo_root, tmp_path, config)
+    result = _run(["--cores", "2", "results/correlations.pdf"], work, timeout=1800)
+    assert result.returncode == 0, result.stderr[-5000:]
+
+    summary = pl.read_parquet(work / "results" / "summary" / "scores.parquet")
+    models = sorted(config["models"])
+    assert sorted(summary["model"].unique()) == models
+    assert set(summary.columns) >= {"model", "benchmark", "task", "metric", "value", "n"}
+    open_metrics = {"rouge1", "rouge2", "rougeL", "bleu", "bleu_corpus", "bertscore_f1", "word_perplexity",
+                    "byte_perplexity", "bits_per_byte", "word_perplexity_given_question"}
+    for model in models:
+        rows = summary.filter((pl.col("model") == model) & (pl.col("benchmark") == "demo_open_qa"))
+        assert open_metrics <= set(rows["metric"])
+        acc = summary.filter((pl.col("model") == model) & (pl.col("benchmark") == "mcqa_weighted_average")
+                             & (pl.col("metric") == "acc"))
+        assert acc.height == 1 and acc["n"][0] == 4 and 0.0 <= acc["value"][0] <= 1.0
+
+    reader = PdfReader(work / "results" / "correlations.pdf")
+    texts = [page.extract_text() for page in reader.pages]
+    assert len(texts) == 4  # scores overview, MCQA vs open, one metric x metric page per open benchmark
+    assert "MCQA weighted-average accuracy vs open-ended benchmark x metric" in texts[1]
+    assert any("Metric x metric correlation on demo_open_qa" in t for t in texts)
+    assert any("Metric x metric correlation on demo_note" in t for t in texts)
+    pngs = sorted(p.name for p in (work / "results" / "figures").glob("*.png"))
+    assert pngs == sorted(["scores.png", "mcqa_vs_open.png", "metric_x_metric_demo_note.png",
+                           "metric_x_metric_demo_open_qa.png"])

@@ -1,0 +1,19 @@
+# Benchmarks are read from their source and normalised to the canonical sample schema.
+
+
+rule normalise_benchmark:
+    input:
+        benchmark_source_files,
+    output:
+        f"{DATASETS_DIR}/{{benchmark}}.parquet",
+    params:
+        overrides=lambda w: config["benchmarks"][w.benchmark],
+        limit=benchmark_limit,
+    log:
+        "logs/normalise_benchmark/{benchmark}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    script:
+        "../scripts/normalise_benchmark.py"

@@ -1,0 +1,9 @@
+"""Read one benchmark from its source and write its canonical samples."""
+from pathlib import Path
+
+from careval.datasets import build_benchmark, get_benchmark
+from careval.joblog import job_log
+
+with job_log(snakemake.log[0]):
+    entry = get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides)
+    build_benchmark(entry, Path(snakemake.output[0]), limit=snakemake.params.limit)
