@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from careval.backends import load_backend
-from careval.backends.base import Sampling
+from careval.backends.base import Backend, Sampling
 from careval.datasets.registry import Benchmark
 from careval.models import resolve_model_path
 from careval.tasks import mcqa, open as open_task
@@ -39,31 +39,26 @@ def sampling_for(benchmark: Benchmark, generation: dict) -> Sampling:
     return Sampling(**settings)
 
 
-def run_generation(samples_path: Path, benchmark: Benchmark, spec: dict, generation: dict, output: Path) -> pl.DataFrame:
-    samples = pl.read_parquet(samples_path)
-    prompts = open_task.generation_prompts(samples, benchmark.prompt)
-    backend = load_backend(spec)
-    start = time.perf_counter()
-    outputs = backend.generate(prompts, sampling_for(benchmark, generation))
-    print(f"generated {len(outputs)} outputs with {spec['name']} on {benchmark.name} in {time.perf_counter() - start:.1f}s")
-    rows = open_task.generation_rows(samples, prompts, outputs)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    rows.write_parquet(output)
-    return rows
-
-
 def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame:
     task = mcqa if benchmark.task == "mcqa" else open_task
     return task.loglik_requests(samples, benchmark.prompt)
 
 
-def run_loglik(samples_path: Path, benchmark: Benchmark, spec: dict, output: Path) -> pl.DataFrame:
-    requests = loglik_requests(pl.read_parquet(samples_path), benchmark)
-    backend = load_backend(spec)
+def generate(backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, generation: dict) -> pl.DataFrame:
+    prompts = open_task.generation_prompts(samples, benchmark.prompt)
+    start = time.perf_counter()
+    outputs = backend.generate(prompts, sampling_for(benchmark, generation))
+    print(f"generated {len(outputs)} outputs on {benchmark.name} in {time.perf_counter() - start:.1f}s")
+    return open_task.generation_rows(samples, prompts, outputs)
+
+
+def score_logliks(backend: Backend, requests: pl.DataFrame) -> pl.DataFrame:
+    """Conditional requests go to `loglikelihood`, whole-reference ones to `loglikelihood_rolling`."""
     start = time.perf_counter()
     values = [float("nan")] * requests.height
-    conditional = [i for i, kind in enumerate(requests["kind"]) if kind != "reference"]
-    rolling = [i for i, kind in enumerate(requests["kind"]) if kind == "reference"]
+    kinds = requests["kind"].to_list()
+    conditional = [i for i, kind in enumerate(kinds) if kind != "reference"]
+    rolling = [i for i, kind in enumerate(kinds) if kind == "reference"]
     if conditional:
         pairs = [(requests["context"][i], requests["continuation"][i]) for i in conditional]
         for i, value in zip(conditional, backend.loglikelihood(pairs)):
@@ -71,8 +66,18 @@ def run_loglik(samples_path: Path, benchmark: Benchmark, spec: dict, output: Pat
     if rolling:
         for i, value in zip(rolling, backend.loglikelihood_rolling([requests["continuation"][i] for i in rolling])):
             values[i] = value
-    print(f"scored {requests.height} log-likelihood requests with {spec['name']} on {benchmark.name} in {time.perf_counter() - start:.1f}s")
-    result = requests.with_columns(pl.Series("loglik", values, dtype=pl.Float64))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    result.write_parquet(output)
-    return result
+    print(f"scored {requests.height} log-likelihood requests in {time.perf_counter() - start:.1f}s")
+    return requests.with_columns(pl.Series("loglik", values, dtype=pl.Float64))
+
+
+def run_inference(samples_path: Path, benchmark: Benchmark, spec: dict, generation: dict,
+                  loglik_path: Path, generations_path: Path | None = None) -> None:
+    """Load the model once; write its log-likelihoods and, when asked, its generations."""
+    samples = pl.read_parquet(samples_path)
+    backend = load_backend(spec)
+    outputs = {loglik_path: score_logliks(backend, loglik_requests(samples, benchmark))}
+    if generations_path is not None:
+        outputs[generations_path] = generate(backend, samples, benchmark, generation)
+    for path, frame in outputs.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.write_parquet(path)

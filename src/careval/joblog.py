@@ -21,6 +21,10 @@ class _Tee:
         for stream in self.streams:
             stream.flush()
 
+    def __getattr__(self, name: str):
+        # anything else (close, fileno, encoding, ...) is the terminal stream's own
+        return getattr(self.streams[0], name)
+
     def isatty(self) -> bool:
         return self.streams[0].isatty()
 

@@ -22,7 +22,7 @@ PAIRS = [
 def smol(smollm2_dir):
     return load_backend(
         {"name": "smollm2", "backend": "hf", "path": str(smollm2_dir), "dtype": "float32",
-         "chat_template": True, "batch_size": 4, "threads": 2}
+         "chat_template": True, "batch_size": 4, "threads": 1}
     )
 
 
@@ -67,7 +67,7 @@ def gemma(gemma_dir):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    backend = load_backend({"name": "gemma3", "path": str(gemma_dir), "dtype": "float32", "batch_size": 3})
+    backend = load_backend({"name": "gemma3", "path": str(gemma_dir), "dtype": "float32", "batch_size": 3, "threads": 1})
     model = AutoModelForCausalLM.from_pretrained(gemma_dir, dtype=torch.float32).eval()
     return backend, model, AutoTokenizer.from_pretrained(gemma_dir)
 

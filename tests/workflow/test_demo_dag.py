@@ -47,11 +47,12 @@ def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
     out = result.stdout + result.stderr
     n_models, n_bench = len(config["models"]), len(config["benchmarks"])
     assert "correlations" in out and "aggregate_scores" in out
-    # every model is run on every benchmark: one log-likelihood job per pair
     counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
               if len(line.split()) == 2 and line.split()[1].isdigit()}
-    assert counts.get("loglikelihood") == n_models * n_bench
-    assert counts.get("generate") == n_models * 2  # the two open-ended demo benchmarks
+    # one inference job per model x benchmark (the model loads once per job)
+    assert counts.get("infer_open") == n_models * 2  # the two open-ended demo benchmarks
+    assert counts.get("infer_closed") == n_models * (n_bench - 2)
+    assert counts.get("prepare_model") == n_models  # a fresh workdir writes each model's marker
 
 
 def test_misspelt_key_stops_before_any_job(repo_root, tmp_path):

@@ -11,6 +11,9 @@ DATASETS_DIR = config["datasets_dir"]
 MODELS = list(config["models"])
 BENCHMARKS = {name: get_benchmark(name, overrides) for name, overrides in config["benchmarks"].items()}
 RES = config.get("resources", {})
+# Open-ended benchmarks are generated and scored on text; the others are scored by log-likelihood.
+OPEN_PATTERN = "|".join(re.escape(b) for b, e in BENCHMARKS.items() if e.task == "open") or "(?!)"
+CLOSED_PATTERN = "|".join(re.escape(b) for b, e in BENCHMARKS.items() if e.task != "open") or "(?!)"
 
 
 wildcard_constraints:

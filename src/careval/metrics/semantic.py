@@ -105,10 +105,11 @@ class BertScorer:
         import torch
         from bert_score.utils import get_bert_embedding, greedy_cos_idf
         from torch.nn.utils.rnn import pad_sequence
+        from tqdm.auto import tqdm
 
         unique = sorted(set(refs) | set(hyps), key=lambda s: (-len(s.split(" ")), s))
         stats: dict[str, tuple] = {}
-        for start in range(0, len(unique), self.batch_size):
+        for start in tqdm(range(0, len(unique), self.batch_size), desc="bertscore: embed", unit="batch"):
             batch = unique[start : start + self.batch_size]
             embs, masks, padded_idf = get_bert_embedding(
                 batch, self._model, self._tokenizer, idf_dict, device=self.device
