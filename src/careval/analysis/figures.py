@@ -62,16 +62,19 @@ def metric_matrix_figure(summary: pl.DataFrame, benchmark: str, methods: list[st
 def scores_figure(summary: pl.DataFrame):
     """An overview page: every model's headline numbers, so the correlations can be read against them."""
     table = summary.filter(pl.col("metric").is_in(["acc", "rougeL", "bleu", "bertscore_f1", "word_perplexity"]))
-    wide = table.with_columns(column=pl.col("benchmark") + "\n" + pl.col("metric")).pivot(
+    short = pl.col("benchmark").str.replace(MCQA_AVERAGE, "MCQA avg", literal=True)
+    wide = table.with_columns(column=short + "\n" + pl.col("metric")).pivot(
         on="column", index="model", values="value").sort("model")
-    fig, ax = plt.subplots(figsize=(11, 1.5 + 0.4 * wide.height))
+    columns = wide.columns[1:]
+    fig, ax = plt.subplots(figsize=(max(11, 1.3 * (len(columns) + 2)), 1.8 + 0.45 * wide.height))
     ax.axis("off")
-    cells = [[f"{v:.3g}" if v is not None else "n/a" for v in row[1:]] for row in wide.iter_rows()]
-    tab = ax.table(cellText=cells, rowLabels=wide["model"].to_list(), colLabels=wide.columns[1:], loc="center")
+    cells = [[row[0], *(f"{v:.3g}" if v is not None else "n/a" for v in row[1:])] for row in wide.iter_rows()]
+    tab = ax.table(cellText=cells, colLabels=["model", *columns], loc="center", cellLoc="center")
     tab.auto_set_font_size(False)
     tab.set_fontsize(6)
-    tab.scale(1, 2.2)
-    ax.set_title("Scores per model (summary/scores.parquet)", fontsize=11)
+    tab.scale(1, 2.4)
+    tab.auto_set_column_width(list(range(len(columns) + 1)))
+    ax.set_title("Scores per model (results/summary/scores.parquet; perplexity: lower is better)", fontsize=11)
     return fig
 
 

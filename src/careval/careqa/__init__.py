@@ -1,0 +1,1 @@
+"""CareQA construction: MIR exam parsing, negative-question filter, review sampling, published layout."""
