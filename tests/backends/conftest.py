@@ -11,9 +11,6 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-REPO = Path(__file__).resolve().parents[2]
-SMOLLM2 = REPO / "resources" / "models" / "smollm2-135m-instruct"
-GEMMA3 = REPO / "resources" / "models" / "gemma3-270m"
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -129,14 +126,11 @@ def make_hf(tiny_model_dir):
 
 
 @pytest.fixture(scope="session")
-def smollm2_dir() -> Path:
-    if not (SMOLLM2 / "config.json").is_file():
-        pytest.skip(f"real SmolLM2 folder not prepared yet: {SMOLLM2} has no config.json")
-    return SMOLLM2
+def smollm2_dir(demo_model_dirs) -> Path:
+    # prepared on first use (tests/conftest.py), so a fresh clone runs these tests instead of skipping
+    return demo_model_dirs["smollm2-135m-instruct"]
 
 
 @pytest.fixture(scope="session")
-def gemma_dir() -> Path:
-    if not (GEMMA3 / "config.json").is_file():
-        pytest.skip(f"real Gemma-3-270m folder not prepared: {GEMMA3} has no config.json")
-    return GEMMA3
+def gemma_dir(demo_model_dirs) -> Path:
+    return demo_model_dirs["gemma3-270m"]

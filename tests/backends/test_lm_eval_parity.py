@@ -11,7 +11,7 @@ from backend_reference import token_logprobs
 from careval.backends import Sampling, load_backend
 from careval.backends.tokenization import rolling_pairs
 
-lm_eval = pytest.importorskip("lm_eval", reason="lm-eval is not installed (not a careval dependency)")
+lm_eval = pytest.importorskip("lm_eval", reason="lm-eval is not installed (it comes with the dev extra)")
 
 PAIRS = [
     ("The patient presented with", " chest pain"),
