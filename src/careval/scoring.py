@@ -110,31 +110,27 @@ def score_perplexity(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.DataFra
     return _frame(rows)
 
 
-def score_family(family: str, samples_path: Path, output: Path, generations_path: Path | None = None,
-                 loglik_path: Path | None = None, options: dict | None = None) -> pl.DataFrame:
-    samples = pl.read_parquet(samples_path)
+def family_scores(family: str, samples: pl.DataFrame, generations: pl.DataFrame | None,
+                  logliks: pl.DataFrame | None, options: dict | None = None) -> pl.DataFrame:
     if family == "accuracy":
-        logliks = pl.read_parquet(loglik_path)
-        scores = score_mcqa(samples, logliks).with_columns(level=pl.lit("sample"), weight=pl.lit(1.0))
-    elif family == "perplexity":
-        scores = score_perplexity(samples, pl.read_parquet(loglik_path))
-    else:
-        scores = score_text(family, samples, pl.read_parquet(generations_path), options)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    scores.write_parquet(output)
-    return scores
+        return score_mcqa(samples, logliks).with_columns(level=pl.lit("sample"), weight=pl.lit(1.0))
+    if family == "perplexity":
+        return score_perplexity(samples, logliks)
+    return score_text(family, samples, generations, options)
+
+
+def score_benchmark(samples_path: Path, outputs: dict[str, Path], generations_path: Path | None = None,
+                    loglik_path: Path | None = None, options: dict | None = None) -> None:
+    """Every metric family of one model x benchmark, in one job: inputs are read and models loaded once."""
+    samples = pl.read_parquet(samples_path)
+    generations = pl.read_parquet(generations_path) if generations_path else None
+    logliks = pl.read_parquet(loglik_path) if loglik_path else None
+    for family, output in outputs.items():
+        scores = family_scores(family, samples, generations, logliks, (options or {}).get(family, {}))
+        output.parent.mkdir(parents=True, exist_ok=True)
+        scores.write_parquet(output)
 
 
 def families_for(benchmark) -> tuple[str, ...]:
     """The metric families a benchmark's task is scored with (its registry entry lists them)."""
     return tuple(benchmark.metrics)
-
-
-def score_inputs(family: str, results: str, datasets_dir: str, model: str, benchmark: str) -> dict[str, str]:
-    """The files a family reads: log-likelihoods for accuracy and perplexity, generations for text metrics."""
-    inputs = {"samples": f"{datasets_dir}/{benchmark}.parquet"}
-    if family in ("accuracy", "perplexity"):
-        inputs["loglik"] = f"{results}/loglik/{model}/{benchmark}.parquet"
-    else:
-        inputs["generations"] = f"{results}/generations/{model}/{benchmark}.parquet"
-    return inputs

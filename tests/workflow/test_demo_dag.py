@@ -53,6 +53,8 @@ def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
     assert counts.get("infer_open") == n_models * 2  # the two open-ended demo benchmarks
     assert counts.get("infer_closed") == n_models * (n_bench - 2)
     assert counts.get("prepare_model") == n_models  # a fresh workdir writes each model's marker
+    # one scoring job per model x benchmark, whatever the number of metric families
+    assert counts.get("score_open") == n_models * 2 and counts.get("score_closed") == n_models * (n_bench - 2)
 
 
 def test_misspelt_key_stops_before_any_job(repo_root, tmp_path):

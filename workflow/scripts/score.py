@@ -1,15 +1,14 @@
-"""Score one model x benchmark with one metric family."""
+"""Score one model x benchmark with every metric family of its task."""
 from pathlib import Path
 
 from careval.joblog import job_log
-from careval.scoring import score_family
+from careval.scoring import score_benchmark
 
 with job_log(snakemake.log[0]):
-    score_family(
-        snakemake.wildcards.family,
+    score_benchmark(
         Path(snakemake.input.samples),
-        Path(snakemake.output[0]),
+        {family: Path(path) for family, path in snakemake.output.items()},
         generations_path=Path(snakemake.input.generations) if "generations" in snakemake.input.keys() else None,
-        loglik_path=Path(snakemake.input.loglik) if "loglik" in snakemake.input.keys() else None,
+        loglik_path=Path(snakemake.input.loglik),
         options=snakemake.params.options,
     )
