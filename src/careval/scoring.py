@@ -18,8 +18,6 @@ from careval.tasks.mcqa import score_mcqa
 SCORE_SCHEMA = {"id": pl.String, "metric": pl.String, "value": pl.Float64, "status": pl.String,
                 "level": pl.String, "weight": pl.Float64}
 
-FAMILIES = ("accuracy", "rouge", "bleu", "bertscore", "perplexity")
-
 
 def _frame(rows: list[dict]) -> pl.DataFrame:
     rows = [{"level": "sample", "weight": 1.0, **row} for row in rows]
