@@ -2,6 +2,7 @@
 
 # Only light modules are imported here; BertScorer pulls torch/transformers in on construction.
 from careval.metrics.accuracy import accuracy, mcqa_predictions, weighted_average
+from careval.metrics.moverscore import MoverScorer
 from careval.metrics.ngram import bleu_corpus, bleu_hf, bleu_sentence, rouge
 from careval.metrics.perplexity import (
     corpus_perplexities,
@@ -13,6 +14,7 @@ from careval.metrics.semantic import BertScorer, default_model_path
 
 __all__ = [
     "BertScorer",
+    "MoverScorer",
     "accuracy",
     "bleu_corpus",
     "bleu_hf",
