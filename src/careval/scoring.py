@@ -128,7 +128,3 @@ def score_benchmark(samples_path: Path, outputs: dict[str, Path], generations_pa
         output.parent.mkdir(parents=True, exist_ok=True)
         scores.write_parquet(output)
 
-
-def families_for(benchmark) -> tuple[str, ...]:
-    """The metric families a benchmark's task is scored with (its registry entry lists them)."""
-    return tuple(benchmark.metrics)

@@ -1,9 +1,8 @@
 # Names, paths and input functions shared by the rule modules. No science here.
 import re
 
-from careval.datasets.registry import LocalSource, get_benchmark
+from careval.datasets.registry import TASK_METRICS, LocalSource, get_benchmark
 from careval.models import needs_preparation
-from careval.scoring import families_for
 
 RESULTS = config["results_dir"]
 MODELS_DIR = config["models_dir"]
@@ -39,7 +38,7 @@ def score_files():
         f"{RESULTS}/scores/{model}/{name}/{family}.parquet"
         for model in MODELS
         for name, entry in BENCHMARKS.items()
-        for family in families_for(entry)
+        for family in entry.metrics
     ]
 
 

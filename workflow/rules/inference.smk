@@ -30,27 +30,13 @@ rule infer_open:
         "../scripts/infer.py"
 
 
-rule infer_closed:
-    input:
-        samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
-        model=model_folder,
+use rule infer_open as infer_closed with:
     output:
         loglik=f"{RESULTS}/loglik/{{model}}/{{benchmark}}.parquet",
     wildcard_constraints:
         benchmark=CLOSED_PATTERN,
-    params:
-        entry=model_entry,
-        overrides=lambda w: config["benchmarks"][w.benchmark],
-        generation=config["generation"],
-        models_dir=MODELS_DIR,
     log:
         "logs/infer_closed/{model}/{benchmark}.log",
     benchmark:
         f"{RESULTS}/benchmarks/infer_closed/{{model}}/{{benchmark}}.tsv"
     priority: 1
-    threads: RES.get("inference_threads", 1)
-    resources:
-        mem_mb=lambda w: model_entry(w).get("mem_mb", RES.get("inference_mem_mb", 4000)),
-        runtime=lambda w: model_entry(w).get("runtime", RES.get("inference_runtime", 60)),
-    script:
-        "../scripts/infer.py"

@@ -1,6 +1,5 @@
 # Per-sample metric values with a status: one job per model x benchmark (models such as the
-# BERTScore encoder load once), one file per metric family.
-from careval.datasets.registry import MCQA_METRICS, OPEN_METRICS
+# BERTScore encoder load once), one file per metric family of the benchmark's task.
 
 
 rule score_open:
@@ -9,7 +8,7 @@ rule score_open:
         generations=f"{RESULTS}/generations/{{model}}/{{benchmark}}.parquet",
         loglik=f"{RESULTS}/loglik/{{model}}/{{benchmark}}.parquet",
     output:
-        **{family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{family}.parquet" for family in OPEN_METRICS},
+        **{family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{family}.parquet" for family in TASK_METRICS["open"]},
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
     params:
@@ -24,21 +23,13 @@ rule score_open:
         "../scripts/score.py"
 
 
-rule score_closed:
+use rule score_open as score_closed with:
     input:
         samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
         loglik=f"{RESULTS}/loglik/{{model}}/{{benchmark}}.parquet",
     output:
-        **{family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{family}.parquet" for family in MCQA_METRICS},
+        **{family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{family}.parquet" for family in TASK_METRICS["mcqa"]},
     wildcard_constraints:
         benchmark=CLOSED_PATTERN,
-    params:
-        options=config["metrics"],
     log:
         "logs/score_closed/{model}/{benchmark}.log",
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    script:
-        "../scripts/score.py"

@@ -9,8 +9,11 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEMO_DIR = REPO_ROOT / "resources" / "demo"
 
-OPEN_METRICS = ("rouge", "bleu", "bertscore", "perplexity")
-MCQA_METRICS = ("accuracy",)
+# The metric families each task is scored with; the scoring rules write one file per family.
+TASK_METRICS: dict[str, tuple[str, ...]] = {
+    "mcqa": ("accuracy",),
+    "open": ("rouge", "bleu", "bertscore", "perplexity"),
+}
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,14 @@ class Benchmark:
     source: HFSource | LocalSource
     fields: dict[str, str | list[str]]
     prompt: str
-    metrics: tuple[str, ...]
     answer_format: str = "index0"
     description: str = ""
     max_new_tokens: int | None = None
     meta_fields: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return TASK_METRICS[self.task]
 
 
 MCQA_PROMPT = "Question: {question}\nAnswer:"
@@ -69,7 +75,6 @@ REGISTRY: dict[str, Benchmark] = {
             source=LocalSource(str(DEMO_DIR / "demo_mcqa.jsonl")),
             fields={"id": "id", "question": "question", "options": "options", "answer": "answer"},
             prompt=MCQA_PROMPT,
-            metrics=MCQA_METRICS,
             description="careval demo: four-option medical MCQA written by the project",
             meta_fields=("topic",),
         ),
@@ -79,7 +84,6 @@ REGISTRY: dict[str, Benchmark] = {
             source=LocalSource(str(DEMO_DIR / "demo_open_qa.jsonl")),
             fields={"id": "id", "question": "question", "reference": "answer"},
             prompt=OPEN_QA_PROMPT,
-            metrics=OPEN_METRICS,
             description="careval demo: open-ended medical questions with reference answers",
             meta_fields=("topic",),
         ),
@@ -89,7 +93,6 @@ REGISTRY: dict[str, Benchmark] = {
             source=LocalSource(str(DEMO_DIR / "demo_note.jsonl")),
             fields={"id": "id", "question": "dialogue", "reference": "note"},
             prompt=NOTE_PROMPT,
-            metrics=OPEN_METRICS,
             description="careval demo: doctor-patient dialogue to assessment-and-plan note",
         ),
         # Real sources (the paper's own task definitions); the catalogue grows here.
@@ -99,7 +102,6 @@ REGISTRY: dict[str, Benchmark] = {
             source=HFSource("GBaker/MedQA-USMLE-4-options", split="test"),
             fields={"question": "question", "options": "options", "answer": "answer_idx"},
             prompt=MCQA_PROMPT,
-            metrics=MCQA_METRICS,
             answer_format="letter",
             description="MedQA (USMLE, 4 options)",
         ),
@@ -109,7 +111,6 @@ REGISTRY: dict[str, Benchmark] = {
             source=HFSource("bigbio/meqsum", config="meqsum_source", split="train"),
             fields={"id": "File", "question": "CHQ", "reference": "Summary"},
             prompt="Summarize the following consumer health question in one short question.\n\n{question}\n\nSummary:",
-            metrics=OPEN_METRICS,
             description="MeQSum consumer health question summarisation",
         ),
     ]
