@@ -57,3 +57,26 @@ def test_perplexity_rows_from_logliks_by_hand():
     assert corpus["word_perplexity_given_question"] == pytest.approx(math.exp(3 / 3))
     bad = scores.filter((pl.col("id") == "s1") & pl.col("metric").str.ends_with("_given_question"))
     assert set(bad["status"]) == {"invalid_loglik"}
+
+
+def test_moverscore_family_matches_the_scorer_and_counts_undefined_pairs():
+    from careval.metrics import MoverScorer
+
+    refs = ["Metformin is the first-line drug for type 2 diabetes.", "Aspirin irreversibly inhibits COX-1.",
+            "Rest, ice and elevation.", "Drink fluids."]
+    # "?!" keeps no word piece after v2's punctuation filter: the pair has no defined score.
+    outputs = ["Metformin is first line in type 2 diabetes.", "Aspirin blocks COX-1 for good.", "?!", ""]
+    samples = _samples(refs)
+    generations = generation_rows(samples, ["p"] * 4, outputs)
+    scores = score_text("moverscore", samples, generations, {"batch_size": 4})
+    direct = MoverScorer(batch_size=4).score(outputs[:3], refs[:3])["moverscore"]
+    assert scores["value"][:2].to_list() == pytest.approx(direct[:2], abs=1e-12)
+    assert scores["status"].to_list() == ["ok", "ok", "undefined", "empty_output"]
+    assert math.isnan(direct[2]) and scores["value"][2:].is_nan().all()
+
+
+def test_moverscore_single_pair_is_undefined_not_perfect():
+    from careval.metrics import MoverScorer
+
+    # With one pair every word piece has df = M = 1, so IDF weight 0 on both sides (v2 says 1.0).
+    assert math.isnan(MoverScorer().score(["Take ibuprofen."], ["Use paracetamol."])["moverscore"][0])

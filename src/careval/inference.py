@@ -9,6 +9,7 @@ import polars as pl
 from careval.backends import load_backend
 from careval.backends.base import Backend, Sampling
 from careval.datasets.registry import Benchmark
+from careval.datasets.schema import CHOICE_TASKS
 from careval.models import resolve_model_path
 from careval.tasks import mcqa, open as open_task
 
@@ -16,8 +17,9 @@ LOGLIK_SCHEMA = {"id": pl.String, "kind": pl.String, "option": pl.Int64,
                  "context": pl.String, "continuation": pl.String, "loglik": pl.Float64}
 
 
-def backend_spec(name: str, entry: dict, models_dir: Path, threads: int) -> dict:
-    """What `load_backend` needs, from a config model entry."""
+def backend_spec(name: str, entry: dict, models_dir: Path, threads: int, gpus: int | None = None) -> dict:
+    """What `load_backend` needs, from a config model entry; `gpus` is what the job was given
+    (the rule's `gpu` resource: the entry's gpus, else its size class), else the entry's own."""
     return {
         "name": name,
         "backend": entry.get("backend", "hf"),
@@ -27,7 +29,7 @@ def backend_spec(name: str, entry: dict, models_dir: Path, threads: int) -> dict
         "dtype": entry.get("dtype", "float32"),
         "batch_size": entry.get("batch_size", 8),
         "max_length": entry.get("max_length"),
-        "gpus": entry.get("gpus", 0),
+        "gpus": entry.get("gpus", 0) if gpus is None else int(gpus),
         "threads": threads,
     }
 
@@ -40,8 +42,13 @@ def sampling_for(benchmark: Benchmark, generation: dict) -> Sampling:
 
 
 def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame:
-    task = mcqa if benchmark.task == "mcqa" else open_task
-    return task.loglik_requests(samples, benchmark.prompt)
+    """Options (MCQA, prescription, loglik-mode classification) or the reference (open, for perplexity);
+    none for tasks scored on the generation alone (relation extraction, generate-mode classification)."""
+    if benchmark.task == "open":
+        return open_task.loglik_requests(samples, benchmark.prompt)
+    if benchmark.task in CHOICE_TASKS and not benchmark.generates:
+        return mcqa.loglik_requests(samples, benchmark.prompt)
+    return pl.DataFrame(schema={name: dtype for name, dtype in LOGLIK_SCHEMA.items() if name != "loglik"})
 
 
 def generate(backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, generation: dict) -> pl.DataFrame:
@@ -74,7 +81,11 @@ def run_inference(samples_path: Path, benchmark: Benchmark, spec: dict, generati
                   loglik_path: Path, generations_path: Path | None = None) -> None:
     """Load the model once; write its log-likelihoods and, when asked, its generations."""
     samples = pl.read_parquet(samples_path)
+    start = time.perf_counter()
     backend = load_backend(spec)
+    # one line per load: the logs count how often a model was loaded (README, cluster section)
+    print(f"loaded model {spec['name']} ({spec.get('backend', 'hf')}, gpus={spec.get('gpus', 0)}) "
+          f"in {time.perf_counter() - start:.1f}s")
     outputs = {loglik_path: score_logliks(backend, loglik_requests(samples, benchmark))}
     if generations_path is not None:
         outputs[generations_path] = generate(backend, samples, benchmark, generation)

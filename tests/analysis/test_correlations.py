@@ -63,3 +63,23 @@ def test_metric_matrix_is_symmetric_with_unit_diagonal():
     assert names == ["rouge1", "word_perplexity"]
     assert np.allclose(r, r.T) and np.allclose(np.diag(r), 1.0)
     assert r[0, 1] == pytest.approx(-1.0)  # rouge rises exactly as perplexity falls
+
+
+def test_benchmark_and_elo_matrices_match_hand_formulas():
+    from careval.analysis.correlations import ELO, Scores, benchmark_matrices, elo_matrix
+
+    summary, acc, rouge, _ = _summary()
+    rouge_b = {"m1": 0.5, "m2": 0.1, "m3": 0.3, "m4": 0.2}
+    extra = [{"model": m, "benchmark": "qb", "task": "open", "metric": "rouge1", "value": v, "n": 5, "n_failed": 0}
+             for m, v in rouge_b.items()]
+    summary = pl.concat([summary, pl.DataFrame(extra, schema=SUMMARY_SCHEMA)])
+    models = sorted(acc)
+    table = benchmark_matrices(summary, ["pearson"])
+    r = table.filter((pl.col("metric") == "rouge1") & (pl.col("x") == "qa") & (pl.col("y") == "qb"))["r"][0]
+    assert r == pytest.approx(_pearson_by_hand([rouge[m] for m in models], [rouge_b[m] for m in models]))
+    assert set(table["metric"]) == {"rouge1"}  # word_perplexity is on one benchmark only
+    elo = {"m1": 1000.0, "m2": 1100.0, "m3": 1050.0}  # m4 has no Elo: left out, not zero
+    table = elo_matrix(Scores(summary, fixed={ELO: elo}), ["spearman"])
+    row = table.filter((pl.col("x") == MCQA_AVERAGE) & (pl.col("y") == "elo"))
+    assert row["n_models"][0] == 3
+    assert row["r"][0] == pytest.approx(_pearson_by_hand(_ranks([acc[m] for m in elo]), _ranks(list(elo.values()))))

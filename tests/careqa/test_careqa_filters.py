@@ -46,3 +46,40 @@ def test_term_at_sentence_edges_and_before_punctuation():
     assert not screen_question("NOT a cause of hypokalaemia:").keep
     assert not screen_question("True or false?").keep
     assert not screen_question("(except in children)").keep
+
+
+@pytest.mark.parametrize(
+    "question, term",
+    [
+        ("Señale la respuesta INCORRECTA sobre la insulina:", "incorrecta"),
+        ("¿Cuál de los siguientes fármacos NO es un betabloqueante?", "NO"),
+        ("Respecto a la EPOC, es FALSO que:", "falso"),
+        ("Todos son signos de hipocalcemia excepto:", "excepto"),
+        ("¿Qué afirmación no es correcta sobre la sepsis?", "no es correcta"),
+    ],
+)
+def test_spanish_negative_questions_are_dropped(question, term):
+    decision = screen_question(question, language="es")
+    assert not decision.keep and repr(term) in decision.reason
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "¿Qué fármaco no requiere ajuste en la insuficiencia renal?",  # lower-case "no" asks for the right one
+        "¿Cuál es la causa más probable de un falso positivo del dímero D?",  # the compound, as "false-positive"
+        "¿Qué prueba tiene menos falsos negativos?",
+        "¿Cuál es el tratamiento de elección de la NOTIFICACIÓN obligatoria?",
+        "¿Cuál es el diagnóstico más probable?",
+    ],
+)
+def test_spanish_ordinary_questions_are_kept(question):
+    assert screen_question(question, language="es").keep
+
+
+def test_languages_do_not_mix():
+    # "NO" is only stressed in Spanish; in English it is an ordinary word ("NO2", "no").
+    assert screen_question("Which is NO longer used?", language="en").keep
+    assert not screen_question("Which is NO longer used?", language="es").keep
+    with pytest.raises(ValueError, match="language"):
+        screen_question("x", language="fr")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from careval.careqa.pdf import read_exam_text, render_text_pdf
 from careval.careqa.parse import extract_pdf_text, parse_answer_key, parse_booklet, parse_exam, parse_exam_pdf
 
 # Laid out like a MIR booklet: a cover with its own numbered instructions, a page footer and a repeated
@@ -130,21 +131,9 @@ def test_empty_input_gives_empty_report():
     assert questions == [] and report.n_parsed == report.n_annulled == report.n_misparsed == 0
 
 
-def _write_pdf(path, text: str, lines_per_page: int = 30) -> None:
-    matplotlib = pytest.importorskip("matplotlib")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.backends.backend_pdf import PdfPages
-
-    lines = text.splitlines()
-    # TrueType (42) rather than matplotlib's default Type 3 fonts, which pypdf cannot map back to text.
-    with matplotlib.rc_context({"pdf.fonttype": 42}), PdfPages(path) as pdf:
-        for start in range(0, len(lines), lines_per_page):
-            fig = plt.figure(figsize=(8.27, 11.69))
-            for k, line in enumerate(lines[start : start + lines_per_page]):
-                fig.text(0.05, 0.95 - 0.03 * k, line, fontsize=9)
-            pdf.savefig(fig)
-            plt.close(fig)
+def _write_pdf(path, text: str) -> None:
+    pytest.importorskip("matplotlib")
+    render_text_pdf(text, path)
 
 
 def test_pdf_text_round_trips(tmp_path):
@@ -184,3 +173,32 @@ def test_damaged_booklets_never_raise_and_every_key_question_is_accounted_for(se
     assert not parsed & set(report.dropped)
     assert {1, 2, 3, 4, 5} <= parsed | set(report.dropped)
     assert all(len(q.options) == 4 and 1 <= q.cop <= 4 for q in questions)
+
+
+def test_read_exam_text_sniffs_pdf_and_text(tmp_path):
+    pytest.importorskip("pypdf")
+    as_pdf, as_text = tmp_path / "booklet", tmp_path / "key.pdf"  # names deliberately misleading
+    _write_pdf(as_pdf, KEY)
+    as_text.write_text(KEY, encoding="utf-8")
+    assert read_exam_text(as_pdf).splitlines() == read_exam_text(as_text).splitlines() == KEY.splitlines()
+    (tmp_path / "junk").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ValueError, match="junk: neither a PDF nor UTF-8 text"):
+        read_exam_text(tmp_path / "junk")
+
+
+def test_well_formed_question_before_question_five_is_kept():
+    # Question 4 is followed by "5. ...", which the anchor test reads like an option 5; it must still parse.
+    booklet = "\n".join(
+        line for n in range(1, 8) for line in (f"{n}. Question {n}?", "1. a", "2. b", "3. c", "4. d")
+    )
+    key = "\n".join(f"{n} {1 + n % 4}" for n in range(1, 8))
+    questions, report = parse_exam(booklet, key, exam_id=1, year=2024, category="Medicine")
+    assert [q.number for q in questions] == list(range(1, 8))
+    assert report.n_misparsed == 0
+    assert questions[3].question == "Question 4?" and questions[3].options == ("a", "b", "c", "d")
+    assert [q.cop for q in questions] == [1 + n % 4 for n in range(1, 8)]
+    # and a broken question 5 right after it takes only itself down
+    broken = booklet.replace("5. Question 5?\n1. a\n2. b\n3. c\n4. d", "5. Question 5?\n1. a\n2. b\n3. c")
+    questions, report = parse_exam(broken, key, exam_id=1, year=2024, category="Medicine")
+    assert [q.number for q in questions] == [1, 2, 3, 4, 6, 7]
+    assert report.misparsed == {5: "expected options 1-4, found [1, 2, 3]"}

@@ -11,6 +11,8 @@ import polars as pl
 import pytest
 import yaml
 
+from careval.config import load_config
+
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 
@@ -54,7 +56,17 @@ def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
     assert counts.get("infer_closed") == n_models * (n_bench - 2)
     assert counts.get("prepare_model") == n_models  # a fresh workdir writes each model's marker
     # one scoring job per model x benchmark, whatever the number of metric families
-    assert counts.get("score_open") == n_models * 2 and counts.get("score_closed") == n_models * (n_bench - 2)
+    assert counts.get("score_open") == n_models * 2 and counts.get("score_mcqa") == n_models * (n_bench - 2)
+    # the LLM-based families load a model in their own job per model x open benchmark
+    n_judged = len(config["metrics"]["judge"].get("benchmarks", ["demo_open_qa", "demo_note"]))
+    n_relaxed = len(config["metrics"]["relaxed_perplexity"].get("benchmarks", ["demo_open_qa", "demo_note"]))
+    assert counts.get("judge") == n_models * n_judged and counts.get("relaxed_perplexity") == n_models * n_relaxed
+    assert "score_bleurt" not in counts and "score_radgraph" not in counts  # skipped / no MIMIC in the demo
+    # the resilience and self-consistency reruns, on the benchmarks the analysis config names
+    n_resilience = len(config["analysis"]["resilience"].get("benchmarks", ["demo_open_qa", "demo_note"]))
+    n_consistency = len(config["analysis"]["consistency"].get("benchmarks", ["demo_open_qa", "demo_note"]))
+    assert counts.get("rephrase") == n_models * n_resilience
+    assert counts.get("sample_consistency") == n_models * n_consistency
 
 
 def test_misspelt_key_stops_before_any_job(repo_root, tmp_path):
@@ -78,6 +90,11 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     config["models_dir"] = str(repo_root / "resources" / "models")
     config["limit"] = 4
     config["generation"]["max_new_tokens"] = 12
+    # the LLM-based metrics and reruns on 2 samples with short outputs: every job kind still runs
+    config["metrics"]["judge"].update(limit=2, max_new_tokens=16)
+    config["metrics"]["relaxed_perplexity"].update(limit=2, s=2, max_tokens=8, stride=4)
+    config["analysis"]["resilience"].update(limit=2, sampling={"max_new_tokens": 12})
+    config["analysis"]["consistency"].update(limit=2, r=2, sampling={"max_new_tokens": 8})
     work = _workdir(repo_root, tmp_path, config)
     result = _run(["--cores", "2", "results/correlations.pdf"], work, timeout=1800)
     assert result.returncode == 0, result.stderr[-5000:]
@@ -86,21 +103,41 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     models = sorted(config["models"])
     assert sorted(summary["model"].unique()) == models
     assert set(summary.columns) >= {"model", "benchmark", "task", "metric", "value", "n"}
-    open_metrics = {"rouge1", "rouge2", "rougeL", "bleu", "bleu_corpus", "bertscore_f1", "word_perplexity",
-                    "byte_perplexity", "bits_per_byte", "word_perplexity_given_question"}
+    open_metrics = {"rouge1", "rouge2", "rougeL", "bleu", "bleu_corpus", "bertscore_f1", "moverscore", "word_perplexity",
+                    "byte_perplexity", "bits_per_byte", "word_perplexity_given_question", "relaxed_perplexity",
+                    "relaxed_cross_entropy", "judge_helpfulness", "judge_factual_validity"}
     for model in models:
         rows = summary.filter((pl.col("model") == model) & (pl.col("benchmark") == "demo_open_qa"))
         assert open_metrics <= set(rows["metric"])
+        # a judge verdict is a 1-5 score or a counted parse_error, never a silent number
+        judge = rows.filter(pl.col("metric").str.starts_with("judge_"))
+        assert (judge["n"] + judge["n_failed"] > 0).all()
         acc = summary.filter((pl.col("model") == model) & (pl.col("benchmark") == "mcqa_weighted_average")
                              & (pl.col("metric") == "acc"))
         assert acc.height == 1 and acc["n"][0] == 4 and 0.0 <= acc["value"][0] <= 1.0
 
+    from careval.analysis.plan import analysis_plan
+
+    validated = load_config(work / "config" / "config.yaml")
+    figures = analysis_plan(validated, ["demo_open_qa", "demo_note"]).figure_names()
     reader = PdfReader(work / "results" / "correlations.pdf")
     texts = [page.extract_text() for page in reader.pages]
-    assert len(texts) == 4  # scores overview, MCQA vs open, one metric x metric page per open benchmark
-    assert "MCQA weighted-average accuracy vs open-ended benchmark x metric" in texts[1]
+    assert len(texts) == len(figures)  # one titled page per figure
     assert any("Metric x metric correlation on demo_open_qa" in t for t in texts)
-    assert any("Metric x metric correlation on demo_note" in t for t in texts)
-    pngs = sorted(p.name for p in (work / "results" / "figures").glob("*.png"))
-    assert pngs == sorted(["scores.png", "mcqa_vs_open.png", "metric_x_metric_demo_note.png",
-                           "metric_x_metric_demo_open_qa.png"])
+    # every metric family of the suite that ran is on the metric x metric page
+    page = next(t for t in texts if "Metric x metric correlation on demo_open_qa" in t)
+    for label in ("moverscore", "relaxed_perplexity", "judge_helpfulness", "bertscore_f1", "rouge1"):
+        assert label in page, label
+    pngs = sorted(p.stem for p in (work / "results" / "figures").glob("*.png"))
+    assert pngs == sorted(figures)
+
+
+def test_family_limited_to_a_closed_benchmark_stops_before_any_job(repo_root, tmp_path):
+    config = _raw_demo_config(repo_root)
+    config["metrics"]["relaxed_perplexity"]["benchmarks"] = ["demo_mcqa"]
+    work = _workdir(repo_root, tmp_path, config)
+    result = _run(["-n", "--cores", "1"], work, timeout=120)
+    assert result.returncode != 0
+    errors = [line for line in (result.stdout + result.stderr).splitlines() if "careval config error" in line]
+    assert errors == ["careval config error: metrics.relaxed_perplexity.benchmarks: demo_mcqa is not an "
+                      "open-ended benchmark of this config"]

@@ -1,5 +1,7 @@
-# One model on one benchmark, in one job so the model loads once: log-likelihoods (MCQA options,
-# or the reference answer for perplexity) and, for open-ended benchmarks, the generations too.
+# One model on one benchmark, in one job so the model loads once: log-likelihoods (options, or the
+# reference answer for perplexity; none for extraction) and, for benchmarks that generate (open,
+# relation extraction, generate-mode classification), the generations too. infer_open runs the
+# generating benchmarks, infer_closed the log-likelihood-only ones.
 
 
 rule infer_open:
@@ -10,7 +12,7 @@ rule infer_open:
         generations=f"{RESULTS}/generations/{{model}}/{{benchmark}}.parquet",
         loglik=f"{RESULTS}/loglik/{{model}}/{{benchmark}}.parquet",
     wildcard_constraints:
-        benchmark=OPEN_PATTERN,
+        benchmark=GENERATE_PATTERN,
     params:
         entry=model_entry,
         overrides=lambda w: config["benchmarks"][w.benchmark],
@@ -22,10 +24,16 @@ rule infer_open:
         f"{RESULTS}/benchmarks/infer_open/{{model}}/{{benchmark}}.tsv"
     # the longest jobs first, so no core idles at the end waiting on one last generation
     priority: 2
+    # on a cluster, the slurm profile submits up to 4 jobs of one model as one SLURM job (group-components)
+    group: "llm_{model}"
     threads: RES.get("inference_threads", 1)
     resources:
-        mem_mb=lambda w: model_entry(w).get("mem_mb", RES.get("inference_mem_mb", 4000)),
-        runtime=lambda w: model_entry(w).get("runtime", RES.get("inference_runtime", 60)),
+        mem_mb=model_resource("mem_mb", RES.get("inference_mem_mb", 4000)),
+        runtime=model_resource("runtime", RES.get("inference_runtime", 60)),
+        # GPUs for the model (0 on the CPU demo); the slurm profile turns it into sbatch --gpus=N
+        gpu=model_resource("gpus", 0),
+        # one LLM job at a time inside a grouped SLURM job (the slurm profile caps it at 1 per group)
+        llm_slot=1,
     script:
         "../scripts/infer.py"
 
@@ -34,7 +42,7 @@ use rule infer_open as infer_closed with:
     output:
         loglik=f"{RESULTS}/loglik/{{model}}/{{benchmark}}.parquet",
     wildcard_constraints:
-        benchmark=CLOSED_PATTERN,
+        benchmark=LOGLIK_PATTERN,
     log:
         "logs/infer_closed/{model}/{benchmark}.log",
     benchmark:

@@ -1,35 +1,61 @@
 # Per-sample metric values with a status: one job per model x benchmark (models such as the
-# BERTScore encoder load once), one file per metric family of the benchmark's task.
+# BERTScore encoder load once), one file per metric family of the benchmark's task. One rule per
+# task type (score_open, score_mcqa, score_classification, ...); the generations are an input
+# only where the benchmark generates.
 
 
-rule score_open:
-    input:
-        samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
-        generations=f"{RESULTS}/generations/{{model}}/{{benchmark}}.parquet",
-        loglik=f"{RESULTS}/loglik/{{model}}/{{benchmark}}.parquet",
-    output:
-        **{family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{family}.parquet" for family in TASK_METRICS["open"]},
-    wildcard_constraints:
-        benchmark=OPEN_PATTERN,
-    params:
-        options=config["metrics"],
-    log:
-        "logs/score_open/{model}/{benchmark}.log",
-    threads: RES.get("scoring_threads", 1)
-    resources:
-        mem_mb=RES.get("scoring_mem_mb", 3000),
-        runtime=30,
-    script:
-        "../scripts/score.py"
+def score_inputs(wildcards):
+    inputs = {
+        "samples": f"{DATASETS_DIR}/{wildcards.benchmark}.parquet",
+        "loglik": f"{RESULTS}/loglik/{wildcards.model}/{wildcards.benchmark}.parquet",
+    }
+    if BENCHMARKS[wildcards.benchmark].generates:
+        inputs["generations"] = f"{RESULTS}/generations/{wildcards.model}/{wildcards.benchmark}.parquet"
+    return inputs
 
 
-use rule score_open as score_closed with:
-    input:
-        samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
-        loglik=f"{RESULTS}/loglik/{{model}}/{{benchmark}}.parquet",
-    output:
-        **{family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{family}.parquet" for family in TASK_METRICS["mcqa"]},
-    wildcard_constraints:
-        benchmark=CLOSED_PATTERN,
-    log:
-        "logs/score_closed/{model}/{benchmark}.log",
+for _task in TASKS:
+
+    rule:
+        name:
+            f"score_{_task}"
+        input:
+            unpack(score_inputs),
+        output:
+            **{family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{family}.parquet" for family in score_job_families(_task)},
+        wildcard_constraints:
+            benchmark=TASK_PATTERNS[_task],
+        params:
+            options=config["metrics"],
+        log:
+            f"logs/score_{_task}/{{model}}/{{benchmark}}.log",
+        threads: RES.get("scoring_threads", 1)
+        resources:
+            mem_mb=RES.get("scoring_mem_mb", 3000),
+            runtime=30,
+        script:
+            "../scripts/score.py"
+
+
+# Families only some benchmarks carry (an entry's extra_metrics, e.g. F1-RadGraph on MIMIC-III).
+for _family in EXTRA_FAMILIES:
+
+    rule:
+        name:
+            f"score_{_family}"
+        input:
+            unpack(score_inputs),
+        output:
+            **{_family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{_family}.parquet"},
+        wildcard_constraints:
+            benchmark=benchmark_pattern(lambda e, family=_family: family in e.extra_metrics),
+        params:
+            options=config["metrics"],
+        log:
+            f"logs/score_{_family}/{{model}}/{{benchmark}}.log",
+        threads: RES.get("scoring_threads", 1)
+        resources:
+            mem_mb=RES.get("scoring_mem_mb", 3000),
+            runtime=30,
+        script:
+            "../scripts/score.py"

@@ -9,7 +9,8 @@ with job_log(snakemake.log[0]):
     run_inference(
         Path(snakemake.input.samples),
         get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides),
-        backend_spec(snakemake.wildcards.model, snakemake.params.entry, Path(snakemake.params.models_dir), snakemake.threads),
+        backend_spec(snakemake.wildcards.model, snakemake.params.entry, Path(snakemake.params.models_dir),
+                     snakemake.threads, gpus=snakemake.resources.gpu),
         snakemake.params.generation,
         loglik_path=Path(snakemake.output.loglik),
         generations_path=Path(snakemake.output.generations) if "generations" in snakemake.output.keys() else None,

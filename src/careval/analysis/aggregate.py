@@ -13,6 +13,10 @@ SUMMARY_SCHEMA = {"model": pl.String, "benchmark": pl.String, "task": pl.String,
 
 MCQA_AVERAGE = "mcqa_weighted_average"
 
+# The per-sample table the bootstrap resamples: every sample-level score row, labelled.
+SAMPLE_SCHEMA = {"model": pl.String, "benchmark": pl.String, "task": pl.String, "metric": pl.String,
+                 "id": pl.String, "value": pl.Float64, "status": pl.String, "weight": pl.Float64}
+
 
 @dataclass(frozen=True)
 class ScoreFile:
@@ -68,10 +72,23 @@ def mcqa_weighted_averages(summary: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=SUMMARY_SCHEMA)
 
 
-def write_summary(score_files: list[ScoreFile], output: Path) -> pl.DataFrame:
+def build_sample_table(score_files: list[ScoreFile]) -> pl.DataFrame:
+    frames = []
+    for item in score_files:
+        rows = pl.read_parquet(item.path).filter(pl.col("level") == "sample")
+        frames.append(rows.select(model=pl.lit(item.model), benchmark=pl.lit(item.benchmark), task=pl.lit(item.task),
+                                  metric="metric", id="id", value="value", status="status", weight="weight"))
+    return pl.concat(frames).cast(SAMPLE_SCHEMA) if frames else pl.DataFrame(schema=SAMPLE_SCHEMA)
+
+
+def write_summary(score_files: list[ScoreFile], output: Path, samples_output: Path | None = None) -> pl.DataFrame:
+    """The summary table and, when asked, the per-sample table beside it (the bootstrap needs the samples)."""
     summary = build_summary(score_files)
     output.parent.mkdir(parents=True, exist_ok=True)
     summary.write_parquet(output)
+    if samples_output is not None:
+        samples_output.parent.mkdir(parents=True, exist_ok=True)
+        build_sample_table(score_files).write_parquet(samples_output)
     return summary
 
 

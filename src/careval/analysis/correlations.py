@@ -1,20 +1,25 @@
-"""Correlations across models: MCQA average accuracy vs open-ended metrics, and metric x metric per benchmark."""
+"""Correlations across models (MCQA vs other tasks, metric x metric, benchmark x benchmark, MCQA vs Elo), each with a bootstrap interval."""
 from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE
+from careval.analysis.bootstrap import Resampled, correlation_interval
 
-CORRELATION_SCHEMA = {"analysis": pl.String, "benchmark": pl.String, "x": pl.String, "y": pl.String,
-                      "method": pl.String, "r": pl.Float64, "p_value": pl.Float64, "n_models": pl.Int64}
+CORRELATION_SCHEMA = {"analysis": pl.String, "benchmark": pl.String, "metric": pl.String, "x": pl.String, "y": pl.String,
+                      "method": pl.String, "r": pl.Float64, "p_value": pl.Float64, "ci_low": pl.Float64,
+                      "ci_high": pl.Float64, "n_models": pl.Int64}
 
 # Lower is better for these; correlations keep the raw direction, the figures say so in their captions.
 LOWER_IS_BETTER = ("perplexity", "bits_per_byte")
+ELO = ("chatbot_arena", "elo")
+Key = tuple[str, str]
 
 
 def correlate(x: list[float], y: list[float], method: str) -> tuple[float, float]:
@@ -31,47 +36,134 @@ def correlate(x: list[float], y: list[float], method: str) -> tuple[float, float
     return float(result.statistic), float(result.pvalue)
 
 
-def _wide(summary: pl.DataFrame, benchmark: str) -> pl.DataFrame:
-    rows = summary.filter(pl.col("benchmark") == benchmark).select("model", "metric", "value")
-    return rows.pivot(on="metric", index="model", values="value").sort("model")
+@dataclass
+class Scores:
+    """Per-model values of every benchmark x metric (the summary), the bootstrap resamples, and fixed extras (Elo)."""
+
+    summary: pl.DataFrame
+    resampled: Resampled | None = None
+    confidence: float = 0.95
+    fixed: dict[Key, dict[str, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.models = self.resampled.models if self.resampled else sorted(self.summary["model"].unique().to_list())
+        self.values: dict[Key, dict[str, float]] = {}
+        for model, benchmark, metric, value in self.summary.select("model", "benchmark", "metric", "value").iter_rows():
+            self.values.setdefault((benchmark, metric), {})[model] = value
+        self.values.update(self.fixed)
+
+    def vector(self, key: Key) -> list[float | None]:
+        return [self.values.get(key, {}).get(model) for model in self.models]
+
+    def pair(self, analysis: str, x: Key, y: Key, method: str, x_label: str, y_label: str,
+             benchmark: str | None = None, metric: str | None = None) -> dict:
+        xs, ys = self.vector(x), self.vector(y)
+        r, p = correlate(xs, ys, method)
+        low = high = float("nan")
+        if self.resampled is not None and not math.isnan(r):
+            fixed = {key: np.array([np.nan if v is None else v for v in self.vector(key)], float)
+                     for key in self.fixed}
+            low, high = correlation_interval(self.resampled, x, y, method, self.confidence, fixed)
+        n = sum(1 for a, b in zip(xs, ys) if a is not None and b is not None and math.isfinite(a) and math.isfinite(b))
+        return {"analysis": analysis, "benchmark": benchmark, "metric": metric, "x": x_label, "y": y_label,
+                "method": method, "r": r, "p_value": p, "ci_low": low, "ci_high": high, "n_models": n}
 
 
-def mcqa_vs_open(summary: pl.DataFrame, methods: list[str], mcqa_metric: str = "acc") -> pl.DataFrame:
-    mcqa = summary.filter((pl.col("benchmark") == MCQA_AVERAGE) & (pl.col("metric") == mcqa_metric))
-    accuracy = dict(zip(mcqa["model"], mcqa["value"]))
+def _as_scores(summary_or_scores) -> Scores:
+    return summary_or_scores if isinstance(summary_or_scores, Scores) else Scores(summary_or_scores)
+
+
+def _metrics_of(summary: pl.DataFrame, benchmark: str) -> list[str]:
+    return sorted(summary.filter(pl.col("benchmark") == benchmark)["metric"].unique().to_list())
+
+
+def _benchmarks_of_task(summary: pl.DataFrame, task_filter) -> list[str]:
+    rows = summary.filter(task_filter & (pl.col("benchmark") != MCQA_AVERAGE))
+    return sorted(rows["benchmark"].unique().to_list())
+
+
+def mcqa_vs_open(summary, methods: list[str], mcqa_metric: str = "acc") -> pl.DataFrame:
+    """Figure 1: the MCQA weighted-average accuracy against every metric of every other (non-MCQA) benchmark."""
+    scores = _as_scores(summary)
     rows = []
-    open_rows = summary.filter(pl.col("task") == "open")
-    for benchmark in sorted(open_rows["benchmark"].unique()):
-        wide = _wide(open_rows, benchmark)
-        x = [accuracy.get(model) for model in wide["model"]]
-        for metric in [c for c in wide.columns if c != "model"]:
+    for benchmark in _benchmarks_of_task(scores.summary, pl.col("task") != "mcqa"):
+        for metric in _metrics_of(scores.summary, benchmark):
             for method in methods:
-                r, p = correlate(x, wide[metric].to_list(), method)
-                rows.append({"analysis": "mcqa_vs_open", "benchmark": benchmark, "x": f"mcqa_{mcqa_metric}",
-                             "y": metric, "method": method, "r": r, "p_value": p, "n_models": len(x)})
+                rows.append(scores.pair("mcqa_vs_open", (MCQA_AVERAGE, mcqa_metric), (benchmark, metric), method,
+                                        f"mcqa_{mcqa_metric}", metric, benchmark=benchmark))
     return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
 
 
-def metric_matrix(summary: pl.DataFrame, benchmark: str, method: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _matrix_rows(scores: Scores, analysis: str, keys: list[Key], labels: list[str], methods: list[str],
+                 benchmark: str | None = None, metric: str | None = None) -> list[dict]:
+    rows = []
+    for method in methods:
+        for x, x_label in zip(keys, labels):
+            for y, y_label in zip(keys, labels):
+                rows.append(scores.pair(analysis, x, y, method, x_label, y_label, benchmark=benchmark, metric=metric))
+    return rows
+
+
+def metric_matrices(summary, methods: list[str]) -> pl.DataFrame:
+    """Figure 10: metric x metric on each open-ended benchmark."""
+    scores = _as_scores(summary)
+    rows = []
+    for benchmark in _benchmarks_of_task(scores.summary, pl.col("task") == "open"):
+        names = _metrics_of(scores.summary, benchmark)
+        rows += _matrix_rows(scores, "metric_x_metric", [(benchmark, m) for m in names], names, methods, benchmark=benchmark)
+    return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
+
+
+def benchmark_matrices(summary, methods: list[str]) -> pl.DataFrame:
+    """Figures 11-12: for each metric, open-ended benchmark x benchmark (metrics found on at least two benchmarks)."""
+    scores = _as_scores(summary)
+    benchmarks = _benchmarks_of_task(scores.summary, pl.col("task") == "open")
+    per_metric: dict[str, list[str]] = {}
+    for benchmark in benchmarks:
+        for metric in _metrics_of(scores.summary, benchmark):
+            per_metric.setdefault(metric, []).append(benchmark)
+    rows = []
+    for metric, names in sorted(per_metric.items()):
+        if len(names) >= 2:
+            rows += _matrix_rows(scores, "benchmark_x_benchmark", [(b, metric) for b in names], names, methods, metric=metric)
+    return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
+
+
+def elo_matrix(summary, methods: list[str], mcqa_metric: str = "acc") -> pl.DataFrame:
+    """Figures 8-9: every MCQA benchmark, their weighted average and the Chatbot-Arena Elo, pairwise (models with an Elo)."""
+    scores = _as_scores(summary)
+    if ELO not in scores.values:
+        return pl.DataFrame(schema=CORRELATION_SCHEMA)
+    names = _benchmarks_of_task(scores.summary, pl.col("task") == "mcqa") + [MCQA_AVERAGE]
+    keys = [(name, mcqa_metric) for name in names] + [ELO]
+    labels = names + ["elo"]
+    return pl.DataFrame(_matrix_rows(scores, "mcqa_vs_elo", keys, labels, methods, metric=mcqa_metric),
+                        schema=CORRELATION_SCHEMA)
+
+
+def metric_matrix(summary, benchmark: str, method: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Metric names, the correlation matrix and its p-values over the models scored on `benchmark`."""
-    wide = _wide(summary, benchmark)
-    names = [c for c in wide.columns if c != "model"]
+    scores = _as_scores(summary)
+    names = _metrics_of(scores.summary, benchmark)
     r = np.full((len(names), len(names)), np.nan)
     p = np.full_like(r, np.nan)
     for i, a in enumerate(names):
         for j, b in enumerate(names):
-            r[i, j], p[i, j] = correlate(wide[a].to_list(), wide[b].to_list(), method)
+            r[i, j], p[i, j] = correlate(scores.vector((benchmark, a)), scores.vector((benchmark, b)), method)
     return names, r, p
 
 
-def metric_matrices(summary: pl.DataFrame, methods: list[str]) -> pl.DataFrame:
-    rows = []
-    for benchmark in sorted(summary.filter(pl.col("task") == "open")["benchmark"].unique()):
-        n_models = summary.filter(pl.col("benchmark") == benchmark)["model"].n_unique()
-        for method in methods:
-            names, r, p = metric_matrix(summary, benchmark, method)
-            for i, a in enumerate(names):
-                for j, b in enumerate(names):
-                    rows.append({"analysis": "metric_x_metric", "benchmark": benchmark, "x": a, "y": b,
-                                 "method": method, "r": float(r[i, j]), "p_value": float(p[i, j]), "n_models": n_models})
-    return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
+def all_correlations(scores: Scores, methods: list[str]) -> pl.DataFrame:
+    """Every analysis in one long table (results/summary/correlations.parquet)."""
+    parts = [mcqa_vs_open(scores, methods), metric_matrices(scores, methods), benchmark_matrices(scores, methods),
+             elo_matrix(scores, methods)]
+    return pl.concat(parts)
+
+
+def square(table: pl.DataFrame, column: str = "r") -> tuple[list[str], np.ndarray]:
+    """A long matrix block (one analysis, scope and method) back into labels and a square array."""
+    labels = list(dict.fromkeys(table["x"].to_list()))
+    matrix = np.full((len(labels), len(labels)), np.nan)
+    for x, y, value in table.select("x", "y", column).iter_rows():
+        matrix[labels.index(x), labels.index(y)] = np.nan if value is None else value
+    return labels, matrix

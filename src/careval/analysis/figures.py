@@ -1,6 +1,7 @@
-"""The correlation figures: one titled, labelled page per analysis in a PDF, and the same figures as PNG."""
+"""The paper's analysis figures: one titled, labelled page per figure in results/correlations.pdf, and the same as PNGs."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -12,51 +13,73 @@ import polars as pl  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from careval.analysis.aggregate import MCQA_AVERAGE  # noqa: E402
-from careval.analysis.correlations import mcqa_vs_open, metric_matrices, metric_matrix  # noqa: E402
+from careval.analysis.bootstrap import resample_model_scores  # noqa: E402
+from careval.analysis.clusters import cluster_metrics  # noqa: E402
+from careval.analysis.consistency import cv_excluded_metrics  # noqa: E402
+from careval.analysis.correlations import ELO, Scores, all_correlations, square  # noqa: E402
+from careval.analysis.elo import read_elo, resolve_elo_path  # noqa: E402
+from careval.analysis.plan import AnalysisPlan  # noqa: E402
+from careval.analysis.rankings import RANKING_SCHEMA, rank_models  # noqa: E402
+from careval.analysis.spread import across_models  # noqa: E402
 
 CMAP = "RdBu_r"
+CLUSTER_SCHEMA = {"benchmark": pl.String, "method": pl.String, "cluster": pl.String, "metric": pl.String}
 
 
-def _heatmap(ax, matrix: np.ndarray, rows: list[str], cols: list[str], title: str) -> None:
+def _cell(r: float, low: float | None, high: float | None, p: float | None) -> str:
+    if r is None or np.isnan(r):
+        return "n/a"
+    text = f"{r:.2f}"
+    if low is not None and not np.isnan(low):
+        text += f"\n[{low:.2f},{high:.2f}]"
+    if p is not None and not np.isnan(p):
+        text += f"\np={p:.2g}"
+    return text
+
+
+def _heatmap(ax, matrix: np.ndarray, rows: list[str], cols: list[str], title: str,
+             low: np.ndarray | None = None, high: np.ndarray | None = None, p: np.ndarray | None = None) -> None:
     image = ax.imshow(matrix, cmap=CMAP, vmin=-1, vmax=1, aspect="auto")
     ax.set_xticks(range(len(cols)), cols, rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
     ax.set_title(title, fontsize=9)
+    size = 6 if matrix.size <= 30 else 4
     for i in range(matrix.shape[0]):
         for j in range(matrix.shape[1]):
             value = matrix[i, j]
-            ax.text(j, i, "n/a" if np.isnan(value) else f"{value:.2f}", ha="center", va="center", fontsize=6,
+            text = _cell(value, None if low is None else low[i, j], None if high is None else high[i, j],
+                         None if p is None or i == j else p[i, j])
+            ax.text(j, i, text, ha="center", va="center", fontsize=size,
                     color="white" if not np.isnan(value) and abs(value) > 0.6 else "black")
     plt.colorbar(image, ax=ax, fraction=0.03, label="correlation coefficient")
 
 
-def mcqa_vs_open_figure(summary: pl.DataFrame, methods: list[str]):
-    table = mcqa_vs_open(summary, methods)
-    benchmarks = sorted(table["benchmark"].unique())
-    metrics = list(dict.fromkeys(table["y"]))
-    n_models = summary.filter(pl.col("benchmark") == MCQA_AVERAGE)["model"].n_unique()
-    fig, axes = plt.subplots(len(methods), 1, figsize=(11, 2.2 + 1.6 * len(benchmarks) * len(methods)), squeeze=False)
-    for ax, method in zip(axes[:, 0], methods):
-        matrix = np.full((len(benchmarks), len(metrics)), np.nan)
-        for row in table.filter(pl.col("method") == method).iter_rows(named=True):
-            matrix[benchmarks.index(row["benchmark"]), metrics.index(row["y"])] = row["r"]
-        _heatmap(ax, matrix, benchmarks, metrics, f"{method.capitalize()} correlation (x: open-ended metric, y: benchmark)")
-    fig.suptitle(f"MCQA weighted-average accuracy vs open-ended benchmark x metric ({n_models} models)", fontsize=11)
-    fig.text(0.01, 0.005, "Perplexity-type metrics are lower-is-better: a negative coefficient means agreement with MCQA.",
-             fontsize=7)
-    fig.tight_layout(rect=(0, 0.02, 1, 0.96))
+def _block(table: pl.DataFrame, **where) -> pl.DataFrame:
+    for column, value in where.items():
+        table = table.filter(pl.col(column).is_null() if value is None else pl.col(column) == value)
+    return table
+
+
+def _squares(block: pl.DataFrame, order: list[str] | None = None):
+    labels, r = square(block, "r")
+    _, low = square(block, "ci_low")
+    _, high = square(block, "ci_high")
+    _, p = square(block, "p_value")
+    if order:
+        index = [labels.index(name) for name in order]
+        labels, r, low, high, p = order, *(m[np.ix_(index, index)] for m in (r, low, high, p))
+    return labels, r, low, high, p
+
+
+def _empty_page(title: str, message: str):
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ax.axis("off")
+    ax.set_title(title, fontsize=11)
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=9, wrap=True)
     return fig
 
 
-def metric_matrix_figure(summary: pl.DataFrame, benchmark: str, methods: list[str]):
-    n_models = summary.filter(pl.col("benchmark") == benchmark)["model"].n_unique()
-    fig, axes = plt.subplots(1, len(methods), figsize=(7.5 * len(methods), 7), squeeze=False)
-    for ax, method in zip(axes[0], methods):
-        names, matrix, _ = metric_matrix(summary, benchmark, method)
-        _heatmap(ax, matrix, names, names, f"{method.capitalize()} (metric vs metric)")
-    fig.suptitle(f"Metric x metric correlation on {benchmark} across {n_models} models", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
-    return fig
+CI_NOTE = "Cells: r, [bootstrap 95% CI over resampled benchmark samples], p-value (across models)."
 
 
 def scores_figure(summary: pl.DataFrame):
@@ -78,18 +101,219 @@ def scores_figure(summary: pl.DataFrame):
     return fig
 
 
-def write_correlation_report(summary_path: Path, pdf_path: Path, figures_dir: Path, table_path: Path,
-                             methods: list[str]) -> list[Path]:
-    summary = pl.read_parquet(summary_path)
+def mcqa_vs_open_figure(table: pl.DataFrame, methods: list[str], n_models: int):
+    block = table.filter(pl.col("analysis") == "mcqa_vs_open")
+    benchmarks = sorted(block["benchmark"].unique().to_list())
+    metrics = sorted(block["y"].unique().to_list())
+    if not benchmarks:
+        return _empty_page("MCQA weighted-average accuracy vs other tasks", "no non-MCQA benchmark in the config")
+    fig, axes = plt.subplots(len(methods), 1, figsize=(12, 2.6 + 1.9 * len(benchmarks) * len(methods)), squeeze=False)
+    for ax, method in zip(axes[:, 0], methods):
+        grids = {c: np.full((len(benchmarks), len(metrics)), np.nan) for c in ("r", "ci_low", "ci_high", "p_value")}
+        for row in block.filter(pl.col("method") == method).iter_rows(named=True):
+            for column, grid in grids.items():
+                value = row[column]
+                grid[benchmarks.index(row["benchmark"]), metrics.index(row["y"])] = np.nan if value is None else value
+        _heatmap(ax, grids["r"], benchmarks, metrics, f"{method.capitalize()} correlation (x: metric, y: benchmark)",
+                 grids["ci_low"], grids["ci_high"], grids["p_value"])
+    fig.suptitle(f"MCQA weighted-average accuracy vs open-ended benchmark x metric (and any other non-MCQA task; "
+                 f"{n_models} models)", fontsize=11)
+    fig.text(0.01, 0.005, "Perplexity-type metrics are lower-is-better: a negative coefficient means agreement with MCQA. "
+             + CI_NOTE, fontsize=7)
+    fig.tight_layout(rect=(0, 0.02, 1, 0.96))
+    return fig
+
+
+def metric_matrix_figure(table: pl.DataFrame, benchmark: str, methods: list[str], n_models: int,
+                         min_correlation: float) -> tuple[object, list[dict]]:
+    """Figure 10: metric x metric on one benchmark, ordered and annotated by the clusters found."""
+    fig, axes = plt.subplots(1, len(methods), figsize=(8.5 * len(methods), 8), squeeze=False)
+    cluster_rows = []
+    notes = []
+    for ax, method in zip(axes[0], methods):
+        block = _block(table, analysis="metric_x_metric", benchmark=benchmark, method=method)
+        labels, r, *_ = _squares(block)
+        clusters = cluster_metrics(labels, r, min_correlation)
+        order = [m for cluster in clusters for m in cluster.members]
+        labels, r, low, high, p = _squares(block, order)
+        _heatmap(ax, r, labels, labels, f"{method.capitalize()} (metric vs metric, ordered by cluster)", low, high, p)
+        for cluster in clusters:
+            cluster_rows += [{"benchmark": benchmark, "method": method, "cluster": cluster.name, "metric": m}
+                             for m in cluster.members]
+        notes.append(f"{method}: " + "; ".join(f"[{c.name}] {', '.join(c.members)}" for c in clusters))
+    fig.suptitle(f"Metric x metric correlation on {benchmark} across {n_models} models", fontsize=11)
+    fig.text(0.01, 0.01, "\n".join([f"Clusters (average linkage on 1 - r, cut at mean r >= {min_correlation}):", *notes,
+                                    CI_NOTE]), fontsize=6, wrap=True)
+    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    return fig, cluster_rows
+
+
+def benchmark_matrix_figure(table: pl.DataFrame, method: str, n_models: int):
+    """Figures 11-12: one small benchmark x benchmark matrix per metric."""
+    block = _block(table, analysis="benchmark_x_benchmark", method=method)
+    metrics = sorted(block["metric"].unique().to_list())
+    title = f"Benchmark x benchmark correlation per metric ({method}, {n_models} models)"
+    if not metrics:
+        return _empty_page(title, "needs at least two open-ended benchmarks scored with the same metric")
+    columns = min(3, len(metrics))
+    rows = math.ceil(len(metrics) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5.5 * columns, 4.2 * rows), squeeze=False)
+    for ax, metric in zip(axes.flat, metrics):
+        labels, r, low, high, p = _squares(_block(block, metric=metric))
+        _heatmap(ax, r, labels, labels, metric, low, high, p)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.axis("off")
+    fig.suptitle(title, fontsize=11)
+    fig.text(0.01, 0.005, CI_NOTE, fontsize=7)
+    fig.tight_layout(rect=(0, 0.02, 1, 0.96))
+    return fig
+
+
+def elo_figure(table: pl.DataFrame, methods: list[str], elo_path: str):
+    block = table.filter(pl.col("analysis") == "mcqa_vs_elo")
+    fig, axes = plt.subplots(1, len(methods), figsize=(7.5 * len(methods), 6.5), squeeze=False)
+    for ax, method in zip(axes[0], methods):
+        labels, r, low, high, p = _squares(_block(block, method=method))
+        _heatmap(ax, r, labels, labels, f"{method.capitalize()}", low, high, p)
+    n = int(block["n_models"].max() or 0) if block.height else 0
+    fig.suptitle(f"MCQA benchmarks (accuracy) vs Chatbot-Arena Elo ({n} models with an Elo)", fontsize=11)
+    fig.text(0.01, 0.005, f"Elo from {elo_path}; Elo is not resampled (it has no samples). " + CI_NOTE, fontsize=7)
+    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+    return fig
+
+
+def rankings_figure(rankings: pl.DataFrame, benchmark: str):
+    """Figure 18: each model's rank under every metric (1 = best)."""
+    block = rankings.filter(pl.col("benchmark") == benchmark)
+    metrics = sorted(block["metric"].unique().to_list())
+    models = sorted(block["model"].unique().to_list())
+    fig, ax = plt.subplots(figsize=(max(8, 0.7 * len(metrics) + 3), 5))
+    for model in models:
+        rows = block.filter(pl.col("model") == model)
+        ranks = dict(zip(rows["metric"], rows["rank"]))
+        ax.plot(range(len(metrics)), [ranks.get(m) if ranks.get(m) is not None else np.nan for m in metrics],
+                marker="o", label=model)
+    ax.set_xticks(range(len(metrics)), metrics, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("rank (1 = best)")
+    ax.set_xlabel("metric")
+    ax.invert_yaxis()
+    if models:
+        ax.set_yticks(range(1, len(models) + 1))
+    ax.legend(fontsize=7, loc="best")
+    ax.set_title(f"Model rankings per metric on {benchmark} (perplexity-type: lower value ranks higher)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _distributions(ax, frame: pl.DataFrame, column: str, title: str, ylabel: str) -> None:
+    metrics = sorted(frame["metric"].unique().to_list())
+    data = [frame.filter(pl.col("metric") == m)[column].drop_nulls().to_numpy() for m in metrics]
+    keep = [(m, d) for m, d in zip(metrics, data) if d.size]
+    if keep:
+        ax.boxplot([d for _, d in keep], showmeans=True)
+        ax.set_xticks(range(1, len(keep) + 1), [m for m, _ in keep], rotation=60, ha="right", fontsize=7)
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.set_xlabel("metric", fontsize=8)
+
+
+def resilience_figure(spread: pl.DataFrame, benchmark: str, k: int):
+    """Figure 13 (across models) and figures 14-15 (one panel per model)."""
+    block = spread.filter(pl.col("benchmark") == benchmark)
+    models = sorted(block["model"].unique().to_list())
+    fig, axes = plt.subplots(1 + math.ceil(len(models) / 2), 2, figsize=(12, 4.2 * (1 + math.ceil(len(models) / 2))),
+                             squeeze=False)
+    grid = list(axes.flat)
+    axes[0, 1].axis("off")
+    _distributions(grid[0], across_models(block, "scaled_variance"), "scaled_variance",
+                   "Averaged across models (paper fig. 13)", "mean scaled variance per sample")
+    for ax, model in zip(grid[2:], models):
+        _distributions(ax, block.filter(pl.col("model") == model), "scaled_variance", model, "scaled variance per sample")
+    for ax in grid[2 + len(models):]:
+        ax.axis("off")
+    fig.suptitle(f"Resilience to rephrasing on {benchmark}: variance over {k} rephrasings per sample", fontsize=11)
+    fig.text(0.01, 0.005, "Variance (ddof 0) divided by the metric's observed max - min over all models, samples and "
+             "rephrasings of the benchmark (paper C.1). Closer to 0 = more resilient. Box: quartiles; triangle: mean.",
+             fontsize=7)
+    fig.tight_layout(rect=(0, 0.02, 1, 0.96))
+    return fig
+
+
+def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool):
+    """Figure 2 (scaled variance) or figure 16 (coefficient of variation), averaged across models."""
+    block = spread.filter(pl.col("benchmark") == benchmark)
+    column = "cv" if cv else "scaled_variance"
+    excluded = cv_excluded_metrics(block) if cv else []
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    _distributions(ax, across_models(block.filter(~pl.col("metric").is_in(excluded)), column), column, "",
+                   "mean coefficient of variation per prompt" if cv else "mean scaled variance per prompt")
+    n_models = block["model"].n_unique()
+    what = "coefficient of variation (std / mean, ddof 0)" if cv else "variance (scaled by observed max - min)"
+    fig.suptitle(f"Self-consistency on {benchmark}: {what} over {r} samples per prompt, averaged across {n_models} models",
+                 fontsize=10)
+    note = "Closer to 0 = more self-consistent. Perplexity depends on the reference only: it must be exactly 0."
+    if cv:
+        note += f" Left out (can be negative, as the paper leaves out BLEURT): {', '.join(excluded) or 'none'}."
+        undefined = block.filter(pl.col("cv").is_null() & ~pl.col("metric").is_in(excluded)).height
+        note += f" {undefined} model x prompt x metric CVs undefined (mean 0) are not shown."
+    fig.text(0.01, 0.005, note, fontsize=7, wrap=True)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    return fig
+
+
+def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Path], plan: AnalysisPlan,
+                          settings: dict) -> list[Path]:
+    """Every correlation table and figure of the paper's analyses.
+
+    inputs: summary, samples (per-sample table), resilience, consistency (optional tables), elo (optional CSV).
+    outputs: pdf, figures (folder), correlations, clusters, rankings (parquet).
+    settings: the config's `analysis` section (methods, bootstrap, cluster_min_correlation, resilience.k, consistency.r).
+    """
+    summary = pl.read_parquet(inputs["summary"])
+    boot = settings.get("bootstrap", {})
+    resampled = None
+    if inputs.get("samples") and boot.get("resamples", 0) > 0:
+        resampled = resample_model_scores(pl.read_parquet(inputs["samples"]), boot["resamples"], boot.get("seed", 1234))
+    fixed = {}
+    if plan.elo:
+        elo = read_elo(resolve_elo_path(inputs["elo"]))
+        fixed[ELO] = elo
+    scores = Scores(summary, resampled, boot.get("confidence", 0.95), fixed)
+    methods = plan.methods
+    table = all_correlations(scores, methods)
+    n_models = len(scores.models)
+    pages = [("scores", scores_figure(summary)), ("mcqa_vs_open", mcqa_vs_open_figure(table, methods, n_models))]
+    cluster_rows = []
+    for benchmark in plan.open_benchmarks:
+        fig, rows = metric_matrix_figure(table, benchmark, methods, n_models, settings.get("cluster_min_correlation", 0.7))
+        pages.append((f"metric_x_metric_{benchmark}", fig))
+        cluster_rows += rows
+    pages += [(f"benchmark_x_benchmark_{method}", benchmark_matrix_figure(table, method, n_models)) for method in methods]
+    if plan.elo:
+        pages.append(("mcqa_vs_elo", elo_figure(table, methods, str(inputs["elo"]))))
+    rankings = pl.concat([rank_models(summary, b) for b in plan.open_benchmarks]) if plan.open_benchmarks \
+        else pl.DataFrame(schema=RANKING_SCHEMA)
+    pages += [(f"rankings_{b}", rankings_figure(rankings, b)) for b in plan.open_benchmarks]
+    if plan.resilience_benchmarks:
+        spread = pl.read_parquet(inputs["resilience"])
+        k = settings.get("resilience", {}).get("k", 0)
+        pages += [(f"resilience_{b}", resilience_figure(spread, b, k)) for b in plan.resilience_benchmarks]
+    if plan.consistency_benchmarks:
+        spread = pl.read_parquet(inputs["consistency"])
+        r = settings.get("consistency", {}).get("r", 0)
+        for b in plan.consistency_benchmarks:
+            pages += [(f"consistency_{b}", consistency_figure(spread, b, r, cv=False)),
+                      (f"consistency_cv_{b}", consistency_figure(spread, b, r, cv=True))]
+    assert [name for name, _ in pages] == plan.figure_names(), "figure pages out of step with AnalysisPlan.figure_names()"
+
+    for key, frame in (("correlations", table), ("clusters", pl.DataFrame(cluster_rows, schema=CLUSTER_SCHEMA)),
+                       ("rankings", rankings)):
+        outputs[key].parent.mkdir(parents=True, exist_ok=True)
+        frame.write_parquet(outputs[key])
+    figures_dir = Path(outputs["figures"])
     figures_dir.mkdir(parents=True, exist_ok=True)
-    table = pl.concat([mcqa_vs_open(summary, methods), metric_matrices(summary, methods)])
-    table_path.parent.mkdir(parents=True, exist_ok=True)
-    table.write_parquet(table_path)
-    pages = [("scores", scores_figure(summary)), ("mcqa_vs_open", mcqa_vs_open_figure(summary, methods))]
-    for benchmark in sorted(summary.filter(pl.col("task") == "open")["benchmark"].unique()):
-        pages.append((f"metric_x_metric_{benchmark}", metric_matrix_figure(summary, benchmark, methods)))
     written = []
-    with PdfPages(pdf_path) as pdf:
+    with PdfPages(outputs["pdf"]) as pdf:
         for name, fig in pages:
             pdf.savefig(fig)
             png = figures_dir / f"{name}.png"

@@ -11,7 +11,7 @@ from .base import Backend, Sampling
 
 __all__ = ["Backend", "Sampling", "load_backend", "BACKENDS"]
 
-BACKENDS = ("hf", "vllm")
+BACKENDS = ("hf", "vllm", "openai")
 
 
 def load_backend(spec: dict[str, Any]) -> Backend:
@@ -26,6 +26,9 @@ def load_backend(spec: dict[str, Any]) -> Backend:
     ``add_bos_token`` (true/false forces add_special_tokens; default: the tokenizer's
     own default, as lm-eval 0.4.13 -- see tokenization.py); ``vllm_args``
     (dict of extra ``vllm.LLM`` arguments, e.g. enforce_eager, gpu_memory_utilization).
+    ``backend: openai`` (generation only, openai_compat.py): ``path`` is the served model id,
+    plus ``base_url``, ``api_key_env`` (the variable holding the key, default OPENAI_API_KEY),
+    ``timeout``, ``max_retries``, ``concurrency``.
     Other keys (used elsewhere in the pipeline) are ignored.
     """
     if not isinstance(spec, dict):
@@ -34,6 +37,19 @@ def load_backend(spec: dict[str, Any]) -> Backend:
     if missing:
         raise ValueError(f"model spec {spec.get('name', '?')!r} lacks {', '.join(missing)}")
     kind = spec.get("backend", "hf")
+    if kind == "openai":
+        from .openai_compat import OpenAICompatBackend
+
+        return OpenAICompatBackend(
+            name=str(spec["name"]),
+            model=str(spec["path"]),
+            base_url=spec.get("base_url"),
+            api_key_env=spec.get("api_key_env") or "OPENAI_API_KEY",
+            system_prompt=spec.get("system_prompt") or None,
+            timeout=float(spec.get("timeout", 120)),
+            max_retries=int(spec.get("max_retries", 4)),
+            concurrency=int(spec.get("concurrency", 4)),
+        )
     common: dict[str, Any] = dict(
         name=str(spec["name"]),
         path=str(spec["path"]),

@@ -173,6 +173,33 @@ class VLLMBackend:
             totals[i] += s
         return totals
 
+    # ------------------------------------------------------------------ relaxed perplexity
+    def sample_token_ids(self, prompt_ids: list[int], *, n: int, max_tokens: int, top_p: float,
+                         seed: int) -> list[tuple[list[int], float]]:
+        """``n`` sampled continuations (temperature 1, top-p) of exactly ``max_tokens`` token ids
+        -- ``min_tokens`` holds EOS back -- with their joint log-probabilities, for
+        careval.metrics.relaxed_perplexity. vLLM reports the model's raw log-probabilities."""
+        params = self._SamplingParams(n=n, max_tokens=max_tokens, min_tokens=max_tokens, temperature=1.0,
+                                      top_p=top_p, seed=seed, logprobs=0, detokenize=False)
+        out = self.llm.generate([{"prompt_token_ids": list(prompt_ids)}], params, use_tqdm=False)[0]
+        results = []
+        for completion in out.outputs:
+            ids = list(completion.token_ids)
+            total = completion.cumulative_logprob
+            if total is None:  # not reported: sum the sampled tokens' own entries
+                total = sum(step[tok].logprob for step, tok in zip(completion.logprobs, ids))
+            results.append((ids, float(total)))
+        return results
+
+    def token_logprobs(self, sequences: list[list[int]], starts: list[int]) -> list[list[float]]:
+        """log P(token | the tokens before it) for each ``sequences[i][starts[i]:]``, from prompt logprobs."""
+        if not sequences:
+            return []
+        params = self._SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
+        outputs = self.llm.generate([{"prompt_token_ids": list(s)} for s in sequences], params, use_tqdm=True)
+        return [[float(out.prompt_logprobs[pos][seq[pos]].logprob) for pos in range(start, len(seq))]
+                for seq, start, out in zip(sequences, starts, outputs)]
+
     def score_tokens(self, requests: list[tuple[list[int], list[int]]]) -> list[float]:
         items = [scoring_window(c, x, self.max_length) for c, x in requests]
         if not items:

@@ -121,20 +121,27 @@ def parse_booklet(
     bounds = [*anchors, len(items)]
     first = anchors[0] if anchors else len(items)
     # Questions before the first anchor are looked for in the leading items the same way as in any gap.
-    _fill_gap(items, 0, first, 0, items[first].number if anchors else None, bad, owner=None)
+    _fill_gap(items, 0, first, 0, items[first].number if anchors else None, good, bad, owner=None)
     for a, start in enumerate(anchors):
         header = items[start]
         good[header.number] = (header.text, tuple(it.text for it in items[start + 1 : start + 1 + N_OPTIONS]))
         stop = bounds[a + 1]
         nxt = items[stop].number if stop < len(items) else None
-        _fill_gap(items, start + 1 + N_OPTIONS, stop, header.number, nxt, bad, owner=header.number)
+        _fill_gap(items, start + 1 + N_OPTIONS, stop, header.number, nxt, good, bad, owner=header.number)
     for number in bad:
         good.pop(number, None)
     return good, bad
 
 
 def _fill_gap(
-    items: list[_Item], lo: int, hi: int, after: int, before: int | None, bad: dict[int, str], owner: int | None
+    items: list[_Item],
+    lo: int,
+    hi: int,
+    after: int,
+    before: int | None,
+    good: dict[int, tuple[str, tuple[str, ...]]],
+    bad: dict[int, str],
+    owner: int | None,
 ) -> None:
     """Account for items[lo:hi], found between question `after` and question `before` (None: end of booklet)."""
     expected = after + 1
@@ -149,7 +156,12 @@ def _fill_gap(
     for k, j in enumerate(headers):
         end = headers[k + 1] if k + 1 < len(headers) else hi
         found = [it.number for it in items[j + 1 : end]]
-        bad[items[j].number] = f"expected options 1-{N_OPTIONS}, found {found}"
+        if found == list(range(1, N_OPTIONS + 1)):
+            # Well formed, only not an anchor: question 4 is always followed by question 5, which the
+            # anchor test cannot tell from an option 5.
+            good[items[j].number] = (items[j].text, tuple(it.text for it in items[j + 1 : end]))
+        else:
+            bad[items[j].number] = f"expected options 1-{N_OPTIONS}, found {found}"
     last_found = items[headers[-1]].number if headers else after
     if before is not None:
         for missing in range(last_found + 1, before):

@@ -139,3 +139,113 @@ def agreement_stats(labels: Mapping[str, Mapping[str, str]], min_reviewers: int 
         all_reviewers=sum(c == k for c, k in counts) / n,
         agreement=sum(c in (0, k) for c, k in counts) / n,
     )
+
+
+# What a reviewer sees for each kind of review: the item's columns after item_id, reviewer and label.
+REVIEW_COLUMNS = {
+    "translation": ("category", "spanish", "english", "correct_option"),
+    "rephrasing": ("category", "close_question", "correct_answer", "open_question", "open_answer"),
+}
+REVIEW_KINDS = tuple(REVIEW_COLUMNS)
+
+
+def review_items(kind: str, english_path: Path | str, spanish_path: Path | str,
+                 open_path: Path | str | None = None) -> list[dict]:
+    """The population of one review: every translated question, or every open-ended pair, with what to judge."""
+    import polars as pl
+
+    if kind not in REVIEW_KINDS:
+        raise ValueError(f"review kind must be one of {REVIEW_KINDS}, got {kind!r}")
+    english = pl.read_parquet(english_path)
+    spanish = {row["unique_id"]: row for row in pl.read_parquet(spanish_path).iter_rows(named=True)}
+    close = {row["unique_id"]: row for row in english.iter_rows(named=True)}
+
+    def options(row: dict) -> str:
+        return " | ".join(f"{i}. {row[f'op{i}']}" for i in range(1, 5))
+
+    if kind == "translation":
+        return [
+            {"item_id": uid, "category": row["category"],
+             "spanish": f"{spanish[uid]['question']} || {options(spanish[uid])}",
+             "english": f"{row['question']} || {options(row)}", "correct_option": row["cop"]}
+            for uid, row in close.items()
+        ]
+    if open_path is None:
+        raise ValueError("a rephrasing review needs the open-ended set")
+    return [
+        {"item_id": row["unique_id"], "category": row["category"],
+         "close_question": close[row["unique_id"]]["question"],
+         "correct_answer": close[row["unique_id"]][f"op{close[row['unique_id']]['cop']}"],
+         "open_question": row["question"], "open_answer": row["answer"]}
+        for row in pl.read_parquet(open_path).iter_rows(named=True)
+    ]
+
+
+def export_review_sheet(items: list[dict], confidence: float, margin: float, seed: int,
+                        sheet_path: Path | str, summary_path: Path | str, columns: Iterable[str] = ()) -> dict:
+    """Draw the stratified sample and write a blank sheet (reviewer and label left for each reviewer's copy)."""
+    import json
+
+    population = len(items)
+    n = sample_size(population, confidence, margin) if population else 0
+    chosen = set(stratified_sample(((it["item_id"], it["category"]) for it in items), n, seed=seed))
+    rows = sorted((it for it in items if it["item_id"] in chosen), key=lambda it: (it["category"], it["item_id"]))
+    # Named up front so that an empty population still gives a sheet with the right header.
+    extra = list(columns) or [c for c in (items[0] if items else {}) if c not in SHEET_COLUMNS]
+    Path(sheet_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(sheet_path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=[*SHEET_COLUMNS, *extra])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({"reviewer": "", "label": "", **row})
+    summary = {
+        "population": population,
+        "sample": n,
+        "confidence": confidence,
+        "margin": margin,
+        "achieved_margin": margin_of_error(n, population, confidence) if n else None,
+        "seed": seed,
+        "per_category": dict(sorted(Counter(row["category"] for row in rows).items())),
+        "instructions": f"each reviewer fills 'reviewer' and 'label' ({' or '.join(LABELS)}) in a copy of the sheet",
+    }
+    Path(summary_path).write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def write_agreement(sheet_paths: Iterable[Path | str], out_path: Path | str, min_reviewers: int = 3) -> dict:
+    """The appendix A.3 statistics of filled sheets, overall and per category when the sheets carry one."""
+    import json
+
+    sheet_paths = list(sheet_paths)
+    if not sheet_paths:
+        raise SheetError("no filled review sheets given")
+    labels = read_sheets(sheet_paths)
+    categories: dict[str, str] = {}
+    for path in sheet_paths:
+        with open(path, newline="", encoding="utf-8") as handle:
+            for row in csv.DictReader(handle):
+                if row.get("category"):
+                    categories[row["item_id"].strip()] = row["category"]
+    result = {"sheets": [str(p) for p in sheet_paths], "overall": agreement_stats(labels, min_reviewers).__dict__}
+    by_category: dict[str, dict] = defaultdict(dict)
+    for item, votes in labels.items():
+        if item in categories:
+            by_category[categories[item]][item] = votes
+    result["per_category"] = {c: agreement_stats(v, min_reviewers).__dict__ for c, v in sorted(by_category.items())}
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(out_path).write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def export_review(kind: str, english_path: Path | str, spanish_path: Path | str, open_path: Path | str,
+                  settings: Mapping, sheet_path: Path | str, summary_path: Path | str) -> dict:
+    """Stage 6: the review sheet of one kind, sized and seeded by the config's careqa.review settings."""
+    return export_review_sheet(
+        review_items(kind, english_path, spanish_path, open_path),
+        confidence=float(settings.get("confidence", 0.95)),
+        margin=float(settings.get("margin", 0.05)),
+        seed=int(settings.get("seed", 0)),
+        sheet_path=sheet_path,
+        summary_path=summary_path,
+        columns=REVIEW_COLUMNS[kind],
+    )

@@ -12,8 +12,23 @@ DEMO_DIR = REPO_ROOT / "resources" / "demo"
 # The metric families each task is scored with; the scoring rules write one file per family.
 TASK_METRICS: dict[str, tuple[str, ...]] = {
     "mcqa": ("accuracy",),
-    "open": ("rouge", "bleu", "bertscore", "perplexity"),
+    # the label among the class names: accuracy and macro-F1 (tasks/classification.py)
+    "classification": ("classification",),
+    # (entity, entity, relation type) triples parsed from a generation (tasks/extraction.py)
+    "extraction": ("relation_extraction",),
+    # the paper's prescription task is 4-option multiple choice scored like MCQA (tasks/prescription.py),
+    # kept apart from MCQA so it never enters the weighted MCQA average
+    "prescription": ("accuracy",),
+    "open": ("rouge", "bleu", "bertscore", "bleurt", "moverscore", "perplexity", "judge", "relaxed_perplexity"),
 }
+# Families computed by a job that loads an LLM (the judge, or the evaluated model itself for
+# Relaxed Perplexity), each by its own rule; the scoring job computes the others.
+LLM_FAMILIES: tuple[str, ...] = ("judge", "relaxed_perplexity")
+# Families only some benchmarks of a task are scored with (an entry's `extra_metrics`), each by its
+# own rule: F1-RadGraph belongs to the paper's radiology-style summarisation (MIMIC-III) alone.
+EXTRA_FAMILIES: tuple[str, ...] = ("radgraph",)
+# Tasks whose every benchmark generates text; classification generates only in `mode: generate`.
+GENERATING_TASKS: tuple[str, ...] = ("open", "extraction")
 
 
 @dataclass(frozen=True)
@@ -23,22 +38,34 @@ class HFSource:
     repo: str
     split: str
     config: str | None = None
+    data_files: str | None = None  # one file of the repo, for repos that hold one file per subset
+    # a branch or commit: bigbio's datasets are loading scripts, which `datasets` >= 4 no longer runs;
+    # the hub's parquet export of them lives on the branch refs/convert/parquet
+    revision: str | None = None
 
 
 @dataclass(frozen=True)
 class LocalSource:
-    """A local jsonl or parquet file."""
+    """A local jsonl, json, csv, xml or parquet file; `hint` says how to obtain it when it is missing."""
 
     path: str
+    hint: str = ""
 
 
 @dataclass(frozen=True)
 class Benchmark:
     """How one benchmark maps onto the canonical sample schema and what is done with it.
 
-    `fields` maps canonical columns to source fields. `options` may name one field holding a
-    list (or a dict keyed by letter) or several fields (op1..op4). `answer_format` says how the
-    gold answer is written in the source: index0, index1, letter or text (matched against the options).
+    `fields` maps canonical columns (id, question, context, options, answer, reference) to source
+    fields; a field may be a path into nested data ("QUESTION.AnswerList[0].Answer.AnswerText",
+    "answers[].atext"). `options` may name one field holding a list (or a dict keyed by letter)
+    or several fields (op1..op4); `choices` gives options shared by every row instead (class names,
+    yes/no/maybe). `answer_format` says how the gold answer is written in the source: index0,
+    index1, letter or text (matched against the options). `meta_fields` copies source fields into
+    the sample's meta (a tuple keeps their names, a dict renames: meta key -> source path).
+    `transform` names a function of datasets/transforms.py that reshapes a raw row first (or drops
+    it, returning None). `formats` are alternative layouts of the same data (another file format
+    or re-host), selected by the config override `format:`; each replaces the entry's own keys.
     """
 
     name: str
@@ -49,72 +76,23 @@ class Benchmark:
     answer_format: str = "index0"
     description: str = ""
     max_new_tokens: int | None = None
-    meta_fields: tuple[str, ...] = field(default_factory=tuple)
+    meta_fields: tuple[str, ...] | dict[str, str] = field(default_factory=tuple)
+    choices: tuple[str, ...] | None = None
+    transform: str | None = None
+    mode: str = "loglik"  # classification: the label by option log-likelihood, or parsed from a generation
+    on_bad_row: str = "error"  # or "skip": a malformed row is dropped and counted
+    select: dict[str, str] = field(default_factory=dict)  # keep rows whose field equals the value
+    formats: dict[str, dict] = field(default_factory=dict)
+    extra_metrics: tuple[str, ...] = ()  # families of EXTRA_FAMILIES this benchmark is scored with too
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        return TASK_METRICS[self.task]
+        return TASK_METRICS[self.task] + self.extra_metrics
 
-
-MCQA_PROMPT = "Question: {question}\nAnswer:"
-OPEN_QA_PROMPT = (
-    "You are a medical expert. Answer the following question accurately and concisely.\n\n"
-    "Question: {question}\nAnswer:"
-)
-NOTE_PROMPT = (
-    "Write the assessment and plan section of the clinical note for this doctor-patient "
-    "conversation. Use only facts stated in the conversation.\n\n{question}\n\nNote:"
-)
-
-REGISTRY: dict[str, Benchmark] = {
-    entry.name: entry
-    for entry in [
-        Benchmark(
-            name="demo_mcqa",
-            task="mcqa",
-            source=LocalSource(str(DEMO_DIR / "demo_mcqa.jsonl")),
-            fields={"id": "id", "question": "question", "options": "options", "answer": "answer"},
-            prompt=MCQA_PROMPT,
-            description="careval demo: four-option medical MCQA written by the project",
-            meta_fields=("topic",),
-        ),
-        Benchmark(
-            name="demo_open_qa",
-            task="open",
-            source=LocalSource(str(DEMO_DIR / "demo_open_qa.jsonl")),
-            fields={"id": "id", "question": "question", "reference": "answer"},
-            prompt=OPEN_QA_PROMPT,
-            description="careval demo: open-ended medical questions with reference answers",
-            meta_fields=("topic",),
-        ),
-        Benchmark(
-            name="demo_note",
-            task="open",
-            source=LocalSource(str(DEMO_DIR / "demo_note.jsonl")),
-            fields={"id": "id", "question": "dialogue", "reference": "note"},
-            prompt=NOTE_PROMPT,
-            description="careval demo: doctor-patient dialogue to assessment-and-plan note",
-        ),
-        # Real sources (the paper's own task definitions); the catalogue grows here.
-        Benchmark(
-            name="medqa",
-            task="mcqa",
-            source=HFSource("GBaker/MedQA-USMLE-4-options", split="test"),
-            fields={"question": "question", "options": "options", "answer": "answer_idx"},
-            prompt=MCQA_PROMPT,
-            answer_format="letter",
-            description="MedQA (USMLE, 4 options)",
-        ),
-        Benchmark(
-            name="meqsum",
-            task="open",
-            source=HFSource("bigbio/meqsum", config="meqsum_source", split="train"),
-            fields={"id": "File", "question": "CHQ", "reference": "Summary"},
-            prompt="Summarize the following consumer health question in one short question.\n\n{question}\n\nSummary:",
-            description="MeQSum consumer health question summarisation",
-        ),
-    ]
-}
+    @property
+    def generates(self) -> bool:
+        """Whether the model generates text on this benchmark (else it is scored by log-likelihood only)."""
+        return self.task in GENERATING_TASKS or (self.task == "classification" and self.mode == "generate")
 
 
 class UnknownBenchmarkError(KeyError):
@@ -123,17 +101,27 @@ class UnknownBenchmarkError(KeyError):
 
 
 def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
-    """The registry entry, with a config's overrides (path, prompt, max_new_tokens) applied."""
+    """The registry entry, with a config's overrides (format, path, prompt, mode, ...) applied."""
     if name not in REGISTRY:
         raise UnknownBenchmarkError(
             f"unknown benchmark '{name}' in config: known are {', '.join(sorted(REGISTRY))}"
         )
     entry = REGISTRY[name]
     overrides = overrides or {}
+    if overrides.get("format"):
+        if overrides["format"] not in entry.formats:
+            known = ", ".join(sorted(entry.formats)) or "none"
+            raise UnknownBenchmarkError(f"benchmark '{name}': unknown format '{overrides['format']}' (known: {known})")
+        entry = replace(entry, **entry.formats[overrides["format"]])
     if overrides.get("path"):
         entry = replace(entry, source=LocalSource(overrides["path"]))
-    if overrides.get("prompt"):
-        entry = replace(entry, prompt=overrides["prompt"])
-    if overrides.get("max_new_tokens"):
-        entry = replace(entry, max_new_tokens=overrides["max_new_tokens"])
+    for key in ("prompt", "max_new_tokens", "mode", "on_bad_row", "select"):
+        if overrides.get(key):
+            entry = replace(entry, **{key: overrides[key]})
     return entry
+
+
+# The catalogue imports the classes above, so it is read last.
+from careval.datasets.catalogue import CATALOGUE  # noqa: E402
+
+REGISTRY: dict[str, Benchmark] = {entry.name: entry for entry in CATALOGUE}

@@ -7,16 +7,18 @@ import polars as pl
 SAMPLE_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.String,          # unique within a benchmark
     "benchmark": pl.String,   # registry name, e.g. "demo_mcqa"
-    "task": pl.String,        # "mcqa" | "open" (more task types slot in later)
+    "task": pl.String,        # one of TASKS
     "question": pl.String,    # the prompt body (question, dialogue, text to summarise)
     "context": pl.String,     # optional supporting text (abstract, dialogue); may be null
-    "options": pl.List(pl.String),  # MCQA options; null for open tasks
-    "answer": pl.Int64,       # 0-based gold option index; null for open tasks
-    "reference": pl.String,   # gold free-text answer; null for MCQA
+    "options": pl.List(pl.String),  # the options or class names of a CHOICE_TASKS sample; else null
+    "answer": pl.Int64,       # 0-based gold option index; null for text tasks
+    "reference": pl.String,   # gold text (answer, note, summary, rendered gold relations); null for choice tasks
     "meta": pl.String,        # JSON object with source-specific extras
 }
 
-TASKS = ("mcqa", "open")
+TASKS = ("mcqa", "open", "classification", "extraction", "prescription")
+# Tasks whose gold is an index into `options` (the others have a text `reference`).
+CHOICE_TASKS = ("mcqa", "classification", "prescription")
 
 
 def empty_samples() -> pl.DataFrame:

@@ -1,7 +1,11 @@
-"""Evaluation metrics: n-gram overlap, BERTScore, perplexity and multiple-choice accuracy."""
+"""Evaluation metrics: n-gram overlap, BERTScore, BLEURT, F1-RadGraph, perplexity, multiple-choice accuracy and the Prometheus judge."""
+
+# careval.metrics.judge (the Prometheus judge) is imported by its users: it builds on careval.scoring,
+# which imports this package.
 
 # Only light modules are imported here; BertScorer pulls torch/transformers in on construction.
 from careval.metrics.accuracy import accuracy, mcqa_predictions, weighted_average
+from careval.metrics.bleurt import BleurtScorer
 from careval.metrics.moverscore import MoverScorer
 from careval.metrics.ngram import bleu_corpus, bleu_hf, bleu_sentence, rouge
 from careval.metrics.perplexity import (
@@ -10,11 +14,18 @@ from careval.metrics.perplexity import (
     count_words,
     per_sample_perplexities,
 )
+from careval.metrics.radgraph import F1RadGraphScorer
+from careval.metrics.radgraph import metric_name as radgraph_metric_name
+from careval.metrics.radgraph import reward_levels as radgraph_reward_levels
+from careval.metrics.relaxed_perplexity import RelaxedPerplexity, relaxed_perplexity, score_relaxed_perplexity
 from careval.metrics.semantic import BertScorer, default_model_path
 
 __all__ = [
     "BertScorer",
+    "BleurtScorer",
+    "F1RadGraphScorer",
     "MoverScorer",
+    "RelaxedPerplexity",
     "accuracy",
     "bleu_corpus",
     "bleu_hf",
@@ -25,6 +36,10 @@ __all__ = [
     "default_model_path",
     "mcqa_predictions",
     "per_sample_perplexities",
+    "radgraph_metric_name",
+    "radgraph_reward_levels",
+    "relaxed_perplexity",
     "rouge",
+    "score_relaxed_perplexity",
     "weighted_average",
 ]

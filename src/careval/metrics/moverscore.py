@@ -90,9 +90,11 @@ class MoverScorer:
     deterministic: sentences are encoded in input order in fixed batches, and the transport
     problem is solved exactly.
 
-    IDF is computed over the `predictions` and `references` given to one `score` call, so with a
-    single pair every word piece has df = M = 1 and weight 0, and the score is 1.0 — the same as
-    v2 (its README passes all-ones IDF dicts for single sentences). Score a whole corpus at once.
+    IDF is computed over the `predictions` and `references` given to one `score` call: score a
+    whole corpus at once. A pair where one side keeps no word piece with positive weight (a
+    single pair, where every df = M = 1; a text of punctuation only) has no defined score: v2
+    returns 1.0 there (zero flow, cost 0), which would read as a perfect match, so careval
+    returns NaN and the scoring layer counts the sample with status `undefined`.
     """
 
     def __init__(
@@ -189,6 +191,8 @@ class MoverScorer:
         hyp_e, hyp_w = self._side(list(predictions))
         scores = [
             1.0 / (1.0 + transport_cost(re, rw, he, hw))
+            if rw.sum() > 0 and hw.sum() > 0
+            else float("nan")
             for re, rw, he, hw in zip(ref_e, ref_w, hyp_e, hyp_w)
         ]
         return {"moverscore": scores}

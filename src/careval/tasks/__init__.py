@@ -1,4 +1,4 @@
-"""Tasks: how samples become model requests (mcqa: option log-likelihoods; open: generations)."""
-from careval.tasks import mcqa, open  # noqa: A004  (module name mirrors the task name)
+"""Tasks: how samples become model requests and how outputs are scored (mcqa, open, classification, extraction, prescription)."""
+from careval.tasks import classification, extraction, mcqa, open, prescription  # noqa: A004  (module names mirror the task names)
 
-__all__ = ["mcqa", "open"]
+__all__ = ["classification", "extraction", "mcqa", "open", "prescription"]

@@ -1,0 +1,63 @@
+"""Clusters of metrics that agree across models: hierarchical clustering of a metric x metric correlation matrix."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import squareform
+
+# The paper's metric categories (section 2.2), matched on the metric name; the first match wins,
+# so relaxed perplexity is not mistaken for a perplexity metric.
+METRIC_CATEGORIES = (
+    ("relaxed", "relaxed perplexity"),
+    ("perplexity", "perplexity"),
+    ("bits_per_byte", "perplexity"),
+    ("rouge", "n-gram"),
+    ("bleu_corpus", "n-gram"),
+    ("bleurt", "semantic"),
+    ("bleu", "n-gram"),
+    ("bertscore", "semantic"),
+    ("moverscore", "semantic"),
+    ("prometheus", "llm-judge"),
+    ("judge", "llm-judge"),
+)
+
+
+def metric_category(metric: str) -> str:
+    return next((category for marker, category in METRIC_CATEGORIES if marker in metric), "other")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    members: tuple[str, ...]
+
+
+def cluster_metrics(names: list[str], correlation: np.ndarray, min_correlation: float = 0.7) -> list[Cluster]:
+    """Average-linkage clusters on the distance 1 - r, cut where the mean correlation falls below `min_correlation`.
+
+    Signed r, not |r|: perplexity falls as ROUGE rises, and the paper keeps them in separate clusters.
+    An undefined coefficient (too few models, a constant metric) counts as r = 0: no evidence of agreement.
+    Each cluster is named after the categories of its members (e.g. "n-gram + semantic").
+    """
+    if len(names) == 0:
+        return []
+    if len(names) == 1:
+        return [Cluster(metric_category(names[0]), (names[0],))]
+    r = np.where(np.isfinite(correlation), correlation, 0.0)
+    distance = 1.0 - (r + r.T) / 2
+    np.fill_diagonal(distance, 0.0)
+    tree = linkage(squareform(np.clip(distance, 0.0, 2.0), checks=False), method="average")
+    labels = fcluster(tree, t=1.0 - min_correlation, criterion="distance")
+    groups: dict[int, list[str]] = {}
+    for name, label in zip(names, labels):
+        groups.setdefault(label, []).append(name)
+    clusters, seen = [], Counter()
+    for members in sorted(groups.values(), key=lambda m: (-len(m), m)):
+        counts = Counter(metric_category(m) for m in members)
+        name = " + ".join(category for category, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        seen[name] += 1
+        clusters.append(Cluster(name if seen[name] == 1 else f"{name} ({seen[name]})", tuple(members)))
+    return clusters

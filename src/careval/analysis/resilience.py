@@ -1,0 +1,21 @@
+"""Resilience to rephrasing (paper 3.4, C.1): per-sample variance of each metric over k rephrasings of a model's answer."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from careval.analysis.spread import spread_table
+
+
+def resilience_table(score_files: list[tuple[str, str, Path]]) -> pl.DataFrame:
+    """model, benchmark, id, metric, n, mean, variance, scaled_variance (variance / the metric's observed max - min
+    over every model, sample and rephrasing of the benchmark, as the paper scales 'each column')."""
+    return spread_table(score_files).drop("cv")
+
+
+def write_resilience(score_paths: list[str], output: Path) -> None:
+    """Job: the layout <results>/rephrase_scores/<model>/<benchmark>.parquet gives model and benchmark."""
+    files = [(Path(p).parts[-2], Path(p).stem, Path(p)) for p in score_paths]
+    output.parent.mkdir(parents=True, exist_ok=True)
+    resilience_table(files).write_parquet(output)

@@ -1,0 +1,125 @@
+"""A served model behind an OpenAI-compatible /v1/chat/completions endpoint (GPT-4, vLLM serve, ...), via urllib."""
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .base import Sampling
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class EndpointError(RuntimeError):
+    """A request the endpoint refused or answered with something that is not a chat completion (one line)."""
+
+
+class OpenAICompatBackend:
+    """``generate`` through the chat-completions API; the log-likelihood methods are not offered.
+
+    The chat API returns no prompt log-probabilities, so scoring (MCQA, perplexity) needs a local
+    backend; this one serves generation-only jobs such as the CareQA translation and rephrasing.
+    The chat template is the server's: a prompt is sent as one user message (after the system
+    prompt, if any). Transient failures (HTTP 429 and 5xx, a dropped connection) are retried with
+    exponential backoff; anything else stops the job with one line naming the endpoint and status.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        system_prompt: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        concurrency: int = 4,
+        max_length: int = 128_000,
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        # The key is read from the environment, never from a config file that may be committed.
+        self.api_key = os.environ.get(api_key_env, "")
+        self.system_prompt = system_prompt
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.concurrency = max(1, concurrency)
+        self.max_length = max_length
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def request_body(self, prompt: str, sampling: Sampling) -> dict[str, Any]:
+        messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        messages.append({"role": "user", "content": prompt})
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": sampling.max_new_tokens,
+            "temperature": sampling.temperature,
+            "seed": sampling.seed,
+        }
+        if not sampling.greedy:
+            body["top_p"] = sampling.top_p
+        if sampling.stop:
+            body["stop"] = list(sampling.stop)
+        return body
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        data = json.dumps(body).encode("utf-8")
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        for attempt in range(self.max_retries + 1):
+            request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return json.loads(response.read().decode("utf-8"))
+            except urllib.error.HTTPError as error:
+                retryable = error.code == 429 or error.code >= 500
+                if not retryable or attempt == self.max_retries:
+                    detail = error.read().decode("utf-8", "replace")[:200].replace("\n", " ")
+                    raise EndpointError(f"{self.url}: HTTP {error.code} for model {self.model!r}: {detail}") from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+                if attempt == self.max_retries:
+                    reason = getattr(error, "reason", error)
+                    raise EndpointError(f"{self.url}: unreachable ({reason})") from None
+            except json.JSONDecodeError:
+                raise EndpointError(f"{self.url}: the response is not JSON") from None
+            time.sleep(min(2**attempt, 30))
+        raise AssertionError("unreachable")
+
+    def _complete(self, prompt: str, sampling: Sampling) -> str:
+        reply = self._post(self.request_body(prompt, sampling))
+        try:
+            content = reply["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise EndpointError(f"{self.url}: no choices[0].message.content in the response") from None
+        # A refusal or a filtered completion can come back as null: an empty output, counted downstream.
+        text = content or ""
+        # Servers honour `stop` differently (some keep the stop string); cut here as the local backends do.
+        for stop in sampling.stop:
+            text = text.split(stop, 1)[0]
+        return text
+
+    def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
+        if not prompts:
+            return []
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
+            # map keeps the input order whatever order the requests finish in.
+            return list(pool.map(lambda prompt: self._complete(prompt, sampling), prompts))
+
+    def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
+        raise NotImplementedError(
+            f"{self.name}: an OpenAI-compatible chat endpoint returns no prompt log-likelihoods; "
+            "use an hf or vllm backend for scoring"
+        )
+
+    def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
+        return self.loglikelihood([])

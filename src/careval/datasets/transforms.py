@@ -1,0 +1,76 @@
+"""Named reshapes of a source's raw rows, for sources a declarative field mapping cannot express.
+
+Each takes the list of raw rows and returns the rows the entry's `fields` then map (a function
+may drop a row, as lm-eval's process_docs does). An entry names one with `transform:`.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from careval.tasks import prescription
+
+LETTER_PREFIX = re.compile(r"^[A-Z][.)]\s+")
+
+
+def strip_option_letters(rows: list[dict]) -> list[dict]:
+    """MedMCQA's Medpredict re-host writes each choice as "A. text"; the option is the text."""
+    return [{**row, "choices": [LETTER_PREFIX.sub("", c) if isinstance(c, str) else c for c in row.get("choices") or []]}
+            if "choices" in row else row for row in rows]
+
+
+def headqa_ids(rows: list[dict]) -> list[dict]:
+    """HEAD-QA numbers questions within an exam (`qid`), so the sample id is exam/qid."""
+    return [{**row, "exam_qid": f"{row.get('name')}/{row.get('qid')}"} for row in rows]
+
+
+def biored_documents(rows: list[dict]) -> list[dict]:
+    """BioC documents -> text (title + abstract), the concepts' mention names and the gold relations.
+
+    Gold relations name concepts by identifier (MeSH D001919, NCBI Gene 6331); a model can only
+    name them as written, so each relation keeps every mention text of both concepts.
+    """
+    out = []
+    for row in rows:
+        passages = row.get("passages")
+        if not isinstance(passages, list) or "relations" not in row:
+            out.append(row)  # the field mapping then names what is missing
+            continue
+        names: dict[str, list[str]] = {}
+        for passage in passages:
+            for annotation in passage.get("annotations", []):
+                for identifier in str(annotation["infons"].get("identifier", "")).split(","):
+                    mentions = names.setdefault(identifier.strip(), [])
+                    if annotation["text"] not in mentions:
+                        mentions.append(annotation["text"])
+        relations = []
+        for relation in row["relations"]:
+            infons = relation["infons"]
+            relations.append({
+                "pair": [infons["entity1"], infons["entity2"]],
+                "entity1": names.get(infons["entity1"], [infons["entity1"]]),
+                "entity2": names.get(infons["entity2"], [infons["entity2"]]),
+                "type": infons["type"],
+            })
+        text = "\n".join(passage["text"] for passage in passages)
+        relations_text = "\n".join(f"{r['entity1'][0]} | {r['entity2'][0]} | {r['type']}" for r in relations)
+        out.append({**row, "text": text, "relations": relations, "entities": names,
+                    "relations_text": relations_text or "(none)"})
+    return out
+
+
+TRANSFORMS: dict[str, Callable[[list[dict]], list[dict]]] = {
+    "strip_option_letters": strip_option_letters,
+    "headqa_ids": headqa_ids,
+    "biored_documents": biored_documents,
+    "prescription_easy": prescription.easy_rows,
+    "prescription_hard": prescription.hard_rows,
+}
+
+
+def apply_transform(name: str | None, rows: list[dict]) -> list[dict]:
+    if name is None:
+        return rows
+    if name not in TRANSFORMS:
+        raise KeyError(f"unknown transform '{name}': known are {', '.join(sorted(TRANSFORMS))}")
+    return TRANSFORMS[name](rows)

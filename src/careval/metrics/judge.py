@@ -1,0 +1,220 @@
+"""The Prometheus LLM judge: absolute 1-5 grades against a reference answer, with prometheus-eval's own prompts and parser.
+
+prometheus-eval (0.1.20) supplies the text: ABSOLUTE_PROMPT (the with-reference absolute
+template), ABS_SYSTEM_PROMPT, SCORE_RUBRIC_TEMPLATE, the predefined rubrics (load_rubric) and
+the absolute-grading parser (parser.parse_output). The judge itself runs through careval's
+backend protocol, so the same code grades with prometheus-7b-v2.0 on vLLM or a small chat
+model through transformers on a CPU.
+
+Unparseable verdicts are asked again (prometheus-eval's batch_completions_with_retries does the
+same), each attempt with its own sampling seed so that a retry can answer differently; what is
+still unparseable after the last attempt is NaN with status ``parse_error``, never a 1 or a 5.
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+from prometheus_eval.parser import parse_output
+from prometheus_eval.prompts import ABS_SYSTEM_PROMPT, ABSOLUTE_PROMPT, SCORE_RUBRIC_TEMPLATE, load_rubric
+
+from careval.backends.base import Backend, Sampling
+from careval.scoring import SCORE_SCHEMA
+
+# The rubric names prometheus_eval.prompts.load_rubric knows.
+PREDEFINED_RUBRICS = ("helpfulness", "harmlessness", "honesty", "factual_validity", "reasoning")
+RUBRIC_FIELDS = ("criteria", "score1_description", "score2_description", "score3_description",
+                 "score4_description", "score5_description")
+# prometheus-eval's absolute_grade defaults (utils.batch_completions_with_retries): max_tokens
+# 1024, temperature 1.0, top_p 0.9, max_retries 10. Its repetition_penalty 1.03 has no
+# counterpart in careval's Sampling and is not applied.
+DEFAULTS = {"max_new_tokens": 1024, "temperature": 1.0, "top_p": 0.9, "retries": 10, "seed": 1234}
+
+# (prompts, attempt) -> one output per prompt; attempt counts from 0.
+Generate = Callable[[list[str], int], list[str]]
+
+
+class JudgeConfigError(ValueError):
+    """metrics.judge names a model or rubric that does not exist; the message names the key."""
+
+
+def metric_name(rubric_name: str) -> str:
+    return f"judge_{rubric_name}"
+
+
+def rubric_text(rubric: str | dict) -> tuple[str, str]:
+    """(name, rubric text): a predefined prometheus-eval rubric by name, or a custom one filled into SCORE_RUBRIC_TEMPLATE."""
+    if isinstance(rubric, str):
+        if rubric not in PREDEFINED_RUBRICS:
+            raise JudgeConfigError(f"metrics.judge.rubrics: unknown rubric {rubric!r} "
+                                   f"(predefined: {', '.join(PREDEFINED_RUBRICS)}; or give a mapping with name and {', '.join(RUBRIC_FIELDS)})")
+        return rubric, load_rubric(rubric, "absolute")
+    missing = [key for key in ("name", *RUBRIC_FIELDS) if not rubric.get(key)]
+    if missing:
+        raise JudgeConfigError(f"metrics.judge.rubrics: rubric {rubric.get('name', '?')!r} lacks {', '.join(missing)}")
+    return rubric["name"], SCORE_RUBRIC_TEMPLATE.format(**{key: rubric[key] for key in RUBRIC_FIELDS})
+
+
+def judge_prompt(instruction: str, response: str, reference: str, rubric: str) -> str:
+    """prometheus-eval's absolute grading prompt with a reference answer (the user turn; ABS_SYSTEM_PROMPT is the system turn)."""
+    return ABSOLUTE_PROMPT.format(instruction=instruction, response=response, reference_answer=reference, rubric=rubric)
+
+
+def parse_verdict(output: str | None) -> tuple[int | None, str | None]:
+    """(score 1-5, feedback) by prometheus-eval's absolute parser, or (None, None) when it rejects the output.
+
+    The parser only accepts a score at the very end of the output, and only 1-5. It returns
+    the whole output as "feedback"; the feedback proper is what precedes the last [RESULT].
+    """
+    _, score = parse_output(output, mode="absolute")
+    if score is None:
+        return None, None
+    head = re.split(r"\[RESULT\]", output, flags=re.IGNORECASE)
+    return int(score), (head[-2] if len(head) > 1 else output).strip()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    score: float  # 1-5, NaN unless status is ok
+    status: str  # ok | parse_error
+    attempts: int
+    feedback: str | None = None
+    output: str | None = None  # the judge's last raw output
+
+
+def grade_with_retries(prompts: Sequence[str], generate: Generate, retries: int) -> list[Verdict]:
+    """Ask the judge; re-ask only the unparseable prompts, at most `retries` more times."""
+    if retries < 0:
+        raise ValueError(f"retries must be >= 0, got {retries}")
+    verdicts: list[Verdict | None] = [None] * len(prompts)
+    pending = list(range(len(prompts)))
+    last_outputs: dict[int, str] = {}
+    for attempt in range(retries + 1):
+        if not pending:
+            break
+        outputs = generate([prompts[i] for i in pending], attempt)
+        if len(outputs) != len(pending):
+            raise ValueError(f"judge returned {len(outputs)} outputs for {len(pending)} prompts")
+        still_pending = []
+        for i, output in zip(pending, outputs):
+            score, feedback = parse_verdict(output)
+            if score is None:
+                still_pending.append(i)
+                last_outputs[i] = output
+            else:
+                verdicts[i] = Verdict(float(score), "ok", attempt + 1, feedback, output)
+        pending = still_pending
+    for i in pending:
+        verdicts[i] = Verdict(math.nan, "parse_error", retries + 1, None, last_outputs.get(i))
+    return verdicts  # type: ignore[return-value]
+
+
+def judge_settings(options: dict) -> dict:
+    """metrics.judge with prometheus-eval's defaults for what it leaves out."""
+    return {**DEFAULTS, **{key: value for key, value in options.items() if value is not None}}
+
+
+def backend_generate(backend: Backend, settings: dict) -> Generate:
+    """Each attempt samples with seed + attempt: a retry with the first attempt's seed would repeat its output."""
+
+    def generate(prompts: list[str], attempt: int) -> list[str]:
+        sampling = Sampling(max_new_tokens=settings["max_new_tokens"], temperature=settings["temperature"],
+                            top_p=settings["top_p"], seed=settings["seed"] + attempt)
+        return backend.generate(prompts, sampling)
+
+    return generate
+
+
+def score_judge(backend: Backend | Callable[[], Backend], samples: pl.DataFrame, generations: pl.DataFrame,
+                options: dict) -> pl.DataFrame:
+    """One row per judged sample and rubric (metric judge_<rubric>), in careval's score layout.
+
+    Only the first `limit` generations are judged (all when limit is null). A generation that
+    is not ok keeps its status and NaN; a sample without a reference answer is `no_reference`.
+    `backend` may be a zero-argument factory, so no judge is loaded when nothing is to be graded.
+    """
+    settings = judge_settings(options)
+    rubrics = [rubric_text(r) for r in settings.get("rubrics") or PREDEFINED_RUBRICS]
+    if settings.get("limit"):
+        generations = generations.head(settings["limit"])
+    references = dict(zip(samples["id"], samples["reference"]))
+    retries = settings["retries"]
+    if settings["temperature"] == 0 and retries:
+        # Greedy decoding answers a retry exactly as before: asking again only costs time.
+        print(f"judge: greedy decoding (temperature 0), so the {retries} retries are skipped")
+        retries = 0
+
+    rows: list[dict] = []
+    prompts: list[str] = []
+    graded: list[int] = []  # index in rows of each prompt's row
+    for record in generations.iter_rows(named=True):
+        reference = references.get(record["id"])
+        status = record["status"]
+        if status == "ok" and not (reference and reference.strip()):
+            status = "no_reference"
+        for name, text in rubrics:
+            if status == "ok":
+                graded.append(len(rows))
+                prompts.append(judge_prompt(record["prompt"], record["output"], reference, text))
+            rows.append({"id": record["id"], "metric": metric_name(name), "value": math.nan,
+                         "status": status, "level": "sample", "weight": 1.0})
+
+    if prompts:
+        judge = backend if hasattr(backend, "generate") else backend()
+        start = time.perf_counter()
+        verdicts = grade_with_retries(prompts, backend_generate(judge, settings), retries)
+        print(f"judge: graded {len(prompts)} prompts in {time.perf_counter() - start:.1f}s")
+        for index, verdict in zip(graded, verdicts):
+            rows[index].update(value=verdict.score, status=verdict.status)
+        for name, _ in rubrics:
+            mine = [v for i, v in zip(graded, verdicts) if rows[i]["metric"] == metric_name(name)]
+            print(f"judge: {metric_name(name)}: statuses {dict(Counter(v.status for v in mine))}, "
+                  f"attempts used {dict(sorted(Counter(v.attempts for v in mine).items()))}")
+        failed = next((v.output for v in verdicts if v.status == "parse_error"), None)
+        if failed is not None:
+            print(f"judge: e.g. an unparseable verdict (its end): {failed[-300:]!r}")
+    skipped = Counter(row["status"] for row in rows if row["status"] not in ("ok", "parse_error"))
+    if skipped:
+        print(f"judge: not graded (rows per status): {dict(skipped)}")
+    return pl.DataFrame(rows, schema=SCORE_SCHEMA)
+
+
+def judge_model(models: dict, options: dict) -> tuple[str, dict]:
+    """(name, model entry) of the judge: metrics.judge.model names an entry of `models` or is an entry itself."""
+    model = options.get("model")
+    if isinstance(model, dict):
+        # An inline entry (e.g. the paper's prometheus-7b-v2.0): a judge, not an evaluated model.
+        return model["source"].split(":", 1)[1].rstrip("/").rsplit("/", 1)[-1], model
+    if not model:
+        raise JudgeConfigError("metrics.judge.model is not set (a name of `models` or a model entry)")
+    if model not in models:
+        raise JudgeConfigError(f"metrics.judge.model: {model!r} is not an entry of `models` ({', '.join(models)})")
+    return model, models[model]
+
+
+def judge_backend_spec(name: str, entry: dict, models_dir: Path, threads: int) -> dict:
+    """careval.inference.backend_spec, with prometheus-eval's absolute-grading system prompt unless the entry sets one."""
+    from careval.inference import backend_spec  # keeps this module free of the inference stack at import
+
+    spec = backend_spec(name, entry, models_dir, threads)
+    spec["system_prompt"] = entry.get("system_prompt") or ABS_SYSTEM_PROMPT
+    return spec
+
+
+def run_judge(samples_path: Path, generations_path: Path, output_path: Path, models: dict, options: dict,
+              models_dir: Path, threads: int) -> None:
+    """The judge job: grade one model's generations on one benchmark and write the score rows."""
+    from careval.backends import load_backend
+
+    name, entry = judge_model(models, options)
+    spec = judge_backend_spec(name, entry, Path(models_dir), threads)
+    print(f"judge: {name} ({spec['backend']}, {spec['path']})")
+    scores = score_judge(lambda: load_backend(spec), pl.read_parquet(samples_path), pl.read_parquet(generations_path), options)
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    scores.write_parquet(output_path)

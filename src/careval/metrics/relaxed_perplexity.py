@@ -1,0 +1,442 @@
+"""Relaxed Perplexity (paper section 4, appendix D): how likely a model is to say the target anywhere early in its answer.
+
+Definition (paper, App. D), for a question q and a target t of T tokens::
+
+    P(A_n | B_n) ~= sum_{p in P_n} P(t | q + p)                    (skewed, the paper's final form)
+    P(A_n | B_n) ~= sum_{p in P_n} P(t | q + p) * P(p | q)         (unskewed, ``skewed=False``)
+    relaxed cross-entropy H = - sum_{n in N} log P(A_n | B_n)
+    Relaxed Perplexity      = exp(H / (n_max + T))
+
+where P_n is the set of distinct n-token prefixes ``c[:n]`` of the kept continuations.
+Choices where the paper is terse (all documented here, all exercised by the tests):
+
+* Continuations: ``s`` samples of ``max_tokens`` tokens from the model given q (top-p,
+  temperature 1), of which the ``l`` with the highest joint log-probability are kept (the
+  brief's reading of "the l more likely sequences sampled from the model"; duplicates are
+  dropped first). End-of-sequence tokens are held back while sampling (vLLM's
+  ``min_tokens``) so every continuation has ``max_tokens`` tokens: the paper's
+  approximation P(B_n) ~= 1 holds by construction. Log-probabilities (for ranking and the
+  unskewed weights) are the model's unmodified ones, not the top-p-truncated ones.
+* Distinct prefixes: the paper's sum runs over mutually exclusive n-token sequences, so a
+  prefix shared by several continuations counts once (at n = 0 every continuation has the
+  empty prefix: the n = 0 term is P(t | q), not l * P(t | q)). With *all* continuations of
+  length n kept, the unskewed term is exactly P(t starts right after n generated tokens).
+* Stride points N = {0, stride, 2*stride, ...} <= max_tokens ("sum_{i=0, i+stride}^{n}");
+  explicit continuations shorter than a stride point drop out of it, and a point no kept
+  continuation reaches is left out. ``n_max`` is the paper's upper summation limit n, i.e.
+  ``max_tokens`` (the completion length), also when stride does not divide it (the paper's
+  settings, 128/256 tokens with stride 8/16, always divide).
+* Lengths are in tokens of the evaluated model. The target is tokenized as a continuation
+  of running text (``" " + target``, no special tokens); the question ids are the
+  generation prompt's (see :func:`score_relaxed_perplexity`).
+* Targets (as the paper: OLAPH/MedLFQA Must_have statements, CareQA-Open answers, MedText):
+  a sample's meta ``must_have`` list when present, else ``[reference]``. The per-sample
+  value is the mean over its targets of the perplexity and of the cross-entropy (each
+  averaged separately); per-target values: :func:`relaxed_perplexity_targets`.
+
+Two scorers give the same numbers (tests check 1e-5 in float32): ``implementation="reference"``
+(one forward pass per prefix) and ``"fast"`` (a batched pass over the cached prefix; see
+relaxed_perplexity_hf.py). vLLM backends use prompt log-probabilities (:func:`relaxed_perplexities_vllm`).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+log = logging.getLogger(__name__)
+
+Prefix = tuple[int, ...]
+
+DEFAULTS: dict[str, Any] = {"l": 5, "s": 10, "stride": 8, "top_p": 0.9, "max_tokens": 128,
+                            "skewed": True, "seed": 1234}
+IMPLEMENTATIONS = ("fast", "reference")
+METRICS = ("relaxed_perplexity", "relaxed_cross_entropy")
+
+
+@dataclass(frozen=True)
+class RelaxedPerplexity:
+    """One (question, target) value and the per-step terms behind it."""
+
+    cross_entropy: float
+    perplexity: float
+    steps: tuple[int, ...]            # the stride points n included
+    log_terms: tuple[float, ...]      # log P(A_n | B_n) estimate at each step
+    n_max: int
+    target_tokens: int
+    skewed: bool
+    continuations: tuple[Prefix, ...] = field(repr=False, default=())
+    tokens_run: int = field(repr=False, default=0)  # token positions the scorer ran through the model
+
+
+# ---------------------------------------------------------------------------------------
+# the estimator (backend-agnostic)
+# ---------------------------------------------------------------------------------------
+def stride_points(max_tokens: int, stride: int) -> list[int]:
+    if stride < 1:
+        raise ValueError(f"relaxed perplexity: stride must be >= 1, got {stride}")
+    if max_tokens < 0:
+        raise ValueError(f"relaxed perplexity: max_tokens must be >= 0, got {max_tokens}")
+    return list(range(0, max_tokens + 1, stride))
+
+
+def step_prefixes(continuations: Sequence[Sequence[int]], steps: Sequence[int]) -> dict[int, list[Prefix]]:
+    """The distinct prefixes c[:n] at each stride point, in first-seen order; unreached points are left out."""
+    out: dict[int, list[Prefix]] = {}
+    for n in steps:
+        seen: dict[Prefix, None] = {}
+        for c in continuations:
+            if len(c) >= n:
+                seen.setdefault(tuple(c[:n]), None)
+        if seen:
+            out[n] = list(seen)
+    return out
+
+
+def select_continuations(continuations: Sequence[Sequence[int]], logprobs: Sequence[float], l: int) -> list[int]:
+    """Indices of the ``l`` most likely distinct continuations (ties: the earlier sample)."""
+    first: dict[Prefix, int] = {}
+    for i, c in enumerate(continuations):
+        first.setdefault(tuple(c), i)
+    ranked = sorted(first.values(), key=lambda i: (-logprobs[i], i))
+    return ranked[:l]
+
+
+def _logsumexp(values: Sequence[float]) -> float:
+    top = max(values)
+    if top == -math.inf:
+        return -math.inf
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def combine(
+    prefixes: dict[int, list[Prefix]],
+    target_ll: dict[Prefix, float],
+    prefix_ll: dict[Prefix, float] | None,
+    target_tokens: int,
+    *,
+    n_max: int,
+    skewed: bool,
+    continuations: Sequence[Prefix] = (),
+    tokens_run: int = 0,
+) -> RelaxedPerplexity:
+    """The metric from log P(t | q + p) (and, unskewed, log P(p | q)) of every distinct prefix p;
+    ``n_max`` (max_tokens) is the n of the paper's normaliser n + len(target)."""
+    steps, terms = [], []
+    for n, group in prefixes.items():
+        if skewed:
+            values = [target_ll[p] for p in group]
+        else:
+            values = [target_ll[p] + prefix_ll[p] for p in group]
+        steps.append(n)
+        terms.append(_logsumexp(values))
+    cross_entropy = -sum(terms)
+    perplexity = math.exp(cross_entropy / (n_max + target_tokens)) if target_tokens else math.nan
+    return RelaxedPerplexity(cross_entropy, perplexity, tuple(steps), tuple(terms), n_max, target_tokens,
+                             skewed, tuple(tuple(c) for c in continuations), tokens_run)
+
+
+def _options(options: dict | None, allowed: Sequence[str] = tuple(DEFAULTS)) -> dict[str, Any]:
+    unknown = sorted(set(options or {}) - set(allowed))
+    if unknown:
+        raise TypeError(f"relaxed perplexity: unknown option(s) {', '.join(unknown)}; known are {', '.join(allowed)}")
+    merged = {**DEFAULTS, **{k: v for k, v in (options or {}).items() if v is not None}}
+    if merged["l"] < 1 or merged["s"] < merged["l"]:
+        raise ValueError(f"relaxed perplexity: need 1 <= l <= s, got l={merged['l']}, s={merged['s']}")
+    if not 0 < merged["top_p"] <= 1:
+        raise ValueError(f"relaxed perplexity: top_p must be in (0, 1], got {merged['top_p']}")
+    stride_points(merged["max_tokens"], merged["stride"])  # validates both
+    return merged
+
+
+# ---------------------------------------------------------------------------------------
+# transformers models
+# ---------------------------------------------------------------------------------------
+def _eos_ids(model: Any) -> list[int]:
+    ids: set[int] = set()
+    for source in (getattr(model, "generation_config", None), model.config):
+        eos = getattr(source, "eos_token_id", None)
+        if eos is not None:
+            ids.update([int(eos)] if isinstance(eos, int) else [int(e) for e in eos])
+    return sorted(ids)
+
+
+def relaxed_perplexities(
+    model: Any,
+    question_ids: Sequence[int],
+    targets: Sequence[Sequence[int]],
+    *,
+    continuations: Sequence[Sequence[int]] | None = None,
+    implementation: str = "fast",
+    reuse_sampling_cache: bool = True,
+    suppress_ids: Sequence[int] | None = None,
+    **options: Any,
+) -> list[RelaxedPerplexity]:
+    """Relaxed Perplexity of several targets of one question (sampling and the prefix pass are shared).
+
+    ``model``: a transformers causal LM; ``question_ids``: the prompt's token ids;
+    ``targets``: token ids of each target (each non-empty). ``continuations``: explicit
+    continuations (token ids) used as the kept set as they are -- no sampling, no
+    selection; otherwise ``s`` are sampled (seeded) and the ``l`` most likely kept.
+    ``options``: l, s, stride, top_p, max_tokens, skewed, seed (defaults: DEFAULTS, as the
+    paper). ``suppress_ids``: tokens never sampled (default: the model's EOS ids).
+    ``reuse_sampling_cache``: the fast scorer starts from the sampler's KV cache.
+    """
+    from careval.metrics import relaxed_perplexity_hf as hf
+
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"relaxed perplexity: implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
+    opts = _options(options)
+    if not question_ids:
+        raise ValueError("relaxed perplexity: the question encodes to zero tokens")
+    if any(len(t) == 0 for t in targets):
+        raise ValueError("relaxed perplexity: a target encodes to zero tokens")
+    steps = stride_points(opts["max_tokens"], opts["stride"])
+    prefix_cache = None
+    known_logprobs: list[list[float]] | None = None
+    if continuations is None and opts["max_tokens"] == 0:
+        continuations = [()]  # only n = 0: nothing to sample
+    if continuations is None:
+        sampled = hf.sample_continuations(
+            model, question_ids, s=opts["s"], max_tokens=opts["max_tokens"], top_p=opts["top_p"],
+            seed=opts["seed"], suppress_ids=_eos_ids(model) if suppress_ids is None else suppress_ids)
+        joint = [sum(lp) for lp in sampled.token_logprobs]
+        keep = select_continuations(sampled.continuations, joint, opts["l"])
+        kept = [sampled.continuations[i] for i in keep]
+        known_logprobs = [sampled.token_logprobs[i] for i in keep]
+        if implementation == "fast" and reuse_sampling_cache and sampled.cache is not None:
+            prefix_cache = hf.prefix_cache_from_sample(sampled, question_ids, keep)
+    else:
+        kept = [tuple(int(x) for x in c) for c in continuations] or [()]
+    prefixes = step_prefixes(kept, steps)
+    all_prefixes = [p for group in prefixes.values() for p in group]
+
+    results = []
+    if implementation == "reference":
+        for target in targets:
+            target_ll, prefix_ll, run = hf.score_reference(model, question_ids, target, all_prefixes)
+            results.append(combine(prefixes, target_ll, prefix_ll, len(target), n_max=opts["max_tokens"],
+                                   skewed=opts["skewed"], continuations=kept, tokens_run=run))
+        return results
+
+    if prefix_cache is None:
+        need = not opts["skewed"] and known_logprobs is None
+        prefix_cache = hf.build_prefix_cache(model, question_ids, kept, token_logprobs=need)
+        if need:
+            known_logprobs = prefix_cache.token_logprobs
+    prefix_ll = None
+    if not opts["skewed"]:
+        prefix_ll = {}
+        for c, lps in zip(kept, known_logprobs):
+            for n in prefixes:
+                if n <= len(c):
+                    prefix_ll.setdefault(tuple(c[:n]), float(sum(lps[:n])))
+    shared_run = prefix_cache.tokens_run
+    for index, target in enumerate(targets):
+        target_ll, run = hf.score_fast(model, prefix_cache, target, list(prefixes))
+        # the prefix pass is shared by all targets; it is counted with the first
+        results.append(combine(prefixes, target_ll, prefix_ll, len(target), n_max=opts["max_tokens"],
+                               skewed=opts["skewed"], continuations=kept,
+                               tokens_run=run + (shared_run if index == 0 else 0)))
+    return results
+
+
+def relaxed_perplexity(
+    model: Any,
+    question_ids: Sequence[int],
+    target_ids: Sequence[int],
+    *,
+    continuations: Sequence[Sequence[int]] | None = None,
+    implementation: str = "fast",
+    **options: Any,
+) -> RelaxedPerplexity:
+    """Relaxed Perplexity of one target given one question on a transformers model (see the module docstring).
+
+    Returns cross-entropy, perplexity and the per-step terms log P(A_n | B_n). Keywords as
+    :func:`relaxed_perplexities` (l, s, stride, top_p, max_tokens, skewed, seed, ...).
+    """
+    return relaxed_perplexities(model, question_ids, [target_ids], continuations=continuations,
+                                implementation=implementation, **options)[0]
+
+
+# ---------------------------------------------------------------------------------------
+# vLLM (prompt log-probabilities)
+# ---------------------------------------------------------------------------------------
+def relaxed_perplexities_vllm(
+    backend: Any,
+    question_ids: Sequence[int],
+    targets: Sequence[Sequence[int]],
+    *,
+    continuations: Sequence[Sequence[int]] | None = None,
+    **options: Any,
+) -> list[RelaxedPerplexity]:
+    """As :func:`relaxed_perplexities`, on a VLLMBackend: vLLM samples (``n=s``, ``min_tokens``
+    holds EOS back) and scores each ``q + p + t`` prompt by its prompt log-probabilities."""
+    opts = _options(options)
+    if any(len(t) == 0 for t in targets):
+        raise ValueError("relaxed perplexity: a target encodes to zero tokens")
+    steps = stride_points(opts["max_tokens"], opts["stride"])
+    if not question_ids:
+        raise ValueError("relaxed perplexity: the question encodes to zero tokens")
+    if continuations is None and opts["max_tokens"] == 0:
+        continuations = [()]
+    if continuations is None:
+        from careval.backends.tokenization import request_seeds
+
+        # one seed per question, as the hf sampler's rows (vLLM's RNG differs from torch's anyway)
+        seed = request_seeds(opts["seed"], [" ".join(map(str, question_ids))])[0]
+        sampled = backend.sample_token_ids(list(question_ids), n=opts["s"], max_tokens=opts["max_tokens"],
+                                           top_p=opts["top_p"], seed=seed)
+        conts = [tuple(c) for c, _ in sampled]
+        keep = select_continuations(conts, [lp for _, lp in sampled], opts["l"])
+        kept = [conts[i] for i in keep]
+    else:
+        kept = [tuple(int(x) for x in c) for c in continuations] or [()]
+    prefixes = step_prefixes(kept, steps)
+    all_prefixes = [p for group in prefixes.values() for p in group]
+    q = list(question_ids)
+    requests = [q + list(p) + list(t) for t in targets for p in all_prefixes]
+    logprobs = backend.token_logprobs(requests, [len(q)] * len(requests))
+    results = []
+    for k, target in enumerate(targets):
+        target_ll: dict[Prefix, float] = {}
+        prefix_ll: dict[Prefix, float] = {}
+        for j, p in enumerate(all_prefixes):
+            values = logprobs[k * len(all_prefixes) + j]  # tokens of p then t
+            prefix_ll[p] = float(sum(values[: len(p)]))
+            target_ll[p] = float(sum(values[len(p):]))
+        run = sum(len(r) - 1 for r in requests[k * len(all_prefixes) : (k + 1) * len(all_prefixes)])
+        results.append(combine(prefixes, target_ll, prefix_ll, len(target), n_max=opts["max_tokens"],
+                               skewed=opts["skewed"], continuations=kept, tokens_run=run))
+    return results
+
+
+# ---------------------------------------------------------------------------------------
+# a benchmark job
+# ---------------------------------------------------------------------------------------
+TARGET_SCHEMA = {"id": pl.String, "target_index": pl.Int64, "target": pl.String, "relaxed_cross_entropy": pl.Float64,
+                 "relaxed_perplexity": pl.Float64, "status": pl.String}
+
+
+def sample_targets(sample: dict) -> list[str]:
+    """The statements a sample is scored against: meta["must_have"] when present (OLAPH/MedLFQA), else [reference]."""
+    meta = sample.get("meta")
+    try:
+        parsed = json.loads(meta) if isinstance(meta, str) and meta else (meta or {})
+    except json.JSONDecodeError:
+        parsed = {}
+    must_have = parsed.get("must_have") if isinstance(parsed, dict) else None
+    if isinstance(must_have, list) and must_have:
+        return [str(x) for x in must_have]
+    reference = sample.get("reference")
+    return [reference] if isinstance(reference, str) else []
+
+
+def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_template: str,
+                               options: dict | None = None) -> pl.DataFrame:
+    """Per (sample, target) values, for the first ``options["limit"]`` samples (all when unset).
+
+    The question is the generation prompt (careval.tasks.open.generation_prompts, then the
+    backend's ``format``: chat template, system prompt), encoded as for generation and
+    left-truncated to leave room for max_tokens and the longest target. A target that is
+    blank gets status ``empty_target``, one that cannot fit ``too_long``, a non-finite
+    value ``non_finite``; the value is then NaN.
+    """
+    from careval.backends.tokenization import generation_tokens
+    from careval.backends.vllm import VLLMBackend
+    from careval.tasks.open import generation_prompts
+
+    opts = _options(options, allowed=(*DEFAULTS, "limit"))
+    limit = (options or {}).get("limit")
+    if limit:
+        samples = samples.head(int(limit))
+    params = {k: opts[k] for k in DEFAULTS}
+    is_vllm = isinstance(backend, VLLMBackend)
+    if not is_vllm and not (hasattr(backend, "model") and hasattr(backend, "tokenizer")):
+        raise TypeError(f"relaxed perplexity needs an hf or vllm backend, got {type(backend).__name__}")
+    tokenizer = backend.tokenizer
+    rows: list[dict] = []
+    prompts = generation_prompts(samples, prompt_template)
+    for sample, prompt in zip(samples.iter_rows(named=True), prompts):
+        texts = [t.strip() for t in sample_targets(sample)]
+        encoded = [list(tokenizer.encode(" " + t, add_special_tokens=False)) if t else [] for t in texts]
+        statuses = ["ok" if ids else "empty_target" for ids in encoded]
+        longest = max((len(ids) for ids in encoded), default=0)
+        room = backend.max_length - opts["max_tokens"] - longest
+        scored = [i for i, st in enumerate(statuses) if st == "ok"]
+        values: dict[int, RelaxedPerplexity] = {}
+        if scored and room < 1:
+            for i in scored:
+                statuses[i] = "too_long"
+        elif scored:
+            question_ids, untruncated = generation_tokens(tokenizer, backend.format(prompt), add_bos=backend.add_bos,
+                                                          max_prompt_tokens=room)
+            if untruncated > room:
+                log.warning("%s: prompt of %d tokens left-truncated to %d", sample["id"], untruncated, room)
+            run = relaxed_perplexities_vllm if is_vllm else relaxed_perplexities
+            model = backend if is_vllm else backend.model
+            for i, result in zip(scored, run(model, question_ids, [encoded[i] for i in scored], **params)):
+                values[i] = result
+                if not (math.isfinite(result.cross_entropy) and math.isfinite(result.perplexity)):
+                    statuses[i] = "non_finite"
+        for i, text in enumerate(texts):
+            result = values.get(i)
+            good = statuses[i] == "ok"
+            rows.append({"id": sample["id"], "target_index": i, "target": text, "status": statuses[i],
+                         "relaxed_cross_entropy": result.cross_entropy if good else math.nan,
+                         "relaxed_perplexity": result.perplexity if good else math.nan})
+        if not texts:
+            rows.append({"id": sample["id"], "target_index": None, "target": None, "status": "empty_target",
+                         "relaxed_cross_entropy": math.nan, "relaxed_perplexity": math.nan})
+    return pl.DataFrame(rows, schema=TARGET_SCHEMA)
+
+
+def score_relaxed_perplexity(backend: Any, samples: pl.DataFrame, prompt_template: str,
+                             options: dict | None = None) -> pl.DataFrame:
+    """Per-sample rows in careval's score layout: the mean over the sample's targets of the
+    relaxed perplexity and of the relaxed cross-entropy (targets: see :func:`sample_targets`).
+
+    A sample none of whose targets could be scored, or any of whose targets gave a
+    non-finite value, gets NaN and the (first) failing status, so it is counted, not averaged.
+    """
+    from careval.scoring import SCORE_SCHEMA
+
+    per_target = relaxed_perplexity_targets(backend, samples, prompt_template, options)
+    rows = []
+    for (sample_id,), group in per_target.group_by("id", maintain_order=True):
+        statuses = group["status"].to_list()
+        ok = [s == "ok" for s in statuses]
+        bad = [s for s in statuses if s not in ("ok", "empty_target")]
+        if bad or not any(ok):
+            status = bad[0] if bad else "empty_target"
+        else:
+            status = "ok"
+        for metric in METRICS:
+            values = [v for v, good in zip(group[metric].to_list(), ok) if good]
+            value = sum(values) / len(values) if status == "ok" else math.nan
+            rows.append({"id": sample_id, "metric": metric, "value": float(value), "status": status,
+                         "level": "sample", "weight": 1.0})
+    return pl.DataFrame(rows, schema=SCORE_SCHEMA)
+
+
+def run_relaxed_perplexity(samples_path: Path, output_path: Path, prompt_template: str, spec: dict,
+                           options: dict | None = None) -> None:
+    """One model x benchmark job: load the model once, score every sample, write the score rows."""
+    from careval.backends import load_backend
+
+    samples = pl.read_parquet(samples_path)
+    backend = load_backend(spec)
+    start = time.perf_counter()
+    scores = score_relaxed_perplexity(backend, samples, prompt_template, options)
+    counts = scores.filter(pl.col("metric") == METRICS[0])["status"].value_counts(sort=True)
+    print(f"relaxed perplexity of {spec['name']} on {scores['id'].n_unique()} samples in "
+          f"{time.perf_counter() - start:.1f}s; statuses: {dict(zip(*counts.to_dict(as_series=False).values()))}")
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    scores.write_parquet(output_path)

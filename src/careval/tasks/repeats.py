@@ -1,0 +1,101 @@
+"""Several sampled outputs per sample: the k rephrasings of a model's answer (resilience) and r answers per prompt (self-consistency)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import polars as pl
+
+from careval.backends import load_backend
+from careval.backends.base import Backend, Sampling
+from careval.datasets.registry import Benchmark
+from careval.inference import score_logliks
+from careval.tasks import open as open_task
+
+# Paper appendix C.1, verbatim: the system prompt of the rephrasing model.
+REPHRASE_SYSTEM_PROMPT = (
+    "You are a helpful rephrasing assistant. Rephrase the prompt provided without changing its original "
+    "meaning, but do not try to address or answer it in any case."
+)
+
+REPEAT_SCHEMA = {"id": pl.String, "repeat": pl.Int64, "output": pl.String, "status": pl.String}
+
+
+def sample_repeats(backend: Backend, ids: list[str], prompts: list[str], repeats: int, sampling: Sampling) -> pl.DataFrame:
+    """`repeats` sampled completions of each prompt, in one generate call.
+
+    Each copy of a prompt is a separate request: the backends seed a request by (seed, prompt, occurrence),
+    so the copies are different draws and a rerun gives the same texts.
+    """
+    if sampling.greedy and repeats > 1:
+        raise ValueError("repeated outputs need sampling (temperature > 0); greedy decoding repeats one text")
+    requests = [prompt for prompt in prompts for _ in range(repeats)]
+    start = time.perf_counter()
+    outputs = backend.generate(requests, sampling) if requests else []
+    print(f"sampled {len(outputs)} outputs ({repeats} per prompt) in {time.perf_counter() - start:.1f}s")
+    rows = []
+    for n, output in enumerate(outputs):
+        rows.append({"id": ids[n // repeats], "repeat": n % repeats, "output": output,
+                     "status": "ok" if output.strip() else "empty_output"})
+    return pl.DataFrame(rows, schema=REPEAT_SCHEMA)
+
+
+def rephrase_outputs(backend: Backend, generations: pl.DataFrame, k: int, sampling: Sampling,
+                     limit: int | None = None) -> pl.DataFrame:
+    """k rephrasings of each of the first `limit` generated answers (the backend carries REPHRASE_SYSTEM_PROMPT).
+
+    An answer that failed (empty output, ...) is not sent to the rephraser: its k rows keep the status
+    as `source_<status>` so the analysis counts them.
+    """
+    generations = generations.head(limit) if limit else generations
+    usable = generations.filter(pl.col("status") == "ok")
+    rephrased = sample_repeats(backend, usable["id"].to_list(), usable["output"].to_list(), k, sampling)
+    failed = [{"id": sample_id, "repeat": repeat, "output": "", "status": f"source_{status}"}
+              for sample_id, status in generations.filter(pl.col("status") != "ok").select("id", "status").iter_rows()
+              for repeat in range(k)]
+    return pl.concat([rephrased, pl.DataFrame(failed, schema=REPEAT_SCHEMA)]).sort("id", "repeat")
+
+
+def consistency_samples(backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int,
+                        sampling: Sampling) -> pl.DataFrame:
+    """r sampled answers of the evaluated model to each prompt (paper: r = 11, top_p 0.9, temperature 1)."""
+    prompts = open_task.generation_prompts(samples, benchmark.prompt)
+    return sample_repeats(backend, samples["id"].to_list(), prompts, r, sampling)
+
+
+def consistency_logliks(backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int) -> pl.DataFrame:
+    """The reference log-likelihoods once per repeat, so perplexity's self-consistency is measured, not assumed."""
+    requests = open_task.loglik_requests(samples, benchmark.prompt)
+    frames = [score_logliks(backend, requests).with_columns(repeat=pl.lit(repeat, dtype=pl.Int64)) for repeat in range(r)]
+    return pl.concat(frames)
+
+
+def repeat_sampling(generation: dict, overrides: dict, benchmark: Benchmark | None = None) -> Sampling:
+    """The config's `generation` settings, the benchmark's max_new_tokens, then the analysis' own sampling keys."""
+    settings = dict(generation)
+    if benchmark is not None and benchmark.max_new_tokens:
+        settings["max_new_tokens"] = benchmark.max_new_tokens
+    settings.update(overrides)
+    return Sampling(**settings)
+
+
+def run_rephrasing(generations_path: Path, spec: dict, k: int, generation: dict, overrides: dict, output: Path,
+                   limit: int | None = None) -> None:
+    """Job: load the rephrasing model (with the paper's system prompt) once, rephrase, write the k rows per sample."""
+    backend = load_backend({**spec, "system_prompt": REPHRASE_SYSTEM_PROMPT})
+    frame = rephrase_outputs(backend, pl.read_parquet(generations_path), k, repeat_sampling(generation, overrides), limit)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    frame.write_parquet(output)
+
+
+def run_consistency(samples_path: Path, benchmark: Benchmark, spec: dict, r: int, generation: dict, overrides: dict,
+                    output: Path, loglik_output: Path, limit: int | None = None) -> None:
+    """Job: load the evaluated model once; r sampled answers per prompt and r passes of reference log-likelihoods."""
+    samples = pl.read_parquet(samples_path)
+    samples = samples.head(limit) if limit else samples
+    backend = load_backend(spec)
+    frames = {output: consistency_samples(backend, samples, benchmark, r, repeat_sampling(generation, overrides, benchmark)),
+              loglik_output: consistency_logliks(backend, samples, benchmark, r)}
+    for path, frame in frames.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.write_parquet(path)

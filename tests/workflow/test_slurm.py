@@ -1,0 +1,196 @@
+"""The project's slurm profile against a live single-node SLURM cluster (tests/slurm/cluster.sh):
+a reduced demo DAG goes through sbatch job by job, asks for GPUs where a model is loaded, gives
+the same results as a local run, and a failing job stops the run naming its rule, log and state."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+from polars.testing import assert_frame_equal
+
+from workflow_runs import jobs_run, make_workdir, reduced_config, snakemake
+
+pytestmark = pytest.mark.slow
+
+CLUSTER = Path(__file__).resolve().parents[1] / "slurm" / "cluster.sh"
+TARGET = "results/summary/scores.parquet"
+MODEL = "smollm2-135m-instruct"
+# A size class with one GPU: the test node advertises one (a /dev/null-backed GRES), so the
+# inference jobs' --gpus=1 is scheduled as on a GPU node while the model runs on the CPU.
+GPU_SIZE = {"gpu_node": {"gpus": 1, "mem_mb": 3100, "runtime": 20}}  # 3100: no CPU rule asks for that
+LLM_MEM = f"{GPU_SIZE['gpu_node']['mem_mb']}M"
+LLM_RULES = {"infer_open", "infer_closed", "judge", "relaxed_perplexity", "sample_consistency", "rephrase"}
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    if shutil.which("slurmctld") is None or shutil.which("sbatch") is None:
+        pytest.skip("slurmctld/sbatch not installed (CI installs slurmctld slurmd slurm-client munge)")
+    was_up = subprocess.run(["bash", str(CLUSTER), "status"], capture_output=True).returncode == 0
+    up = subprocess.run(["bash", str(CLUSTER), "up"], capture_output=True, text=True, timeout=120)
+    assert up.returncode == 0, f"cluster did not start:\n{up.stdout}\n{up.stderr}"
+    # the test cluster's own slurm.conf, for snakemake, the plugin's sbatch/squeue and the jobs
+    conf = re.search(r"^export SLURM_CONF=(\S+)$", up.stdout, re.MULTILINE).group(1)
+    previous = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = conf
+    yield
+    if previous is None:
+        del os.environ["SLURM_CONF"]
+    else:
+        os.environ["SLURM_CONF"] = previous
+    if not was_up:  # leave a cluster someone else started running
+        subprocess.run(["bash", str(CLUSTER), "down"], capture_output=True, timeout=60)
+
+
+def _test_config(repo: Path) -> dict:
+    config = reduced_config(repo, [MODEL], {"demo_mcqa": {"limit": 2}, "demo_open_qa": {"limit": 2}})
+    config["model_sizes"] = GPU_SIZE
+    config["models"][MODEL]["size"] = "gpu_node"
+    return config
+
+
+def _site_profile(work: Path) -> None:
+    """Adapt the copied profile as the README tells a site to: partition, status command."""
+    path = work / "slurm" / "config.v8+.yaml"
+    profile = yaml.safe_load(path.read_text())
+    profile["default-resources"]["slurm_partition"] = "debug"
+    # no accounting daemon on the test cluster, so no sacct; squeue sees finished jobs for
+    # MinJobAge=600 s, far above the plugin's 3 x first-poll-delay threshold
+    profile["slurm-status-command"] = "squeue"
+    profile["slurm-init-seconds-before-status-checks"] = 2
+    profile["latency-wait"] = 5
+    path.write_text(yaml.safe_dump(profile))
+
+
+def _submitted(log: str) -> dict[str, str]:
+    """SLURM job id -> what it ran, from the plugin's 'submitted' lines: 'rule_<rule>' for one
+    job, 'group_llm_<model>_<rule>_<rule>...' for a group of one model's LLM jobs."""
+    found = re.findall(r"has been submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/((?:rule|group)_[^/]+)/", log)
+    return dict(found)
+
+
+def _rules_in(submission: str, rules: set[str]) -> set[str]:
+    if submission.startswith("rule_"):
+        return {submission.removeprefix("rule_")} & rules
+    return {rule for rule in rules if submission.endswith(f"_{rule}") or f"_{rule}_" in submission}
+
+
+def _scontrol(jobid: str) -> dict[str, str]:
+    out = subprocess.run(["scontrol", "show", "job", "-o", jobid], capture_output=True, text=True, check=True).stdout
+    return dict(item.split("=", 1) for item in out.split() if "=" in item)
+
+
+def _results(work: Path) -> dict[str, pl.DataFrame]:
+    return {str(p.relative_to(work)): pl.read_parquet(p) for p in sorted((work / "results").rglob("*.parquet"))}
+
+
+@pytest.fixture(scope="module")
+def local_run(repo_root, tmp_path_factory, demo_model_dirs):
+    work = make_workdir(repo_root, tmp_path_factory.mktemp("local") / "careval", _test_config(repo_root))
+    result = snakemake(["--cores", "2", TARGET], work, timeout=900)
+    assert result.returncode == 0, result.stderr[-5000:]
+    return work, jobs_run(result.stdout + result.stderr)
+
+
+@pytest.fixture(scope="module")
+def slurm_run(repo_root, tmp_path_factory, demo_model_dirs, slurm_cluster):
+    work = make_workdir(repo_root, tmp_path_factory.mktemp("slurm") / "careval", _test_config(repo_root),
+                        profiles=("slurm",))
+    _site_profile(work)
+    # the README's cluster command, as written
+    result = snakemake(["--profile", "slurm", TARGET], work, timeout=900)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    return work, result.stdout + result.stderr
+
+
+def test_every_job_goes_through_sbatch_and_completes(slurm_run, local_run):
+    work, log = slurm_run
+    _, local_jobs = local_run
+    rules = {rule for rule, _ in local_jobs}
+    # at least one generation, one scoring and one aggregation job
+    assert {"normalise_benchmark", "infer_open", "infer_closed", "aggregate_scores"} <= rules
+    assert any(rule.startswith("score_") for rule in rules)
+    submitted = _submitted(log)
+    ran = [rule for submission in submitted.values() for rule in _rules_in(submission, rules)]
+    assert sorted(set(ran)) == sorted(rules)
+    for jobid, submission in submitted.items():
+        job = _scontrol(jobid)  # slurmctld's own record of the job
+        assert job["JobState"] == "COMPLETED", (submission, job)
+        assert job["Comment"].startswith("rule_" + submission.removeprefix("rule_").removeprefix("group_")), job
+        assert job["Partition"] == "debug"
+        assert job["WorkDir"] == str(work)
+
+
+def _model_group(log: str) -> tuple[str, str]:
+    """(SLURM job id, submission) of the group of MODEL's LLM jobs."""
+    groups = [(jobid, s) for jobid, s in _submitted(log).items() if s.startswith(f"group_llm_{MODEL}_")]
+    assert len(groups) == 1, groups
+    return groups[0]
+
+
+def test_one_models_inference_jobs_share_one_slurm_job(slurm_run):
+    """The profile's group-components: the model's inference jobs (both benchmarks) in one allocation."""
+    _, log = slurm_run
+    _, submission = _model_group(log)
+    assert {"infer_open", "infer_closed"} <= _rules_in(submission, LLM_RULES), submission
+
+
+def _minutes(limit: str) -> int:
+    hours, minutes, _ = (int(part) for part in limit.split(":"))
+    return 60 * hours + minutes
+
+
+def test_llm_jobs_ask_for_the_gpus_of_their_size_class_and_others_for_none(slurm_run, local_run):
+    work, log = slurm_run
+    for jobid, submission in _submitted(log).items():
+        job = _scontrol(jobid)
+        gres = job.get("TresPerJob", "") + job.get("TresPerNode", "")
+        if _rules_in(submission, LLM_RULES):
+            assert "gpu:1" in gres and job["MinMemoryNode"] == LLM_MEM, (submission, job)
+        else:
+            assert "gpu" not in gres and job["MinMemoryNode"] != LLM_MEM, (submission, job)
+    # the group's jobs run one after the other: one job's GPU and memory, the runtimes summed
+    jobid, submission = _model_group(log)
+    grouped = [job for job in local_run[1]
+               if job[0] in _rules_in(submission, LLM_RULES) and f"model={MODEL}," in job[1]]
+    assert len(grouped) >= 2 and _minutes(_scontrol(jobid)["TimeLimit"]) == GPU_SIZE["gpu_node"]["runtime"] * len(grouped)
+    # the job handed the resolved GPU count on to the backend spec; one load per inference job
+    for rule, benchmark in (("infer_open", "demo_open_qa"), ("infer_closed", "demo_mcqa")):
+        text = (work / "logs" / rule / MODEL / f"{benchmark}.log").read_text()
+        assert text.count(f"loaded model {MODEL} (hf, gpus=1)") == 1, text[-2000:]
+
+
+def test_slurm_results_equal_a_local_run(slurm_run, local_run):
+    work, _ = slurm_run
+    on_slurm, local = _results(work), _results(local_run[0])
+    assert sorted(on_slurm) == sorted(local)
+    assert any(name.startswith("results/generations/") for name in local)
+    for name, frame in local.items():
+        assert_frame_equal(on_slurm[name], frame, check_exact=True)
+
+
+def test_a_failing_job_names_its_rule_log_and_slurm_state(repo_root, tmp_path, demo_model_dirs, slurm_cluster):
+    corrupt = tmp_path / "corrupt.jsonl"
+    corrupt.write_text('{"question": "unterminated\n')
+    config = _test_config(repo_root)
+    config["benchmarks"]["demo_mcqa"]["path"] = str(corrupt)
+    work = make_workdir(repo_root, tmp_path / "careval", config, profiles=("slurm",))
+    _site_profile(work)
+    result = snakemake(["--profile", "slurm", TARGET], work, timeout=600)
+    log = result.stdout + result.stderr
+    assert result.returncode == 1, log[-5000:]  # snakemake's own failure, not the timeout's 124
+    assert "Error in rule normalise_benchmark" in log
+    assert "logs/normalise_benchmark/demo_mcqa.log" in log
+    assert re.search(r"SLURM status is: 'FAILED'", log), log[-5000:]
+    assert "corrupt.jsonl" in (work / "logs/normalise_benchmark/demo_mcqa.log").read_text()
+    # stopped cleanly: nothing of this run is left queued or running, no aggregate was written
+    assert "rule_normalise_benchmark" in _submitted(log).values()
+    for jobid in _submitted(log):
+        assert _scontrol(jobid)["JobState"] not in {"PENDING", "RUNNING"}
+    assert not (work / TARGET).exists()

@@ -1,0 +1,78 @@
+"""Helpers for tests that run the workflow for real: a clone-like working directory, a bounded
+snakemake call, the jobs a run executed and a fingerprint of result files."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+       "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def reduced_config(repo: Path, models: list[str], benchmarks: dict[str, dict | None],
+                   max_new_tokens: int = 4) -> dict:
+    """The demo config cut down to a few models and benchmarks. Each model is read as a local
+    folder from the repository's resources/models (prepared once, e.g. by the demo_model_dirs
+    fixture), so a run has no preparation job and never writes there."""
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config["models"] = {name: _as_local(config["models"][name], repo / "resources" / "models" / name)
+                        for name in models}
+    config["benchmarks"] = benchmarks
+    config["generation"]["max_new_tokens"] = max_new_tokens
+    return config
+
+
+def _as_local(entry: dict, folder: Path) -> dict:
+    entry = {key: value for key, value in entry.items() if key not in ("gguf", "sha256")}
+    return {**entry, "source": f"local:{folder}"}
+
+
+def make_workdir(repo: Path, work: Path, config: dict, profiles: tuple[str, ...] = ()) -> Path:
+    """What a clone holds (no results, no models), with `config` as config/config.yaml."""
+    work.mkdir(parents=True)
+    for item in ("Snakefile", "workflow", *profiles):
+        src = repo / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / item)
+    write_config(work, config)
+    return work
+
+
+def write_config(work: Path, config: dict) -> None:
+    (work / "config").mkdir(exist_ok=True)
+    (work / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def snakemake(args: list[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess:
+    """snakemake under `timeout -k 10`: a hung run (e.g. a status poll that never ends) is killed,
+    and the test sees exit status 124 instead of hanging CI."""
+    command = ["timeout", "-k", "10", str(timeout), SNAKEMAKE, *args]
+    return subprocess.run(command, cwd=cwd, env={**os.environ, **ENV}, capture_output=True, text=True)
+
+
+_JOB = re.compile(r"^(?:local)?rule (\w+):\n((?:    .*\n)*)", re.MULTILINE)
+
+
+def jobs_run(log: str) -> set[tuple[str, str]]:
+    """(rule, wildcards) of every job a run started, from snakemake's log."""
+    jobs = set()
+    for rule, body in _JOB.findall(log):
+        wildcards = re.search(r"^    wildcards: (.*)$", body, re.MULTILINE)
+        jobs.add((rule, wildcards.group(1) if wildcards else ""))
+    return jobs
+
+
+def file_states(folder: Path) -> dict[str, tuple[str, int]]:
+    """relative path -> (sha256, mtime in ns) of every file under `folder`."""
+    return {
+        str(path.relative_to(folder)): (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }

@@ -1,0 +1,199 @@
+# The CareQA build (paper section 2.1, appendix A), on demand: `snakemake --cores 2 careqa`.
+# Not an input of `all`: it needs the MIR exams (or the demo exam) and an LLM translator/rephraser.
+# acquire -> parse (CareQA_es) -> translate (CareQA_en) -> negative filter -> two rephrasings + selection
+# -> unique-answer validation (CareQA_en_open); stage_counts.json; human-review sheets and agreement.
+import glob
+
+from careval.careqa.acquire import edition_name, is_url
+
+CAREQA = config.get("careqa", {})
+CAREQA_DIR = f"{RESULTS}/careqa"
+CAREQA_EDITIONS = {edition_name(e): e for e in CAREQA.get("editions", [])}
+CAREQA_REPORTS = [f"{CAREQA_DIR}/reports/{stage}.json"
+                  for stage in ("parse", "translate", "negative_filter", "rephrase_select", "validate_unique_answer")]
+
+
+wildcard_constraints:
+    edition="|".join(re.escape(e) for e in CAREQA_EDITIONS) or "(?!)",
+    review_kind="translation|rephrasing",
+
+
+def careqa_step(step):
+    if step not in CAREQA:
+        raise ValueError(f"careval config error: careqa.{step} is not set (a model of `models` or an endpoint)")
+    return CAREQA[step]
+
+
+def careqa_model_folder(step):
+    """The prepared-model marker of a local translator/rephraser (an endpoint needs nothing)."""
+
+    def lookup(wildcards):
+        model = careqa_step(step).get("model")
+        entry = config["models"].get(model)
+        return [f"{MODELS_DIR}/.prepared/{model}.json"] if entry and needs_preparation(entry) else []
+
+    return lookup
+
+
+def careqa_local_documents(wildcards):
+    """Local booklets and keys are inputs, so editing one re-parses; addresses are fetched in the job."""
+    edition = CAREQA_EDITIONS[wildcards.edition]
+    return [edition[part] for part in ("booklet", "key") if not is_url(edition[part])]
+
+
+rule careqa:
+    input:
+        f"{CAREQA_DIR}/CareQA_es.parquet",
+        f"{CAREQA_DIR}/CareQA_en.parquet",
+        f"{CAREQA_DIR}/CareQA_en_open.parquet",
+        f"{CAREQA_DIR}/stage_counts.json",
+        expand(f"{CAREQA_DIR}/review/{{kind}}/sheet.csv", kind=["translation", "rephrasing"]),
+
+
+rule careqa_acquire:
+    input:
+        careqa_local_documents,
+    output:
+        booklet=f"{CAREQA_DIR}/raw/{{edition}}/booklet",
+        key=f"{CAREQA_DIR}/raw/{{edition}}/answer_key",
+    params:
+        edition=lambda w: CAREQA_EDITIONS[w.edition],
+    log:
+        "logs/careqa/acquire/{edition}.log",
+    resources:
+        runtime=30,
+    script:
+        "../scripts/careqa_acquire.py"
+
+
+rule careqa_parse:
+    input:
+        booklets=[f"{CAREQA_DIR}/raw/{name}/booklet" for name in CAREQA_EDITIONS],
+        answer_keys=[f"{CAREQA_DIR}/raw/{name}/answer_key" for name in CAREQA_EDITIONS],
+    output:
+        spanish=f"{CAREQA_DIR}/CareQA_es.parquet",
+        report=f"{CAREQA_DIR}/reports/parse.json",
+    params:
+        editions=list(CAREQA_EDITIONS.values()),
+    log:
+        "logs/careqa/parse.log",
+    script:
+        "../scripts/careqa_parse.py"
+
+
+rule careqa_translate:
+    input:
+        spanish=f"{CAREQA_DIR}/CareQA_es.parquet",
+        model=careqa_model_folder("translator"),
+    output:
+        english=f"{CAREQA_DIR}/CareQA_en.parquet",
+        audit=f"{CAREQA_DIR}/audit/translations.parquet",
+        report=f"{CAREQA_DIR}/reports/translate.json",
+    params:
+        step=lambda w: careqa_step("translator"),
+        models=config["models"],
+        models_dir=MODELS_DIR,
+    log:
+        "logs/careqa/translate.log",
+    threads: CAREQA.get("threads", 1)
+    resources:
+        mem_mb=CAREQA.get("mem_mb", 4000),
+    script:
+        "../scripts/careqa_translate.py"
+
+
+rule careqa_filter_negative:
+    input:
+        english=f"{CAREQA_DIR}/CareQA_en.parquet",
+        spanish=f"{CAREQA_DIR}/CareQA_es.parquet",
+    output:
+        screened=f"{CAREQA_DIR}/audit/negative_filter.parquet",
+        report=f"{CAREQA_DIR}/reports/negative_filter.json",
+    log:
+        "logs/careqa/filter_negative.log",
+    script:
+        "../scripts/careqa_filter_negative.py"
+
+
+rule careqa_rephrase:
+    input:
+        english=f"{CAREQA_DIR}/CareQA_en.parquet",
+        screened=f"{CAREQA_DIR}/audit/negative_filter.parquet",
+        model=careqa_model_folder("rephraser"),
+    output:
+        iteration1=f"{CAREQA_DIR}/audit/rephrasings.parquet",
+        report=f"{CAREQA_DIR}/reports/rephrase_select.json",
+    params:
+        step=lambda w: careqa_step("rephraser"),
+        models=config["models"],
+        models_dir=MODELS_DIR,
+    log:
+        "logs/careqa/rephrase.log",
+    threads: CAREQA.get("threads", 1)
+    resources:
+        mem_mb=CAREQA.get("mem_mb", 4000),
+    script:
+        "../scripts/careqa_rephrase.py"
+
+
+rule careqa_validate:
+    input:
+        english=f"{CAREQA_DIR}/CareQA_en.parquet",
+        iteration1=f"{CAREQA_DIR}/audit/rephrasings.parquet",
+        model=careqa_model_folder("rephraser"),
+    output:
+        open=f"{CAREQA_DIR}/CareQA_en_open.parquet",
+        audit=f"{CAREQA_DIR}/audit/validation.parquet",
+        report=f"{CAREQA_DIR}/reports/validate_unique_answer.json",
+    params:
+        step=lambda w: careqa_step("rephraser"),
+        models=config["models"],
+        models_dir=MODELS_DIR,
+    log:
+        "logs/careqa/validate.log",
+    threads: CAREQA.get("threads", 1)
+    resources:
+        mem_mb=CAREQA.get("mem_mb", 4000),
+    script:
+        "../scripts/careqa_validate.py"
+
+
+rule careqa_stage_counts:
+    input:
+        CAREQA_REPORTS,
+    output:
+        f"{CAREQA_DIR}/stage_counts.json",
+    log:
+        "logs/careqa/stage_counts.log",
+    script:
+        "../scripts/careqa_stage_counts.py"
+
+
+rule careqa_review_sheet:
+    input:
+        english=f"{CAREQA_DIR}/CareQA_en.parquet",
+        spanish=f"{CAREQA_DIR}/CareQA_es.parquet",
+        open=f"{CAREQA_DIR}/CareQA_en_open.parquet",
+    output:
+        sheet=f"{CAREQA_DIR}/review/{{review_kind}}/sheet.csv",
+        summary=f"{CAREQA_DIR}/review/{{review_kind}}/sample.json",
+    params:
+        review=CAREQA.get("review", {}),
+    log:
+        "logs/careqa/review_sheet/{review_kind}.log",
+    script:
+        "../scripts/careqa_review_sheet.py"
+
+
+rule careqa_review_agreement:
+    input:
+        lambda w: sorted(glob.glob(f"{CAREQA['review']['filled_sheets']}/{w.review_kind}/*.csv"))
+        or [f"{CAREQA['review']['filled_sheets']}/{w.review_kind}/<one filled sheet per reviewer>.csv"],
+    output:
+        f"{CAREQA_DIR}/review/{{review_kind}}/agreement.json",
+    params:
+        min_reviewers=CAREQA.get("review", {}).get("min_reviewers", 3),
+    log:
+        "logs/careqa/review_agreement/{review_kind}.log",
+    script:
+        "../scripts/careqa_review_agreement.py"

@@ -1,0 +1,61 @@
+# Self-consistency (paper 3.5, appendix C.2): r sampled answers per prompt from the evaluated model,
+# every metric on each (the reference log-likelihoods once per repeat too), per-prompt variance and CV.
+
+CONSISTENCY = config["analysis"]["consistency"]
+
+
+rule sample_consistency:
+    input:
+        samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
+        model=model_folder,
+    output:
+        samples=f"{RESULTS}/consistency/{{model}}/{{benchmark}}.parquet",
+        loglik=f"{RESULTS}/consistency_loglik/{{model}}/{{benchmark}}.parquet",
+    wildcard_constraints:
+        benchmark=OPEN_PATTERN,
+    params:
+        entry=model_entry,
+        overrides=lambda w: config["benchmarks"][w.benchmark],
+        models_dir=MODELS_DIR,
+        settings=CONSISTENCY,
+        generation=config["generation"],
+    log:
+        "logs/sample_consistency/{model}/{benchmark}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/sample_consistency/{{model}}/{{benchmark}}.tsv"
+    group: "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
+    threads: RES.get("inference_threads", 1)
+    resources:
+        mem_mb=model_resource("mem_mb", RES.get("inference_mem_mb", 4000)),
+        runtime=model_resource("runtime", RES.get("inference_runtime", 60)),
+        gpu=model_resource("gpus", 0),
+        llm_slot=1,
+    script:
+        "../scripts/sample_consistency.py"
+
+
+use rule score_rephrase as score_consistency with:
+    input:
+        samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
+        repeats=f"{RESULTS}/consistency/{{model}}/{{benchmark}}.parquet",
+        loglik=f"{RESULTS}/consistency_loglik/{{model}}/{{benchmark}}.parquet",
+    output:
+        f"{RESULTS}/consistency_scores/{{model}}/{{benchmark}}.parquet",
+    log:
+        "logs/score_consistency/{model}/{benchmark}.log",
+
+
+rule consistency:
+    input:
+        [f"{RESULTS}/consistency_scores/{model}/{benchmark}.parquet"
+         for model in MODELS for benchmark in PLAN.consistency_benchmarks],
+    output:
+        f"{RESULTS}/summary/consistency.parquet",
+    log:
+        "logs/consistency.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../scripts/consistency.py"

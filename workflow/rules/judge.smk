@@ -1,0 +1,54 @@
+# The Prometheus LLM judge grades an open-ended benchmark's generations: one job per model x
+# benchmark, loading the judge once. The judge model (metrics.judge.model: a name of `models`
+# or an hf:/local: entry of its own) decides the job's resources. No science here.
+from careval.metrics.judge import judge_model
+
+
+def judge_entry():
+    """(name, entry) of the configured judge; an unset or unknown one stops the run with one line."""
+    return judge_model(config["models"], config["metrics"].get("judge") or {})
+
+
+def judge_folder(wildcards):
+    """A judge from a PyPI wheel is prepared by prepare_model like any model of `models`."""
+    name, entry = judge_entry()
+    return [f"{MODELS_DIR}/.prepared/{name}.json"] if needs_preparation(entry) else []
+
+
+def judge_resource(key, default):
+    """The judge's entry, else its size class, else the default (as model_resource for evaluated models)."""
+
+    def lookup(wildcards):
+        entry = judge_entry()[1]
+        return entry.get(key, config.get("model_sizes", {}).get(entry.get("size"), {}).get(key, default))
+
+    return lookup
+
+
+rule judge:
+    input:
+        samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
+        generations=f"{RESULTS}/generations/{{model}}/{{benchmark}}.parquet",
+        judge=judge_folder,
+    output:
+        f"{RESULTS}/scores/{{model}}/{{benchmark}}/judge.parquet",
+    wildcard_constraints:
+        benchmark=OPEN_PATTERN,
+    params:
+        models=config["models"],
+        options=family_options("judge"),
+        models_dir=MODELS_DIR,
+    log:
+        "logs/judge/{model}/{benchmark}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/judge/{{model}}/{{benchmark}}.tsv"
+    # on a cluster, the judge's jobs may share one SLURM job (group-components, as llm_{model})
+    group: "llm_judge"
+    threads: RES.get("inference_threads", 1)
+    resources:
+        mem_mb=judge_resource("mem_mb", RES.get("inference_mem_mb", 4000)),
+        runtime=judge_resource("runtime", RES.get("inference_runtime", 60)),
+        gpu=judge_resource("gpus", 0),
+        llm_slot=1,  # one LLM job at a time inside a grouped SLURM job (see inference.smk)
+    script:
+        "../scripts/judge.py"

@@ -1,0 +1,6 @@
+"""Fetch or copy one MIR edition's booklet and answer key (an address or a local file each)."""
+from careval.careqa.acquire import acquire_edition
+from careval.joblog import job_log
+
+with job_log(snakemake.log[0]):
+    acquire_edition(snakemake.params.edition, snakemake.output.booklet, snakemake.output.key)

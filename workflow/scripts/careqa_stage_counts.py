@@ -1,0 +1,6 @@
+"""Merge every CareQA stage's counts into stage_counts.json."""
+from careval.careqa.build import merge_stage_counts
+from careval.joblog import job_log
+
+with job_log(snakemake.log[0]):
+    merge_stage_counts(list(snakemake.input), snakemake.output[0])

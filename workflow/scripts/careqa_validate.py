@@ -1,0 +1,13 @@
+"""Keep the open-ended pairs whose only correct answer is the ground truth (iteration 2): CareQA_en_open."""
+from careval.careqa.llm import llm_sampling, llm_spec
+from careval.careqa.rephrase import build_open
+from careval.joblog import job_log
+
+with job_log(snakemake.log[0]):
+    step = snakemake.params.step
+    build_open(
+        snakemake.input.english, snakemake.input.iteration1,
+        llm_spec(step, snakemake.params.models, snakemake.params.models_dir, snakemake.threads, "rephraser"),
+        llm_sampling(step),
+        snakemake.output.open, snakemake.output.audit, snakemake.output.report,
+    )

@@ -1,0 +1,8 @@
+"""Per-sample variance over rephrasings, every model and benchmark: results/summary/resilience.parquet."""
+from pathlib import Path
+
+from careval.analysis.resilience import write_resilience
+from careval.joblog import job_log
+
+with job_log(snakemake.log[0]):
+    write_resilience(list(snakemake.input), Path(snakemake.output[0]))

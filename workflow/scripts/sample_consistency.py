@@ -1,0 +1,18 @@
+"""Sample r answers per prompt from one model on one benchmark, with r passes of reference log-likelihoods."""
+from pathlib import Path
+
+from careval.datasets import get_benchmark
+from careval.inference import backend_spec
+from careval.joblog import job_log
+from careval.tasks.repeats import run_consistency
+
+with job_log(snakemake.log[0]):
+    settings = snakemake.params.settings
+    run_consistency(
+        Path(snakemake.input.samples),
+        get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides),
+        backend_spec(snakemake.wildcards.model, snakemake.params.entry, Path(snakemake.params.models_dir),
+                     snakemake.threads, gpus=snakemake.resources.gpu),
+        settings["r"], snakemake.params.generation, settings["sampling"],
+        Path(snakemake.output.samples), Path(snakemake.output.loglik), limit=settings["limit"],
+    )
