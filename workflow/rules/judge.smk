@@ -35,7 +35,8 @@ rule judge:
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
     params:
-        models=config["models"],
+        # only the judge's own entry: adding or editing an evaluated model must not rerun other models' grades
+        models=dict([judge_entry()]),
         options=family_options("judge"),
         models_dir=MODELS_DIR,
     log:
