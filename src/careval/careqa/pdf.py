@@ -5,7 +5,7 @@ from pathlib import Path
 
 
 def extract_pdf_text(path: Path | str) -> str:
-    # Imported here so the text parsers work without pypdf (it is a dev extra, not a core dependency).
+    # Imported here: only PDF booklets need it, and the text parsers import this module.
     try:
         from pypdf import PdfReader
     except ImportError:
