@@ -41,6 +41,14 @@ def _raw_demo_config(repo: Path) -> dict:
     return yaml.safe_load((repo / "config" / "config.yaml").read_text())
 
 
+def _config_errors(repo: Path, tmp: Path, config: dict) -> tuple[Path, list[str]]:
+    """Plan `config`, which must fail: the working directory and the careval config error lines."""
+    work = _workdir(repo, tmp, config)
+    result = _run(["-n", "--cores", "1"], work, timeout=120)
+    assert result.returncode != 0
+    return work, [line for line in (result.stdout + result.stderr).splitlines() if "careval config error" in line]
+
+
 def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
     config = _raw_demo_config(repo_root)
     work = _workdir(repo_root, tmp_path, config)
@@ -72,10 +80,7 @@ def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
 def test_misspelt_key_stops_before_any_job(repo_root, tmp_path):
     config = _raw_demo_config(repo_root)
     config["generation"]["max_new_tokenz"] = 3
-    work = _workdir(repo_root, tmp_path, config)
-    result = _run(["-n", "--cores", "1"], work, timeout=120)
-    assert result.returncode != 0
-    errors = [line for line in (result.stdout + result.stderr).splitlines() if "careval config error" in line]
+    work, errors = _config_errors(repo_root, tmp_path, config)
     assert errors == ["careval config error: unknown config key 'generation.max_new_tokenz' "
                       "(allowed: max_new_tokens, seed, temperature, top_p)"]
     assert not (work / "results").exists()
@@ -135,9 +140,6 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
 def test_family_limited_to_a_closed_benchmark_stops_before_any_job(repo_root, tmp_path):
     config = _raw_demo_config(repo_root)
     config["metrics"]["relaxed_perplexity"]["benchmarks"] = ["demo_mcqa"]
-    work = _workdir(repo_root, tmp_path, config)
-    result = _run(["-n", "--cores", "1"], work, timeout=120)
-    assert result.returncode != 0
-    errors = [line for line in (result.stdout + result.stderr).splitlines() if "careval config error" in line]
+    _, errors = _config_errors(repo_root, tmp_path, config)
     assert errors == ["careval config error: metrics.relaxed_perplexity.benchmarks: demo_mcqa is not an "
                       "open-ended benchmark of this config"]
