@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from careval.backends import Sampling, load_backend
-from careval.backends.openai_compat import EndpointError, OpenAICompatBackend
+from careval.backends.openai_compat import EndpointError, NoLogLikelihoodError, OpenAICompatBackend
 
 
 class _FakeServer:
@@ -132,5 +132,5 @@ def test_unreachable_endpoint(monkeypatch):
 
 def test_scoring_is_refused():
     backend = OpenAICompatBackend("gpt", "gpt-4", base_url="http://127.0.0.1:9/v1")
-    with pytest.raises(NotImplementedError, match="no prompt log-likelihoods"):
+    with pytest.raises(NoLogLikelihoodError, match="no prompt log-likelihoods"):
         backend.loglikelihood([("a", "b")])

@@ -46,12 +46,13 @@ def model_entry(wildcards):
     return config["models"][wildcards.model]
 
 
-def model_resource(key, default):
+def model_resource(key, default, entry_of=model_entry):
     """A job that loads a model asks for what the model's entry says, else its size class
-    (config `model_sizes`), else the default: a 70B model needs more than an 8B one."""
+    (config `model_sizes`), else the default: a 70B model needs more than an 8B one.
+    `entry_of(wildcards)` names the model the job loads (the evaluated one unless a judge/rephraser)."""
 
     def lookup(wildcards):
-        entry = model_entry(wildcards)
+        entry = entry_of(wildcards)
         size = config.get("model_sizes", {}).get(entry.get("size"), {})
         return entry.get(key, size.get(key, default))
 

@@ -15,16 +15,6 @@ def judge_folder(wildcards):
     return [f"{MODELS_DIR}/.prepared/{name}.json"] if needs_preparation(entry) else []
 
 
-def judge_resource(key, default):
-    """The judge's entry, else its size class, else the default (as model_resource for evaluated models)."""
-
-    def lookup(wildcards):
-        entry = judge_entry()[1]
-        return entry.get(key, config.get("model_sizes", {}).get(entry.get("size"), {}).get(key, default))
-
-    return lookup
-
-
 rule judge:
     input:
         samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
@@ -47,9 +37,9 @@ rule judge:
     group: "llm_judge"
     threads: RES.get("inference_threads", 1)
     resources:
-        mem_mb=judge_resource("mem_mb", RES.get("inference_mem_mb", 4000)),
-        runtime=judge_resource("runtime", RES.get("inference_runtime", 60)),
-        gpu=judge_resource("gpus", 0),
+        mem_mb=model_resource("mem_mb", RES.get("inference_mem_mb", 4000), lambda w: judge_entry()[1]),
+        runtime=model_resource("runtime", RES.get("inference_runtime", 60), lambda w: judge_entry()[1]),
+        gpu=model_resource("gpus", 0, lambda w: judge_entry()[1]),
         llm_slot=1,  # one LLM job at a time inside a grouped SLURM job (see inference.smk)
     script:
         "../scripts/judge.py"

@@ -14,14 +14,6 @@ def rephraser_folder(wildcards):
     return [f"{MODELS_DIR}/.prepared/{name}.json"] if needs_preparation(rephraser_entry()) else []
 
 
-def rephraser_resource(key, default):
-    def lookup(wildcards):
-        entry = rephraser_entry()
-        return entry.get(key, config.get("model_sizes", {}).get(entry.get("size"), {}).get(key, default))
-
-    return lookup
-
-
 rule rephrase:
     input:
         generations=f"{RESULTS}/generations/{{model}}/{{benchmark}}.parquet",
@@ -42,9 +34,9 @@ rule rephrase:
         f"{RESULTS}/benchmarks/rephrase/{{model}}/{{benchmark}}.tsv"
     threads: RES.get("inference_threads", 1)
     resources:
-        mem_mb=rephraser_resource("mem_mb", RES.get("inference_mem_mb", 4000)),
-        runtime=rephraser_resource("runtime", RES.get("inference_runtime", 60)),
-        gpu=rephraser_resource("gpus", 0),
+        mem_mb=model_resource("mem_mb", RES.get("inference_mem_mb", 4000), lambda w: rephraser_entry()),
+        runtime=model_resource("runtime", RES.get("inference_runtime", 60), lambda w: rephraser_entry()),
+        gpu=model_resource("gpus", 0, lambda w: rephraser_entry()),
     script:
         "../scripts/rephrase.py"
 

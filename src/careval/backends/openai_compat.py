@@ -10,12 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .base import Sampling
+from .tokenization import truncate_at_stop
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 class EndpointError(RuntimeError):
     """A request the endpoint refused or answered with something that is not a chat completion (one line)."""
+
+
+class NoLogLikelihoodError(RuntimeError):
+    """A scoring request sent to a backend that can only generate."""
 
 
 class OpenAICompatBackend:
@@ -102,11 +107,8 @@ class OpenAICompatBackend:
         except (KeyError, IndexError, TypeError):
             raise EndpointError(f"{self.url}: no choices[0].message.content in the response") from None
         # A refusal or a filtered completion can come back as null: an empty output, counted downstream.
-        text = content or ""
         # Servers honour `stop` differently (some keep the stop string); cut here as the local backends do.
-        for stop in sampling.stop:
-            text = text.split(stop, 1)[0]
-        return text
+        return truncate_at_stop(content or "", sampling.stop)
 
     def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
         if not prompts:
@@ -116,7 +118,9 @@ class OpenAICompatBackend:
             return list(pool.map(lambda prompt: self._complete(prompt, sampling), prompts))
 
     def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
-        raise NotImplementedError(
+        # Not a gap to fill: the chat-completions API returns no prompt log-probabilities, so this
+        # backend serves generation only (translation, rephrasing, judging); scoring needs hf or vllm.
+        raise NoLogLikelihoodError(
             f"{self.name}: an OpenAI-compatible chat endpoint returns no prompt log-likelihoods; "
             "use an hf or vllm backend for scoring"
         )
