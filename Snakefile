@@ -1,9 +1,7 @@
 """careval: evaluate healthcare LLMs beyond multiple-choice QA (see README.md)."""
 import sys
-from pathlib import Path
 
-from careval.config import ConfigError, load_schema, prepare_config
-from careval.datasets.registry import UnknownBenchmarkError, get_benchmark
+from careval.plan import ConfigError, build_plan
 
 # The demo config is the default; a config given with --configfile replaces it (Snakemake would
 # otherwise merge the two, adding the demo's models and benchmarks to e.g. config/paper.yaml).
@@ -11,17 +9,19 @@ if not workflow.overwrite_configfiles:
 
     configfile: "config/config.yaml"
 
+
 report: "workflow/report/workflow.rst"
 
-# A typo must stop the run before any job, with one line naming the key.
+
+# One plan from the config: the schema validates and fills every default, the names are cross-checked,
+# and the models, benchmarks and analyses become typed specs every rule file reads. A config error
+# stops the run here, before any job, with one line naming the key.
 try:
-    _validated = prepare_config(config, load_schema(Path(workflow.basedir) / "workflow/schemas/config.schema.yaml"))
-    for _name, _overrides in _validated["benchmarks"].items():
-        get_benchmark(_name, _overrides)
-except (ConfigError, UnknownBenchmarkError) as error:
+    PLAN = build_plan(config)
+except ConfigError as error:
     sys.exit(f"careval config error: {error}")
 config.clear()
-config.update(_validated)
+config.update(PLAN.config)
 
 
 include: "workflow/rules/common.smk"

@@ -41,7 +41,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 def validate_config(config: dict, schema: dict | None = None) -> None:
     """Raise ConfigError (one line, naming the key) on the first schema violation."""
-    schema = schema or load_schema()
+    schema = schema or _default_schema()
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), e.path))
     if errors:
@@ -65,9 +65,27 @@ def _fill_defaults(node: Any, schema: dict, root: dict) -> Any:
     return node
 
 
+def with_schema_defaults(node: dict | None, where: str, schema: dict | None = None) -> dict:
+    """A copy of `node` with the defaults of one part of the schema filled in: a `$defs` entry
+    (e.g. "model") or a top-level key (e.g. "resources"). For entries the whole-config pass cannot
+    reach (an inline judge or rephraser model sits under a oneOf) and for library callers."""
+    schema = schema or _default_schema()
+    part = schema["$defs"].get(where) or schema["properties"][where]
+    return _fill_defaults(copy.deepcopy(node or {}), part, schema)
+
+
+_SCHEMA_CACHE: dict = {}
+
+
+def _default_schema() -> dict:
+    if "schema" not in _SCHEMA_CACHE:
+        _SCHEMA_CACHE["schema"] = load_schema()
+    return _SCHEMA_CACHE["schema"]
+
+
 def prepare_config(config: dict, schema: dict | None = None) -> dict:
     """Validate, then return a copy with the schema's defaults filled in (null benchmark entries become {})."""
-    schema = schema or load_schema()
+    schema = schema or _default_schema()
     validate_config(config, schema)
     config = copy.deepcopy(config)
     config["benchmarks"] = {name: (entry or {}) for name, entry in config["benchmarks"].items()}

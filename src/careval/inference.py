@@ -10,28 +10,10 @@ from careval.backends import load_backend
 from careval.backends.base import Backend, Sampling
 from careval.datasets.registry import Benchmark
 from careval.datasets.schema import CHOICE_TASKS
-from careval.models import resolve_model_path
 from careval.tasks import mcqa, open as open_task
 
 LOGLIK_SCHEMA = {"id": pl.String, "kind": pl.String, "option": pl.Int64,
                  "context": pl.String, "continuation": pl.String, "loglik": pl.Float64}
-
-
-def backend_spec(name: str, entry: dict, models_dir: Path, threads: int, gpus: int | None = None) -> dict:
-    """What `load_backend` needs, from a config model entry; `gpus` is what the job was given
-    (the rule's `gpu` resource: the entry's gpus, else its size class), else the entry's own."""
-    return {
-        "name": name,
-        "backend": entry.get("backend", "hf"),
-        "path": resolve_model_path(name, entry, models_dir),
-        "chat_template": entry.get("chat_template", False),
-        "system_prompt": entry.get("system_prompt"),
-        "dtype": entry.get("dtype", "float32"),
-        "batch_size": entry.get("batch_size", 8),
-        "max_length": entry.get("max_length"),
-        "gpus": entry.get("gpus", 0) if gpus is None else int(gpus),
-        "threads": threads,
-    }
 
 
 def sampling_for(benchmark: Benchmark, generation: dict) -> Sampling:

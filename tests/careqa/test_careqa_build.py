@@ -295,21 +295,25 @@ def test_built_parquet_reads_as_the_careqa_benchmarks(tmp_path, spanish):
         assert row["question"].endswith("¿Cuál de los siguientes fármacos NO es un betabloqueante?")
 
 
-def test_llm_spec_from_config(tmp_path):
-    from careval.careqa.llm import llm_sampling, llm_spec
+def test_careqa_llms_from_config(tmp_path):
+    from careval.careqa.llm import llm_sampling
     from careval.config import ConfigError, load_schema, prepare_config
+    from careval.plan import build_plan
 
     (tmp_path / "tiny").mkdir()
     models = {"tiny": {"source": f"local:{tmp_path / 'tiny'}", "chat_template": True}}
-    spec = llm_spec({"model": "tiny", "system_prompt": "Translate."}, models, tmp_path, threads=2, name="translator")
-    assert (spec["name"], spec["backend"], spec["threads"]) == ("tiny", "hf", 2)
-    assert Path(spec["path"]) == tmp_path / "tiny"
-    assert spec["chat_template"] is True and spec["system_prompt"] == "Translate."
-    endpoint = llm_spec({"endpoint": {"model": "gpt-4", "base_url": "http://host/v1"}}, models, tmp_path)
+    base = {"models": models, "benchmarks": {"demo_mcqa": None}}
+    plan = build_plan({**base, "careqa": {"translator": {"model": "tiny", "system_prompt": "Translate."},
+                                          "rephraser": {"endpoint": {"model": "gpt-4", "base_url": "http://host/v1"}}}})
+    spec = plan.careqa_llms["translator"]
+    assert (spec.name, spec.backend, Path(spec.path)) == ("tiny", "hf", tmp_path / "tiny")
+    assert spec.chat_template is True and spec.system_prompt == "Translate."
+    endpoint = plan.careqa_llms["rephraser"].backend_kwargs()
     assert (endpoint["backend"], endpoint["path"], endpoint["base_url"]) == ("openai", "gpt-4", "http://host/v1")
-    with pytest.raises(ValueError, match="model 'missing' is not a key of `models`"):
-        llm_spec({"model": "missing"}, models, tmp_path, name="rephraser")
-    assert llm_sampling({"max_new_tokens": 12}) == Sampling(max_new_tokens=12)
+    with pytest.raises(ConfigError, match="careqa.rephraser.model: 'missing' is not a key of `models`"):
+        build_plan({**base, "careqa": {"rephraser": {"model": "missing"}}})
+    step = plan.config["careqa"]["translator"]
+    assert llm_sampling(step) == Sampling(max_new_tokens=256, temperature=0.0, seed=1234)
 
     # The schema fills the step defaults and refuses a step naming both a model and an endpoint.
     base = {"models": models, "benchmarks": {"demo_mcqa": None}}

@@ -14,8 +14,6 @@ from careval.metrics.judge import (
     JudgeConfigError,
     backend_generate,
     grade_with_retries,
-    judge_backend_spec,
-    judge_model,
     judge_prompt,
     parse_verdict,
     rubric_text,
@@ -217,21 +215,6 @@ def test_no_judge_is_loaded_when_nothing_is_gradable(frames):
 # ---------------------------------------------------------------- judge model and config
 
 
-def test_judge_model_by_name_or_inline_entry(tmp_path):
-    models = {"small": {"source": "local:/x", "backend": "hf"}}
-    assert judge_model(models, {"model": "small"}) == ("small", models["small"])
-    inline = {"source": "hf:prometheus-eval/prometheus-7b-v2.0", "backend": "vllm", "chat_template": True}
-    assert judge_model(models, {"model": inline}) == ("prometheus-7b-v2.0", inline)
-    with pytest.raises(JudgeConfigError, match="'big' is not an entry of `models`"):
-        judge_model(models, {"model": "big"})
-    with pytest.raises(JudgeConfigError, match="metrics.judge.model is not set"):
-        judge_model(models, {})
-    spec = judge_backend_spec("prometheus-7b-v2.0", inline, tmp_path, 2)
-    assert spec["system_prompt"] == pe_prompts.ABS_SYSTEM_PROMPT
-    assert (spec["backend"], spec["path"], spec["chat_template"]) == ("vllm", "prometheus-eval/prometheus-7b-v2.0", True)
-    assert judge_backend_spec("j", {**inline, "system_prompt": "mine"}, tmp_path, 1)["system_prompt"] == "mine"
-
-
 def test_demo_config_judge_section(demo_config):
     judge = demo_config["metrics"]["judge"]
     assert judge["model"] in demo_config["models"]
@@ -262,11 +245,13 @@ def test_real_small_judge_gives_a_grade_or_a_parse_error(demo_model_dirs, demo_c
     from careval.backends import load_backend
     from careval.backends.chat import format_prompt
 
+    from careval.models.spec import model_spec
+
     name = "smollm2-135m-instruct"
-    spec = judge_backend_spec(name, demo_config["models"][name], demo_model_dirs[name].parent, threads=1)
-    backend = load_backend(spec)
+    spec = model_spec(name, demo_config["models"][name], models_dir=demo_model_dirs[name].parent)
+    backend = load_backend({**spec.backend_kwargs(), "system_prompt": pe_prompts.ABS_SYSTEM_PROMPT})
     # prometheus-eval's system prompt reaches the model through its chat template
-    assert pe_prompts.ABS_SYSTEM_PROMPT in format_prompt(backend.tokenizer, "x", True, spec["system_prompt"])
+    assert pe_prompts.ABS_SYSTEM_PROMPT in format_prompt(backend.tokenizer, "x", True, backend.system_prompt)
     samples = pl.DataFrame({"id": ["a", "b", "c"], "reference": [
         "Intramuscular adrenaline (epinephrine) into the outer thigh.",
         "Metformin reduces glucose production by the liver.",

@@ -6,7 +6,7 @@ import pytest
 
 from careval.analysis.aggregate import MCQA_AVERAGE, ScoreFile, build_summary
 from careval.datasets import REGISTRY, get_benchmark
-from careval.datasets.registry import TASK_METRICS
+from careval.metrics.registry import TASK_FAMILIES as TASK_METRICS
 from careval.datasets.schema import SAMPLE_SCHEMA, TASKS
 from careval.inference import loglik_requests
 from careval.scoring import family_scores

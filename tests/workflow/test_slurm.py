@@ -162,7 +162,7 @@ def test_llm_jobs_ask_for_the_gpus_of_their_size_class_and_others_for_none(slurm
     assert len(grouped) >= 2 and _minutes(_scontrol(jobid)["TimeLimit"]) == GPU_SIZE["gpu_node"]["runtime"] * len(grouped)
     # the job handed the resolved GPU count on to the backend spec; one load per inference job
     for rule, benchmark in (("infer_open", "demo_open_qa"), ("infer_closed", "demo_mcqa")):
-        text = (work / "logs" / rule / MODEL / f"{benchmark}.log").read_text()
+        text = (work / "results" / "logs" / rule / MODEL / f"{benchmark}.log").read_text()
         assert text.count(f"loaded model {MODEL} (hf, gpus=1)") == 1, text[-2000:]
 
 
@@ -186,9 +186,9 @@ def test_a_failing_job_names_its_rule_log_and_slurm_state(repo_root, tmp_path, d
     log = result.stdout + result.stderr
     assert result.returncode == 1, log[-5000:]  # snakemake's own failure, not the timeout's 124
     assert "Error in rule normalise_benchmark" in log
-    assert "logs/normalise_benchmark/demo_mcqa.log" in log
+    assert "results/logs/normalise_benchmark/demo_mcqa.log" in log
     assert re.search(r"SLURM status is: 'FAILED'", log), log[-5000:]
-    assert "corrupt.jsonl" in (work / "logs/normalise_benchmark/demo_mcqa.log").read_text()
+    assert "corrupt.jsonl" in (work / "results/logs/normalise_benchmark/demo_mcqa.log").read_text()
     # stopped cleanly: nothing of this run is left queued or running, no aggregate was written
     assert "rule_normalise_benchmark" in _submitted(log).values()
     for jobid in _submitted(log):

@@ -1,6 +1,8 @@
 # The tidy score tables, then every analysis figure (correlations with bootstrap intervals, metric
 # clusters, rankings, resilience, self-consistency) in one PDF, as PNGs, and in the Snakemake report.
 
+from careval.analysis.elo import resolve_elo_path
+
 ANALYSIS = config["analysis"]
 # figure name prefix -> (caption, report category); the longest matching prefix wins
 FIGURE_CAPTIONS = {
@@ -24,11 +26,11 @@ def figure_output(name):
 
 def analysis_inputs(wildcards):
     inputs = {"summary": f"{RESULTS}/summary/scores.parquet", "samples": f"{RESULTS}/summary/sample_scores.parquet"}
-    if PLAN.resilience_benchmarks:
+    if PLAN.analysis.resilience_benchmarks:
         inputs["resilience"] = f"{RESULTS}/summary/resilience.parquet"
-    if PLAN.consistency_benchmarks:
+    if PLAN.analysis.consistency_benchmarks:
         inputs["consistency"] = f"{RESULTS}/summary/consistency.parquet"
-    if PLAN.elo:
+    if PLAN.analysis.elo:
         inputs["elo"] = str(resolve_elo_path(ANALYSIS["elo_csv"]))
     return inputs
 
@@ -42,7 +44,7 @@ rule aggregate_scores:
     params:
         tasks={name: entry.task for name, entry in BENCHMARKS.items()},
     log:
-        "logs/aggregate_scores.log",
+        f"{LOGS}/aggregate_scores.log",
     threads: 1
     resources:
         mem_mb=2000,
@@ -59,13 +61,13 @@ rule correlations:
         table=f"{RESULTS}/summary/correlations.parquet",
         clusters=f"{RESULTS}/summary/metric_clusters.parquet",
         rankings=f"{RESULTS}/summary/rankings.parquet",
-        figures=[figure_output(name) for name in PLAN.figure_names()],
+        figures=[figure_output(name) for name in PLAN.analysis.figure_names()],
     params:
-        plan=PLAN,
+        plan=PLAN.analysis,
         settings=ANALYSIS,
         figures_dir=f"{RESULTS}/figures",
     log:
-        "logs/correlations.log",
+        f"{LOGS}/correlations.log",
     threads: 1
     resources:
         mem_mb=4000,

@@ -6,9 +6,9 @@ import glob
 
 from careval.careqa.acquire import edition_name, is_url
 
-CAREQA = config.get("careqa", {})
+CAREQA = config["careqa"]
 CAREQA_DIR = f"{RESULTS}/careqa"
-CAREQA_EDITIONS = {edition_name(e): e for e in CAREQA.get("editions", [])}
+CAREQA_EDITIONS = {edition_name(e): e for e in CAREQA["editions"]}
 CAREQA_REPORTS = [f"{CAREQA_DIR}/reports/{stage}.json"
                   for stage in ("parse", "translate", "negative_filter", "rephrase_select", "validate_unique_answer")]
 
@@ -24,15 +24,15 @@ def careqa_step(step):
     return CAREQA[step]
 
 
+def careqa_llm(step):
+    """The translator's or rephraser's spec (plan): a model of `models` or an OpenAI-compatible endpoint."""
+    careqa_step(step)
+    return PLAN.careqa_llms[step]
+
+
 def careqa_model_folder(step):
     """The prepared-model marker of a local translator/rephraser (an endpoint needs nothing)."""
-
-    def lookup(wildcards):
-        model = careqa_step(step).get("model")
-        entry = config["models"].get(model)
-        return [f"{MODELS_DIR}/.prepared/{model}.json"] if entry and needs_preparation(entry) else []
-
-    return lookup
+    return lambda wildcards: prepared_marker(careqa_llm(step))
 
 
 def careqa_local_documents(wildcards):
@@ -59,7 +59,7 @@ rule careqa_acquire:
     params:
         edition=lambda w: CAREQA_EDITIONS[w.edition],
     log:
-        "logs/careqa/acquire/{edition}.log",
+        f"{LOGS}/careqa/acquire/{{edition}}.log",
     resources:
         runtime=30,
     script:
@@ -76,7 +76,7 @@ rule careqa_parse:
     params:
         editions=list(CAREQA_EDITIONS.values()),
     log:
-        "logs/careqa/parse.log",
+        f"{LOGS}/careqa/parse.log",
     script:
         "../scripts/careqa_parse.py"
 
@@ -91,13 +91,12 @@ rule careqa_translate:
         report=f"{CAREQA_DIR}/reports/translate.json",
     params:
         step=lambda w: careqa_step("translator"),
-        models=config["models"],
-        models_dir=MODELS_DIR,
+        spec=lambda w: spec_params(careqa_llm("translator")),
     log:
-        "logs/careqa/translate.log",
-    threads: CAREQA.get("threads", 1)
+        f"{LOGS}/careqa/translate.log",
+    threads: lambda w: careqa_llm("translator").threads
     resources:
-        mem_mb=CAREQA.get("mem_mb", 4000),
+        **llm_resources(lambda w: careqa_llm("translator")),
     script:
         "../scripts/careqa_translate.py"
 
@@ -110,7 +109,7 @@ rule careqa_filter_negative:
         screened=f"{CAREQA_DIR}/audit/negative_filter.parquet",
         report=f"{CAREQA_DIR}/reports/negative_filter.json",
     log:
-        "logs/careqa/filter_negative.log",
+        f"{LOGS}/careqa/filter_negative.log",
     script:
         "../scripts/careqa_filter_negative.py"
 
@@ -125,13 +124,12 @@ rule careqa_rephrase:
         report=f"{CAREQA_DIR}/reports/rephrase_select.json",
     params:
         step=lambda w: careqa_step("rephraser"),
-        models=config["models"],
-        models_dir=MODELS_DIR,
+        spec=lambda w: spec_params(careqa_llm("rephraser")),
     log:
-        "logs/careqa/rephrase.log",
-    threads: CAREQA.get("threads", 1)
+        f"{LOGS}/careqa/rephrase.log",
+    threads: lambda w: careqa_llm("rephraser").threads
     resources:
-        mem_mb=CAREQA.get("mem_mb", 4000),
+        **llm_resources(lambda w: careqa_llm("rephraser")),
     script:
         "../scripts/careqa_rephrase.py"
 
@@ -147,13 +145,12 @@ rule careqa_validate:
         report=f"{CAREQA_DIR}/reports/validate_unique_answer.json",
     params:
         step=lambda w: careqa_step("rephraser"),
-        models=config["models"],
-        models_dir=MODELS_DIR,
+        spec=lambda w: spec_params(careqa_llm("rephraser")),
     log:
-        "logs/careqa/validate.log",
-    threads: CAREQA.get("threads", 1)
+        f"{LOGS}/careqa/validate.log",
+    threads: lambda w: careqa_llm("rephraser").threads
     resources:
-        mem_mb=CAREQA.get("mem_mb", 4000),
+        **llm_resources(lambda w: careqa_llm("rephraser")),
     script:
         "../scripts/careqa_validate.py"
 
@@ -164,7 +161,7 @@ rule careqa_stage_counts:
     output:
         f"{CAREQA_DIR}/stage_counts.json",
     log:
-        "logs/careqa/stage_counts.log",
+        f"{LOGS}/careqa/stage_counts.log",
     script:
         "../scripts/careqa_stage_counts.py"
 
@@ -178,9 +175,9 @@ rule careqa_review_sheet:
         sheet=f"{CAREQA_DIR}/review/{{review_kind}}/sheet.csv",
         summary=f"{CAREQA_DIR}/review/{{review_kind}}/sample.json",
     params:
-        review=CAREQA.get("review", {}),
+        review=CAREQA["review"],
     log:
-        "logs/careqa/review_sheet/{review_kind}.log",
+        f"{LOGS}/careqa/review_sheet/{{review_kind}}.log",
     script:
         "../scripts/careqa_review_sheet.py"
 
@@ -192,8 +189,8 @@ rule careqa_review_agreement:
     output:
         f"{CAREQA_DIR}/review/{{review_kind}}/agreement.json",
     params:
-        min_reviewers=CAREQA.get("review", {}).get("min_reviewers", 3),
+        min_reviewers=CAREQA["review"]["min_reviewers"],
     log:
-        "logs/careqa/review_agreement/{review_kind}.log",
+        f"{LOGS}/careqa/review_agreement/{{review_kind}}.log",
     script:
         "../scripts/careqa_review_agreement.py"

@@ -14,22 +14,19 @@ rule sample_consistency:
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
     params:
-        entry=model_entry,
-        overrides=lambda w: config["benchmarks"][w.benchmark],
-        models_dir=MODELS_DIR,
+        spec=lambda w: spec_params(evaluated(w)),
+        overrides=benchmark_overrides,
         settings=CONSISTENCY,
         generation=config["generation"],
     log:
-        "logs/sample_consistency/{model}/{benchmark}.log",
+        f"{LOGS}/sample_consistency/{{model}}/{{benchmark}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/sample_consistency/{{model}}/{{benchmark}}.tsv"
-    group: "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
-    threads: RES.get("inference_threads", 1)
+    group:
+        "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
+    threads: lambda w: evaluated(w).threads
     resources:
-        mem_mb=model_resource("mem_mb", RES.get("inference_mem_mb", 4000)),
-        runtime=model_resource("runtime", RES.get("inference_runtime", 60)),
-        gpu=model_resource("gpus", 0),
-        llm_slot=1,
+        **llm_resources(evaluated),
     script:
         "../scripts/sample_consistency.py"
 
@@ -42,17 +39,20 @@ use rule score_rephrase as score_consistency with:
     output:
         f"{RESULTS}/consistency_scores/{{model}}/{{benchmark}}.parquet",
     log:
-        "logs/score_consistency/{model}/{benchmark}.log",
+        f"{LOGS}/score_consistency/{{model}}/{{benchmark}}.log",
 
 
 rule consistency:
     input:
-        [f"{RESULTS}/consistency_scores/{model}/{benchmark}.parquet"
-         for model in MODELS for benchmark in PLAN.consistency_benchmarks],
+        [
+            f"{RESULTS}/consistency_scores/{model}/{benchmark}.parquet"
+            for model in MODELS
+            for benchmark in PLAN.analysis.consistency_benchmarks
+        ],
     output:
         f"{RESULTS}/summary/consistency.parquet",
     log:
-        "logs/consistency.log",
+        f"{LOGS}/consistency.log",
     threads: 1
     resources:
         mem_mb=2000,

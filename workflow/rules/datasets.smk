@@ -7,10 +7,10 @@ rule normalise_benchmark:
     output:
         f"{DATASETS_DIR}/{{benchmark}}.parquet",
     params:
-        overrides=lambda w: config["benchmarks"][w.benchmark],
-        limit=benchmark_limit,
+        overrides=benchmark_overrides,
+        limit=lambda w: PLAN.limits[w.benchmark],
     log:
-        "logs/normalise_benchmark/{benchmark}.log",
+        f"{LOGS}/normalise_benchmark/{{benchmark}}.log",
     threads: 1
     resources:
         mem_mb=2000,

@@ -14,26 +14,21 @@ rule infer_open:
     wildcard_constraints:
         benchmark=GENERATE_PATTERN,
     params:
-        entry=model_entry,
-        overrides=lambda w: config["benchmarks"][w.benchmark],
+        spec=lambda w: spec_params(evaluated(w)),
+        overrides=benchmark_overrides,
         generation=config["generation"],
-        models_dir=MODELS_DIR,
     log:
-        "logs/infer_open/{model}/{benchmark}.log",
+        f"{LOGS}/infer_open/{{model}}/{{benchmark}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/infer_open/{{model}}/{{benchmark}}.tsv"
     # the longest jobs first, so no core idles at the end waiting on one last generation
     priority: 2
     # on a cluster, the slurm profile submits up to 4 jobs of one model as one SLURM job (group-components)
-    group: "llm_{model}"
-    threads: RES.get("inference_threads", 1)
+    group:
+        "llm_{model}"
+    threads: lambda w: evaluated(w).threads
     resources:
-        mem_mb=model_resource("mem_mb", RES.get("inference_mem_mb", 4000)),
-        runtime=model_resource("runtime", RES.get("inference_runtime", 60)),
-        # GPUs for the model (0 on the CPU demo); the slurm profile turns it into sbatch --gpus=N
-        gpu=model_resource("gpus", 0),
-        # one LLM job at a time inside a grouped SLURM job (the slurm profile caps it at 1 per group)
-        llm_slot=1,
+        **llm_resources(evaluated),
     script:
         "../scripts/infer.py"
 
@@ -44,7 +39,7 @@ use rule infer_open as infer_closed with:
     wildcard_constraints:
         benchmark=LOGLIK_PATTERN,
     log:
-        "logs/infer_closed/{model}/{benchmark}.log",
+        f"{LOGS}/infer_closed/{{model}}/{{benchmark}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/infer_closed/{{model}}/{{benchmark}}.tsv"
     priority: 1

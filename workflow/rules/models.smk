@@ -7,12 +7,15 @@
 rule prepare_model:
     output:
         f"{MODELS_DIR}/.prepared/{{model}}.json",
+    wildcard_constraints:
+        # evaluated models and an inline judge or rephraser alike
+        model="|".join(re.escape(name) for name in PLAN.entries),
     params:
-        entry=model_entry,
+        entry=lambda w: PLAN.entries[w.model],
         folder=lambda w: f"{MODELS_DIR}/{w.model}",
         cache=f"{MODELS_DIR}/.cache",
     log:
-        "logs/prepare_model/{model}.log",
+        f"{LOGS}/prepare_model/{{model}}.log",
     threads: 1
     resources:
         mem_mb=8000,

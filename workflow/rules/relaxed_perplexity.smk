@@ -12,20 +12,17 @@ rule relaxed_perplexity:
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
     params:
-        entry=model_entry,
-        overrides=lambda w: config["benchmarks"][w.benchmark],
-        models_dir=MODELS_DIR,
-        options=family_options("relaxed_perplexity"),
+        spec=lambda w: spec_params(evaluated(w)),
+        overrides=benchmark_overrides,
+        options={k: v for k, v in config["metrics"]["relaxed_perplexity"].items() if k != "benchmarks"},
     log:
-        "logs/relaxed_perplexity/{model}/{benchmark}.log",
+        f"{LOGS}/relaxed_perplexity/{{model}}/{{benchmark}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/relaxed_perplexity/{{model}}/{{benchmark}}.tsv"
-    group: "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
-    threads: RES.get("inference_threads", 1)
+    group:
+        "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
+    threads: lambda w: evaluated(w).threads
     resources:
-        mem_mb=model_resource("mem_mb", RES.get("inference_mem_mb", 4000)),
-        runtime=model_resource("runtime", RES.get("inference_runtime", 60)),
-        gpu=model_resource("gpus", 0),
-        llm_slot=1,
+        **llm_resources(evaluated),
     script:
         "../scripts/relaxed_perplexity.py"

@@ -22,17 +22,17 @@ for _task in TASKS:
         input:
             unpack(score_inputs),
         output:
-            **{family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{family}.parquet" for family in score_job_families(_task)},
+            **{family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{family}.parquet" for family in PLAN.score_job_families(_task)},
         wildcard_constraints:
             benchmark=TASK_PATTERNS[_task],
         params:
             options=config["metrics"],
         log:
-            f"logs/score_{_task}/{{model}}/{{benchmark}}.log",
-        threads: RES.get("scoring_threads", 1)
+            f"{LOGS}/score_{_task}/{{model}}/{{benchmark}}.log",
+        threads: RES["scoring_threads"]
         resources:
-            mem_mb=RES.get("scoring_mem_mb", 3000),
-            runtime=30,
+            mem_mb=RES["scoring_mem_mb"],
+            runtime=RES["scoring_runtime"],
         script:
             "../scripts/score.py"
 
@@ -52,10 +52,10 @@ for _family in EXTRA_FAMILIES:
         params:
             options=config["metrics"],
         log:
-            f"logs/score_{_family}/{{model}}/{{benchmark}}.log",
-        threads: RES.get("scoring_threads", 1)
+            f"{LOGS}/score_{_family}/{{model}}/{{benchmark}}.log",
+        threads: RES["scoring_threads"]
         resources:
-            mem_mb=RES.get("scoring_mem_mb", 3000),
-            runtime=30,
+            mem_mb=RES["scoring_mem_mb"],
+            runtime=RES["scoring_runtime"],
         script:
             "../scripts/score.py"

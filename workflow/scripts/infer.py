@@ -2,15 +2,15 @@
 from pathlib import Path
 
 from careval.datasets import get_benchmark
-from careval.inference import backend_spec, run_inference
+from careval.inference import run_inference
 from careval.joblog import job_log
+from careval.models.spec import ModelSpec
 
 with job_log(snakemake.log[0]):
     run_inference(
         Path(snakemake.input.samples),
         get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides),
-        backend_spec(snakemake.wildcards.model, snakemake.params.entry, Path(snakemake.params.models_dir),
-                     snakemake.threads, gpus=snakemake.resources.gpu),
+        ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
         snakemake.params.generation,
         loglik_path=Path(snakemake.output.loglik),
         generations_path=Path(snakemake.output.generations) if "generations" in snakemake.output.keys() else None,

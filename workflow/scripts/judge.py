@@ -3,14 +3,13 @@ from pathlib import Path
 
 from careval.joblog import job_log
 from careval.metrics.judge import run_judge
+from careval.models.spec import ModelSpec
 
 with job_log(snakemake.log[0]):
     run_judge(
         Path(snakemake.input.samples),
         Path(snakemake.input.generations),
         Path(snakemake.output[0]),
-        snakemake.params.models,
+        ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu),
         snakemake.params.options,
-        Path(snakemake.params.models_dir),
-        snakemake.threads,
     )

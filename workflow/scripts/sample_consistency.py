@@ -2,8 +2,8 @@
 from pathlib import Path
 
 from careval.datasets import get_benchmark
-from careval.inference import backend_spec
 from careval.joblog import job_log
+from careval.models.spec import ModelSpec
 from careval.tasks.repeats import run_consistency
 
 with job_log(snakemake.log[0]):
@@ -11,8 +11,7 @@ with job_log(snakemake.log[0]):
     run_consistency(
         Path(snakemake.input.samples),
         get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides),
-        backend_spec(snakemake.wildcards.model, snakemake.params.entry, Path(snakemake.params.models_dir),
-                     snakemake.threads, gpus=snakemake.resources.gpu),
+        ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
         settings["r"], snakemake.params.generation, settings["sampling"],
         Path(snakemake.output.samples), Path(snakemake.output.loglik), limit=settings["limit"],
     )

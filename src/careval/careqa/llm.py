@@ -2,45 +2,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
-
 from careval.backends.base import Sampling
-from careval.inference import backend_spec
-
-
-def llm_spec(step: dict, models: dict, models_dir: Path | str, threads: int = 1, name: str = "careqa") -> dict:
-    """A load_backend spec: an OpenAI-compatible `endpoint`, or a `model` of the config's `models`."""
-    endpoint = step.get("endpoint")
-    if endpoint:
-        return {
-            "name": f"{name}:{endpoint['model']}",
-            "backend": "openai",
-            "path": endpoint["model"],
-            "base_url": endpoint.get("base_url"),
-            "api_key_env": endpoint.get("api_key_env", "OPENAI_API_KEY"),
-            "concurrency": endpoint.get("concurrency", 4),
-            "system_prompt": step.get("system_prompt"),
-        }
-    model = step.get("model")
-    if model not in models:
-        raise ValueError(f"careqa {name}: model {model!r} is not a key of `models` (known: {', '.join(models)})")
-    spec = backend_spec(model, models[model], Path(models_dir), threads)
-    if step.get("system_prompt"):
-        spec["system_prompt"] = step["system_prompt"]
-    return spec
 
 
 def llm_sampling(step: dict) -> Sampling:
-    # Greedy by default: a rebuild must give the same dataset.
-    return Sampling(
-        max_new_tokens=int(step.get("max_new_tokens", 256)),
-        temperature=float(step.get("temperature", 0.0)),
-        seed=int(step.get("seed", 1234)),
-    )
+    """The decoding of a CareQA step (its schema defaults: greedy, so a rebuild gives the same dataset)."""
+    return Sampling(max_new_tokens=step["max_new_tokens"], temperature=step["temperature"], seed=step["seed"])
 
 
 def as_backend(backend_or_spec):
-    """A backend as given (tests pass one), or loaded from a spec (the workflow passes llm_spec's dict)."""
+    """A backend as given (tests pass one), or loaded from a spec (the workflow passes the step's ModelSpec mapping)."""
     if isinstance(backend_or_spec, dict):
         from careval.backends import load_backend
 

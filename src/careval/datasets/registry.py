@@ -9,24 +9,6 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEMO_DIR = REPO_ROOT / "resources" / "demo"
 
-# The metric families each task is scored with; the scoring rules write one file per family.
-TASK_METRICS: dict[str, tuple[str, ...]] = {
-    "mcqa": ("accuracy",),
-    # the label among the class names: accuracy and macro-F1 (tasks/classification.py)
-    "classification": ("classification",),
-    # (entity, entity, relation type) triples parsed from a generation (tasks/extraction.py)
-    "extraction": ("relation_extraction",),
-    # the paper's prescription task is 4-option multiple choice scored like MCQA (tasks/prescription.py),
-    # kept apart from MCQA so it never enters the weighted MCQA average
-    "prescription": ("accuracy",),
-    "open": ("rouge", "bleu", "bertscore", "bleurt", "moverscore", "perplexity", "judge", "relaxed_perplexity"),
-}
-# Families computed by a job that loads an LLM (the judge, or the evaluated model itself for
-# Relaxed Perplexity), each by its own rule; the scoring job computes the others.
-LLM_FAMILIES: tuple[str, ...] = ("judge", "relaxed_perplexity")
-# Families only some benchmarks of a task are scored with (an entry's `extra_metrics`), each by its
-# own rule: F1-RadGraph belongs to the paper's radiology-style summarisation (MIMIC-III) alone.
-EXTRA_FAMILIES: tuple[str, ...] = ("radgraph",)
 # Tasks whose every benchmark generates text; classification generates only in `mode: generate`.
 GENERATING_TASKS: tuple[str, ...] = ("open", "extraction")
 
@@ -83,11 +65,8 @@ class Benchmark:
     on_bad_row: str = "error"  # or "skip": a malformed row is dropped and counted
     select: dict[str, str] = field(default_factory=dict)  # keep rows whose field equals the value
     formats: dict[str, dict] = field(default_factory=dict)
-    extra_metrics: tuple[str, ...] = ()  # families of EXTRA_FAMILIES this benchmark is scored with too
-
-    @property
-    def metrics(self) -> tuple[str, ...]:
-        return TASK_METRICS[self.task] + self.extra_metrics
+    # families with job "extra" in careval.metrics.registry this benchmark is scored with too (F1-RadGraph)
+    extra_metrics: tuple[str, ...] = ()
 
     @property
     def generates(self) -> bool:

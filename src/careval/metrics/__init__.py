@@ -1,37 +1,46 @@
-"""Evaluation metrics: n-gram overlap, BERTScore, BLEURT, MoverScore, F1-RadGraph, perplexity, Relaxed Perplexity,
-multiple-choice accuracy and the Prometheus judge; careval.metrics.registry knows every metric's direction and range.
+"""Evaluation metrics: n-gram overlap, BERTScore, BLEURT, F1-RadGraph, perplexity, multiple-choice accuracy and the Prometheus judge;
+careval.metrics.registry knows every metric's family, direction and range."""
 
-Names are imported on first use (PEP 562), so `careval.metrics.registry` -- near the bottom of the import
-graph -- costs nothing, and the heavy scorers (torch, transformers, POT) load only when asked for.
-"""
-from __future__ import annotations
+# careval.metrics.judge (the Prometheus judge) is imported by its users: it builds on careval.scoring,
+# which imports this package.
 
-import importlib
+# Only light modules are imported here; BertScorer pulls torch/transformers in on construction.
+from careval.metrics.accuracy import accuracy, mcqa_predictions, weighted_average
+from careval.metrics.bleurt import BleurtScorer
+from careval.metrics.moverscore import MoverScorer
+from careval.metrics.ngram import bleu_corpus, bleu_hf, bleu_sentence, rouge
+from careval.metrics.perplexity import (
+    corpus_perplexities,
+    count_bytes,
+    count_words,
+    per_sample_perplexities,
+)
+from careval.metrics.radgraph import F1RadGraphScorer
+from careval.metrics.radgraph import metric_name as radgraph_metric_name
+from careval.metrics.radgraph import reward_levels as radgraph_reward_levels
+from careval.metrics.relaxed_perplexity import RelaxedPerplexity, relaxed_perplexity, score_relaxed_perplexity
+from careval.metrics.semantic import BertScorer, default_model_path
 
-_EXPORTS = {
-    "accuracy": "accuracy", "mcqa_predictions": "accuracy", "weighted_average": "accuracy",
-    "BleurtScorer": "bleurt",
-    "MoverScorer": "moverscore",
-    "bleu_corpus": "ngram", "bleu_hf": "ngram", "bleu_sentence": "ngram", "rouge": "ngram",
-    "corpus_perplexities": "perplexity", "count_bytes": "perplexity", "count_words": "perplexity",
-    "per_sample_perplexities": "perplexity",
-    "F1RadGraphScorer": "radgraph",
-    "RelaxedPerplexity": "relaxed_perplexity", "relaxed_perplexity": "relaxed_perplexity",
-    "score_relaxed_perplexity": "relaxed_perplexity",
-    "BertScorer": "semantic", "default_model_path": "semantic",
-}
-_RENAMED = {"radgraph_metric_name": ("radgraph", "metric_name"), "radgraph_reward_levels": ("radgraph", "reward_levels")}
-
-__all__ = sorted([*_EXPORTS, *_RENAMED])
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        module, attribute = _EXPORTS[name], name
-    elif name in _RENAMED:
-        module, attribute = _RENAMED[name]
-    else:
-        raise AttributeError(f"module 'careval.metrics' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"careval.metrics.{module}"), attribute)
-    globals()[name] = value
-    return value
+__all__ = [
+    "BertScorer",
+    "BleurtScorer",
+    "F1RadGraphScorer",
+    "MoverScorer",
+    "RelaxedPerplexity",
+    "accuracy",
+    "bleu_corpus",
+    "bleu_hf",
+    "bleu_sentence",
+    "corpus_perplexities",
+    "count_bytes",
+    "count_words",
+    "default_model_path",
+    "mcqa_predictions",
+    "per_sample_perplexities",
+    "radgraph_metric_name",
+    "radgraph_reward_levels",
+    "relaxed_perplexity",
+    "rouge",
+    "score_relaxed_perplexity",
+    "weighted_average",
+]

@@ -41,7 +41,7 @@ Generate = Callable[[list[str], int], list[str]]
 
 
 class JudgeConfigError(ValueError):
-    """metrics.judge names a model or rubric that does not exist; the message names the key."""
+    """metrics.judge names a rubric that does not exist; the message names the key."""
 
 
 def metric_name(rubric_name: str) -> str:
@@ -185,36 +185,19 @@ def score_judge(backend: Backend | Callable[[], Backend], samples: pl.DataFrame,
     return pl.DataFrame(rows, schema=SCORE_SCHEMA)
 
 
-def judge_model(models: dict, options: dict) -> tuple[str, dict]:
-    """(name, model entry) of the judge: metrics.judge.model names an entry of `models` or is an entry itself."""
-    model = options.get("model")
-    if isinstance(model, dict):
-        # An inline entry (e.g. the paper's prometheus-7b-v2.0): a judge, not an evaluated model.
-        return model["source"].split(":", 1)[1].rstrip("/").rsplit("/", 1)[-1], model
-    if not model:
-        raise JudgeConfigError("metrics.judge.model is not set (a name of `models` or a model entry)")
-    if model not in models:
-        raise JudgeConfigError(f"metrics.judge.model: {model!r} is not an entry of `models` ({', '.join(models)})")
-    return model, models[model]
+def run_judge(samples_path: Path, generations_path: Path, output_path: Path, spec, options: dict) -> None:
+    """The judge job: grade one model's generations on one benchmark and write the score rows.
 
+    `spec` is the judge's careval.models.spec.ModelSpec (from the plan); its system prompt is
+    prometheus-eval's absolute-grading one unless the entry sets its own.
+    """
+    from dataclasses import replace
 
-def judge_backend_spec(name: str, entry: dict, models_dir: Path, threads: int) -> dict:
-    """careval.inference.backend_spec, with prometheus-eval's absolute-grading system prompt unless the entry sets one."""
-    from careval.inference import backend_spec  # keeps this module free of the inference stack at import
-
-    spec = backend_spec(name, entry, models_dir, threads)
-    spec["system_prompt"] = entry.get("system_prompt") or ABS_SYSTEM_PROMPT
-    return spec
-
-
-def run_judge(samples_path: Path, generations_path: Path, output_path: Path, models: dict, options: dict,
-              models_dir: Path, threads: int) -> None:
-    """The judge job: grade one model's generations on one benchmark and write the score rows."""
     from careval.backends import load_backend
 
-    name, entry = judge_model(models, options)
-    spec = judge_backend_spec(name, entry, Path(models_dir), threads)
-    print(f"judge: {name} ({spec['backend']}, {spec['path']})")
-    scores = score_judge(lambda: load_backend(spec), pl.read_parquet(samples_path), pl.read_parquet(generations_path), options)
+    spec = replace(spec, system_prompt=spec.system_prompt or ABS_SYSTEM_PROMPT)
+    print(f"judge: {spec.describe()}")
+    scores = score_judge(lambda: load_backend(spec.backend_kwargs()), pl.read_parquet(samples_path),
+                         pl.read_parquet(generations_path), options)
     output_path.parent.mkdir(parents=True, exist_ok=True)
     scores.write_parquet(output_path)

@@ -1,0 +1,103 @@
+"""The typed model spec: one model entry of a config, with its size class and job resources resolved, built once.
+
+Every job that loads a model (inference, Relaxed Perplexity, self-consistency, the judge, the
+rephraser, the CareQA translator and rephraser) gets its backend from a ModelSpec, and the rule's
+`gpu`/`mem_mb`/`runtime`/`threads` resources are read from the same spec: the GPUs a job asks SLURM
+for are the GPUs its backend uses (vLLM's tensor-parallel size). Defaults come from the config
+schema only (careval.config.with_schema_defaults); nothing here writes a default of its own.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from careval.config import ConfigError, with_schema_defaults
+from careval.models.prepare import needs_preparation, resolve_model_path
+from careval.models.source import ModelSourceError
+
+# Resources a job that loads a model asks for: the entry's own, else its size class's, else the
+# config's `resources.llm_<key>` (whose defaults are the schema's).
+RESOURCE_KEYS = ("gpus", "mem_mb", "runtime", "threads")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What a backend needs to load one model, and what a job loading it asks the scheduler for."""
+
+    name: str
+    backend: str  # hf | vllm | openai
+    path: str  # a local folder, a hub repo id, or (openai) the served model id
+    chat_template: bool
+    system_prompt: str | None
+    dtype: str
+    batch_size: int
+    max_length: int | None
+    gpus: int
+    mem_mb: int
+    runtime: int  # minutes per job
+    threads: int
+    label: str
+    prepared: bool  # built from PyPI wheels into models_dir by the prepare_model rule
+    # openai backend only: where and how to reach the server
+    endpoint: dict[str, Any] = field(default_factory=dict)
+
+    def for_job(self, threads: int | None = None, gpus: int | None = None) -> ModelSpec:
+        """The spec as a job runs it: the threads and GPUs the scheduler actually gave the job."""
+        changes = {key: int(value) for key, value in (("threads", threads), ("gpus", gpus)) if value is not None}
+        return replace(self, **changes)
+
+    def backend_kwargs(self) -> dict[str, Any]:
+        """The mapping careval.backends.load_backend takes, every key explicit."""
+        spec = {key: value for key, value in asdict(self).items() if key not in ("endpoint", "label", "prepared")}
+        spec.update(self.endpoint)
+        return spec
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.backend}, {self.path}, gpus={self.gpus}, dtype={self.dtype})"
+
+
+def model_spec(name: str, entry: dict, *, models_dir: Path | str, model_sizes: dict | None = None,
+               resources: dict | None = None, key: str | None = None) -> ModelSpec:
+    """The spec of one config model entry (defaults filled from the schema; `key` names it in errors,
+    e.g. `models.<name>` or `metrics.judge.model`)."""
+    key = key or f"models.{name}"
+    entry = with_schema_defaults(entry, "model")
+    size_name = entry.get("size")
+    sizes = model_sizes or {}
+    if size_name is not None and size_name not in sizes:
+        raise ConfigError(f"{key}.size: '{size_name}' is not a key of model_sizes "
+                          f"(have: {', '.join(sizes) or 'none'})")
+    size = sizes.get(size_name, {})
+    job_defaults = with_schema_defaults(resources or {}, "resources")
+    resolved = {k: entry.get(k, size.get(k, job_defaults[f"llm_{k}"])) for k in RESOURCE_KEYS}
+    try:
+        path = resolve_model_path(name, entry, Path(models_dir))
+        prepared = needs_preparation(entry)
+    except ModelSourceError as error:
+        raise ConfigError(f"{key}.source: {error}") from None
+    return ModelSpec(
+        name=name,
+        backend=entry["backend"],
+        path=path,
+        chat_template=entry["chat_template"],
+        system_prompt=entry.get("system_prompt"),
+        dtype=entry["dtype"],
+        batch_size=entry["batch_size"],
+        max_length=entry.get("max_length"),
+        label=entry.get("label") or name,
+        prepared=prepared,
+        **{k: int(v) for k, v in resolved.items()},
+    )
+
+
+def endpoint_spec(name: str, endpoint: dict, system_prompt: str | None = None, resources: dict | None = None) -> ModelSpec:
+    """An OpenAI-compatible server (e.g. the paper's GPT-4 translator): generation only, no GPU of its own."""
+    endpoint = with_schema_defaults(endpoint, "endpoint")
+    job = with_schema_defaults(resources or {}, "resources")
+    return ModelSpec(
+        name=name, backend="openai", path=endpoint["model"], chat_template=False, system_prompt=system_prompt,
+        dtype="auto", batch_size=1, max_length=None, gpus=0, mem_mb=job["llm_mem_mb"], runtime=job["llm_runtime"],
+        threads=job["llm_threads"], label=endpoint["model"], prepared=False,
+        endpoint={k: endpoint[k] for k in ("base_url", "api_key_env", "concurrency") if k in endpoint},
+    )

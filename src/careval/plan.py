@@ -1,0 +1,196 @@
+"""One config -> one plan: validate against the schema, fill the schema's defaults, cross-check every name,
+and build the typed specs every rule file reads (models, benchmarks, metric families, analyses).
+
+The Snakefile calls :func:`build_plan` once; every config error is a one-line :class:`ConfigError`
+raised here, before any job. A family a config skips (``metrics.skip``) or never reaches (no
+benchmark for it) never needs its section: ``metrics.skip: [judge]`` without ``metrics.judge`` plans.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
+from careval.config import ConfigError, prepare_config
+from careval.datasets.registry import Benchmark, UnknownBenchmarkError, get_benchmark
+from careval.metrics.registry import FAMILIES, TASK_FAMILIES
+from careval.models.spec import ModelSpec, endpoint_spec, model_spec
+
+__all__ = ["ConfigError", "Plan", "build_plan"]
+
+# The families computed by a job that loads an LLM, each by its own rule (the judge, Relaxed Perplexity).
+LLM_FAMILIES = tuple(name for name, family in FAMILIES.items() if family.job == "llm")
+# Families only some benchmarks carry (an entry's extra_metrics), each by its own rule (F1-RadGraph).
+EXTRA_FAMILIES = tuple(name for name, family in FAMILIES.items() if family.job == "extra")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a validated config asks for. `config` is the config with every schema default filled in."""
+
+    config: dict
+    models: dict[str, ModelSpec]  # the evaluated models
+    benchmarks: dict[str, Benchmark]
+    limits: dict[str, int | None]
+    skipped_families: frozenset[str]
+    # an LLM family limited to some benchmarks (metrics.<family>.benchmarks); None: every open-ended one
+    family_benchmarks: dict[str, tuple[str, ...] | None]
+    analysis: AnalysisPlan
+    judge: ModelSpec | None = None  # None when no benchmark is judged under this config
+    rephraser: ModelSpec | None = None  # the resilience analysis' rephrasing LLM
+    careqa_llms: dict[str, ModelSpec] = field(default_factory=dict)  # translator, rephraser
+    # the config entry of every model a job loads, evaluated or inline (what prepare_model builds from)
+    entries: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def results_dir(self) -> str:
+        return self.config["results_dir"]
+
+    @property
+    def models_dir(self) -> str:
+        return self.config["models_dir"]
+
+    @property
+    def datasets_dir(self) -> str:
+        return self.config["datasets_dir"]
+
+    def benchmarks_where(self, keep) -> list[str]:
+        return [name for name, entry in self.benchmarks.items() if keep(entry)]
+
+    @property
+    def open_benchmarks(self) -> list[str]:
+        return self.benchmarks_where(lambda entry: entry.task == "open")
+
+    def families(self, benchmark: str) -> list[str]:
+        """The metric families `benchmark` is scored with under this config."""
+        entry = self.benchmarks[benchmark]
+        return [family for family in TASK_FAMILIES[entry.task] + entry.extra_metrics
+                if family not in self.skipped_families
+                and (self.family_benchmarks.get(family) is None or benchmark in self.family_benchmarks[family])]
+
+    def score_job_families(self, task: str) -> list[str]:
+        """The families the scoring job of a task writes (LLM-based and per-entry ones have their own rules)."""
+        return [family for family in TASK_FAMILIES[task]
+                if FAMILIES[family].job == "score" and family not in self.skipped_families]
+
+    def repeat_families(self) -> list[str]:
+        """The open-ended families recomputed on every rephrasing and sampled answer, by the repeats' scoring job."""
+        return [family for family in self.score_job_families("open") if FAMILIES[family].repeats]
+
+    def score_files(self) -> list[str]:
+        return [f"{self.results_dir}/scores/{model}/{benchmark}/{family}.parquet"
+                for model in self.models for benchmark in self.benchmarks for family in self.families(benchmark)]
+
+    def loaded_model(self, name: str) -> ModelSpec:
+        """Any model a job loads: an evaluated one, the judge or the rephraser."""
+        for spec in (*self.models.values(), self.judge, self.rephraser, *self.careqa_llms.values()):
+            if spec is not None and spec.name == name:
+                return spec
+        raise KeyError(name)
+
+
+def build_plan(config: dict, schema: dict | None = None) -> Plan:
+    """Validate `config` (raw, as read from YAML) and build its plan; ConfigError names the key."""
+    config = prepare_config(config, schema)
+    sizes, resources, models_dir = config["model_sizes"], config["resources"], config["models_dir"]
+
+    def spec_of(name: str, entry: dict, key: str) -> ModelSpec:
+        return model_spec(name, entry, models_dir=models_dir, model_sizes=sizes, resources=resources, key=key)
+
+    models = {name: spec_of(name, entry, f"models.{name}") for name, entry in config["models"].items()}
+    benchmarks = {}
+    for name, overrides in config["benchmarks"].items():
+        try:
+            benchmarks[name] = get_benchmark(name, overrides)
+        except UnknownBenchmarkError as error:
+            raise ConfigError(str(error)) from None
+    limits = {name: overrides.get("limit") or config["limit"] for name, overrides in config["benchmarks"].items()}
+    open_benchmarks = [name for name, entry in benchmarks.items() if entry.task == "open"]
+
+    metrics = config["metrics"]
+    skipped = frozenset(metrics["skip"])
+    family_benchmarks: dict[str, tuple[str, ...] | None] = {}
+    for family in LLM_FAMILIES:
+        chosen = (metrics.get(family) or {}).get("benchmarks")
+        unknown = [b for b in chosen or [] if b not in open_benchmarks]
+        if unknown:
+            raise ConfigError(f"metrics.{family}.benchmarks: {', '.join(unknown)} is not an open-ended benchmark "
+                              f"of this config (open-ended: {', '.join(open_benchmarks) or 'none'})")
+        family_benchmarks[family] = None if chosen is None else tuple(chosen)
+
+    try:
+        analysis = analysis_plan(config, open_benchmarks)
+    except AnalysisConfigError as error:
+        raise ConfigError(str(error)) from None
+
+    plan = Plan(config=config, models=models, benchmarks=benchmarks, limits=limits, skipped_families=skipped,
+                family_benchmarks=family_benchmarks, analysis=analysis)
+    judged = any("judge" in plan.families(b) for b in open_benchmarks) and bool(models)
+    judge = _judge(config, models, spec_of) if judged else None
+    rephraser = _rephraser(config, models, spec_of) if analysis.resilience_benchmarks else None
+    entries = dict(config["models"])
+    for spec, value in ((judge, judge and config["metrics"]["judge"]["model"]),
+                        (rephraser, rephraser and config["analysis"]["resilience"]["rephraser"])):
+        if isinstance(value, dict):
+            entries[spec.name] = value
+    return replace(plan, judge=judge, rephraser=rephraser, careqa_llms=_careqa_llms(config, models, resources),
+                   entries=entries)
+
+
+def inline_model_name(entry: dict) -> str:
+    """An inline entry (e.g. the paper's prometheus-7b-v2.0) is named after the last part of its source."""
+    return entry["source"].split(":", 1)[1].rstrip("/").rsplit("/", 1)[-1]
+
+
+def _named_or_inline(value, models: dict[str, ModelSpec], key: str, spec_of) -> ModelSpec:
+    """A model given by name (an entry of `models`, then also evaluated) or as an inline entry of its own."""
+    if isinstance(value, dict):
+        return spec_of(inline_model_name(value), value, key)
+    if not value:
+        raise ConfigError(f"{key} is not set (a name of `models` or a model entry)")
+    if value not in models:
+        raise ConfigError(f"{key}: '{value}' is not a key of `models` (have: {', '.join(models)})")
+    return models[value]
+
+
+def _judge(config: dict, models: dict[str, ModelSpec], spec_of) -> ModelSpec:
+    judge = config["metrics"].get("judge")
+    if not judge:
+        raise ConfigError("metrics.judge is not set, but the judge family is computed: set metrics.judge.model "
+                          "or add judge to metrics.skip")
+    return _named_or_inline(judge.get("model"), models, "metrics.judge.model", spec_of)
+
+
+def _rephraser(config: dict, models: dict[str, ModelSpec], spec_of) -> ModelSpec:
+    return _named_or_inline(config["analysis"]["resilience"]["rephraser"], models, "analysis.resilience.rephraser",
+                            spec_of)
+
+
+def _careqa_llms(config: dict, models: dict[str, ModelSpec], resources: dict) -> dict[str, ModelSpec]:
+    """The CareQA build's translator and rephraser: a name of `models` or an OpenAI-compatible endpoint."""
+    specs = {}
+    for step in ("translator", "rephraser"):
+        settings = config["careqa"].get(step)
+        if settings is None:
+            continue
+        key = f"careqa.{step}"
+        if settings.get("endpoint"):
+            specs[step] = endpoint_spec(f"{step}:{settings['endpoint']['model']}", settings["endpoint"],
+                                        settings.get("system_prompt"), resources)
+            continue
+        name = settings["model"]
+        if name not in models:
+            raise ConfigError(f"{key}.model: '{name}' is not a key of `models` (have: {', '.join(models)})")
+        spec = models[name]
+        if settings.get("system_prompt"):
+            spec = replace(spec, system_prompt=settings["system_prompt"])
+        specs[step] = spec
+    return specs
+
+
+def load_plan(path: Path | str) -> Plan:
+    """The plan of a config file (the CLI's `careval plan`, tests)."""
+    import yaml
+
+    with open(path) as handle:
+        return build_plan(yaml.safe_load(handle) or {})

@@ -1,0 +1,101 @@
+"""One config -> one plan: schema defaults only, cross-checked names, typed model specs, one-line errors."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from careval.config import ConfigError, load_schema
+from careval.plan import build_plan
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def demo_raw() -> dict:
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+@pytest.fixture()
+def paper_raw() -> dict:
+    return yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+
+
+def test_model_specs_take_entry_then_size_class_then_schema_defaults(paper_raw):
+    paper_raw["models"]["gemma-2-9b-it"]["runtime"] = 17
+    plan = build_plan(paper_raw)
+    small, medium = paper_raw["model_sizes"]["small"], paper_raw["model_sizes"]["medium"]
+    gemma, llama70 = plan.models["gemma-2-9b-it"], plan.models["Llama-3.1-70B-Instruct"]
+    assert (gemma.gpus, gemma.mem_mb, gemma.runtime) == (small["gpus"], small["mem_mb"], 17)
+    assert (llama70.gpus, llama70.mem_mb, llama70.runtime) == (medium["gpus"], medium["mem_mb"], medium["runtime"])
+    # no size class sets threads: the config's resources.llm_threads
+    assert gemma.threads == paper_raw["resources"]["llm_threads"]
+    assert (gemma.backend, gemma.path, gemma.dtype) == ("vllm", "google/gemma-2-9b-it", "bfloat16")
+    # batch_size is not written in paper.yaml: the schema's default, and nothing else's
+    assert gemma.batch_size == load_schema()["$defs"]["model"]["properties"]["batch_size"]["default"]
+    # the inline judge is a spec of its own, not an evaluated model
+    assert plan.judge.name == "prometheus-7b-v2.0" and plan.judge.gpus == small["gpus"]
+    assert "prometheus-7b-v2.0" not in plan.models
+
+
+def test_demo_plan_defaults_come_from_the_schema(demo_raw):
+    plan = build_plan(demo_raw)
+    resources = load_schema()["properties"]["resources"]["properties"]
+    for spec in plan.models.values():
+        assert spec.gpus == resources["llm_gpus"]["default"] == 0
+        assert spec.runtime == resources["llm_runtime"]["default"]
+        assert spec.prepared
+    assert plan.judge is plan.models["smollm2-135m-instruct"]
+    assert plan.rephraser is plan.models["smollm2-135m-instruct"]
+    assert plan.config["metrics"]["relaxed_perplexity"]["top_p"] == 0.9  # filled although the demo does not set it
+
+
+def test_a_skipped_family_never_needs_its_section(demo_raw):
+    demo_raw["metrics"]["skip"] = ["bleurt", "judge"]
+    del demo_raw["metrics"]["judge"]
+    plan = build_plan(demo_raw)
+    assert plan.judge is None
+    assert all("judge" not in plan.families(b) for b in plan.benchmarks)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda c: c["metrics"].pop("judge"),
+         "metrics.judge is not set, but the judge family is computed: set metrics.judge.model or add judge to metrics.skip"),
+        (lambda c: c["metrics"]["judge"].update(model="gpt-5"),
+         "metrics.judge.model: 'gpt-5' is not a key of `models` (have: smollm2-135m-instruct, gemma3-270m, "
+         "qwen2.5-coder-0.5b-instruct)"),
+        (lambda c: c["models"]["gemma3-270m"].update(size="huge"),
+         "models.gemma3-270m.size: 'huge' is not a key of model_sizes (have: none)"),
+        (lambda c: c["models"].update({"gemma3-270m": {"source": "local:/no/such/folder"}}),
+         "models.gemma3-270m.source: model 'gemma3-270m': local model folder '/no/such/folder' does not exist"),
+        (lambda c: c["benchmarks"].update(medqa_typo=None),
+         "unknown benchmark 'medqa_typo' in config: known are"),
+        (lambda c: c["metrics"]["relaxed_perplexity"].update(benchmarks=["demo_mcqa"]),
+         "metrics.relaxed_perplexity.benchmarks: demo_mcqa is not an open-ended benchmark of this config "
+         "(open-ended: demo_open_qa, demo_note)"),
+        (lambda c: c["analysis"]["resilience"].update(rephraser="nobody"),
+         "analysis.resilience.rephraser: 'nobody'"),
+        (lambda c: c["careqa"]["translator"].update(model="nobody"),
+         "careqa.translator.model: 'nobody' is not a key of `models`"),
+    ],
+)
+def test_every_cross_check_is_one_line_naming_the_key(demo_raw, mutate, message):
+    config = copy.deepcopy(demo_raw)
+    mutate(config)
+    with pytest.raises(ConfigError) as error:
+        build_plan(config)
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_score_files_follow_the_families_of_each_benchmark(demo_raw):
+    plan = build_plan(demo_raw)
+    assert plan.families("demo_mcqa") == ["accuracy"]
+    assert plan.families("demo_open_qa") == ["rouge", "bleu", "bertscore", "moverscore", "perplexity", "judge",
+                                             "relaxed_perplexity"]
+    # the judge and Relaxed Perplexity run on demo_open_qa only (metrics.<family>.benchmarks)
+    assert plan.families("demo_note") == ["rouge", "bleu", "bertscore", "moverscore", "perplexity"]
+    assert len(plan.score_files()) == 3 * (1 + 7 + 5)

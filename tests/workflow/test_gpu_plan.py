@@ -1,0 +1,72 @@
+"""The paper plan's LLM jobs ask SLURM for exactly the GPUs their backend uses (no GPU, no job run).
+
+Walks the DAG Snakemake builds for config/paper.yaml (its Python API, as `snakemake -n` does) and
+checks, for every job that loads a model, that the spec handed to its script carries the job's own
+`gpu` resource. The bug this guards against: Relaxed Perplexity, judge and CareQA jobs built their
+backend without the job's GPU count, so a 70B model would start vLLM on one GPU.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _llm_jobs(configfile: Path, workdir: Path, target: str) -> list:
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings, StorageSettings
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+        workflow_api = api.workflow(resource_settings=ResourceSettings(cores=64, nodes=1000),
+                                    config_settings=ConfigSettings(configfiles=[configfile]),
+                                    storage_settings=StorageSettings(), snakefile=REPO / "Snakefile", workdir=workdir)
+        workflow_api.dag(dag_settings=DAGSettings(targets={target}, forceall=True))
+        workflow = workflow_api._workflow  # what `snakemake -n` builds (DAGApi.printdag does the same)
+        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
+        workflow._build_dag()
+        return [(job.rule.name, dict(job.wildcards), job.params.spec, job.resources["gpu"])
+                for job in workflow.dag.jobs if "spec" in job.params.keys()]
+
+
+@pytest.fixture(scope="module")
+def paper_jobs(tmp_path_factory):
+    return _llm_jobs(REPO / "config" / "paper.yaml", tmp_path_factory.mktemp("paper"), "results/correlations.pdf")
+
+
+def test_every_llm_job_of_the_paper_plan_asks_for_the_gpus_its_backend_uses(paper_jobs):
+    assert len(paper_jobs) > 800
+    mismatched = [(rule, wildcards, spec["gpus"], gpu) for rule, wildcards, spec, gpu in paper_jobs if spec["gpus"] != gpu]
+    assert mismatched == []
+    assert {rule for rule, *_ in paper_jobs} >= {"infer_open", "infer_closed", "relaxed_perplexity", "judge",
+                                                 "sample_consistency"}
+
+
+def test_size_classes_reach_every_job_kind(paper_jobs):
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    sizes = {name: paper["model_sizes"][entry["size"]]["gpus"] for name, entry in paper["models"].items()}
+    for rule, wildcards, spec, gpu in paper_jobs:
+        loaded = spec["name"]
+        if rule == "judge":  # the inline prometheus-7b-v2.0 judge of size class small
+            assert (loaded, gpu) == ("prometheus-7b-v2.0", paper["model_sizes"]["small"]["gpus"])
+        else:
+            assert (loaded, gpu) == (wildcards["model"], sizes[wildcards["model"]]), (rule, wildcards)
+    seventy_b = Counter(rule for rule, wildcards, spec, gpu in paper_jobs if wildcards.get("model") == "Llama-3.1-70B-Instruct")
+    assert seventy_b["relaxed_perplexity"] == 3  # OLAPH, CareQA-Open, MedText, each on the size class's 4 GPUs
+
+
+def test_careqa_llm_jobs_take_their_models_gpus(tmp_path):
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["models"]["smollm2-135m-instruct"]["gpus"] = 2
+    for edition in config["careqa"]["editions"]:  # the demo exam's files, read from the repository
+        edition.update({part: str(REPO / edition[part]) for part in ("booklet", "key")})
+    path = tmp_path / "careqa.yaml"
+    path.write_text(yaml.safe_dump(config))
+    jobs = _llm_jobs(path, tmp_path, "results/careqa/CareQA_en_open.parquet")
+    careqa = {rule: gpu for rule, _, spec, gpu in jobs if rule.startswith("careqa_")}
+    assert careqa == {"careqa_translate": 2, "careqa_rephrase": 2, "careqa_validate": 2}
