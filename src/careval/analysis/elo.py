@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 from careval.datasets.registry import REPO_ROOT
+from careval.textio import TextDecodeError, read_text
 
 REQUIRED_COLUMNS = ("model", "elo")
 
@@ -27,9 +28,11 @@ def read_elo(path: str | Path) -> dict[str, float]:
     """model name (as in the config) -> Elo. Lines starting with '#' are comments; extra columns are ignored."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text(path).splitlines()
     except OSError as error:
         raise EloFileError(f"{path}: cannot read the Elo CSV ({error.strerror})") from None
+    except TextDecodeError as error:
+        raise EloFileError(str(error)) from None
     numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip() and not line.lstrip().startswith("#")]
     if not numbered:
         raise EloFileError(f"{path}: no header line; expected columns {','.join(REQUIRED_COLUMNS)}")
@@ -57,3 +60,4 @@ def read_elo(path: str | Path) -> dict[str, float]:
             raise EloFileError(f"{where}: model '{model}' appears twice")
         scores[model] = value
     return scores
+
