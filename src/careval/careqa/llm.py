@@ -20,6 +20,7 @@ def llm_spec(step: dict, models: dict, models_dir: Path | str, threads: int = 1,
             "api_key_env": endpoint.get("api_key_env", "OPENAI_API_KEY"),
             "concurrency": endpoint.get("concurrency", 4),
             "system_prompt": step.get("system_prompt"),
+            "config_key": f"careqa.{name}.endpoint",
         }
     model = step.get("model")
     if model not in models:
