@@ -137,13 +137,14 @@ def run_inference(samples_path: Path, benchmark: Benchmark, spec: dict, generati
     writes the same bytes as an uninterrupted run.
     """
     samples = pl.read_parquet(samples_path)
+    sampling = sampling_for(benchmark, generation)  # a bad setting stops the job before any work
     backend = OnDemandBackend(spec)
     logliks, checkpoint = checkpointed_logliks(backend, loglik_requests(samples, benchmark), loglik_path,
                                                checkpoint_every, f"{benchmark.name} log-likelihoods")
     outputs, checkpoints = {loglik_path: logliks}, [checkpoint]
     if generations_path is not None:
-        frame, checkpoint = checkpointed_generations(backend, samples, benchmark, sampling_for(benchmark, generation),
-                                                     generations_path, checkpoint_every)
+        frame, checkpoint = checkpointed_generations(backend, samples, benchmark, sampling, generations_path,
+                                                     checkpoint_every)
         outputs[generations_path] = frame
         checkpoints.append(checkpoint)
     for path, frame in outputs.items():
