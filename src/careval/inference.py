@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import polars as pl
 
 from careval.backends import load_backend
 from careval.backends.base import Backend, Sampling
+from careval.checkpoint import (DEFAULT_BATCH, Checkpoint, batches_keeping_duplicates, contiguous_batches, digest,
+                                fingerprint, input_order, write_atomic)
 from careval.datasets.registry import Benchmark
 from careval.datasets.schema import CHOICE_TASKS
 from careval.tasks import mcqa, open as open_task
@@ -33,14 +36,6 @@ def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame
     return pl.DataFrame(schema={name: dtype for name, dtype in LOGLIK_SCHEMA.items() if name != "loglik"})
 
 
-def generate(backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, generation: dict) -> pl.DataFrame:
-    prompts = open_task.generation_prompts(samples, benchmark.prompt)
-    start = time.perf_counter()
-    outputs = backend.generate(prompts, sampling_for(benchmark, generation))
-    print(f"generated {len(outputs)} outputs on {benchmark.name} in {time.perf_counter() - start:.1f}s")
-    return open_task.generation_rows(samples, prompts, outputs)
-
-
 def score_logliks(backend: Backend, requests: pl.DataFrame) -> pl.DataFrame:
     """Conditional requests go to `loglikelihood`, whole-reference ones to `loglikelihood_rolling`."""
     start = time.perf_counter()
@@ -59,18 +54,82 @@ def score_logliks(backend: Backend, requests: pl.DataFrame) -> pl.DataFrame:
     return requests.with_columns(pl.Series("loglik", values, dtype=pl.Float64))
 
 
+class OnDemandBackend:
+    """The job's backend, loaded at its first use: a job resumed with every batch done loads no model."""
+
+    def __init__(self, spec: dict) -> None:
+        self.spec = spec
+        self._backend: Backend | None = None
+
+    def __call__(self) -> Backend:
+        if self._backend is None:
+            start = time.perf_counter()
+            self._backend = load_backend(self.spec)
+            # one line per load: the logs count how often a model was loaded (README, cluster section)
+            print(f"loaded model {self.spec['name']} ({self.spec.get('backend', 'hf')}, gpus={self.spec.get('gpus', 0)}) "
+                  f"in {time.perf_counter() - start:.1f}s")
+        return self._backend
+
+
+def model_facts(spec: dict) -> dict:
+    """What of a backend spec decides its outputs (a checkpoint's fingerprint): all but the CPU threads,
+    which a rerun after a crash may well change (`--cores`) without changing a number."""
+    return {key: value for key, value in spec.items() if key != "threads"}
+
+
+def checkpointed_logliks(backend: OnDemandBackend, requests: pl.DataFrame, output: Path, batch_size: int,
+                         label: str) -> tuple[pl.DataFrame, Checkpoint]:
+    """score_logliks over batches of `batch_size` samples (a sample's requests stay together), checkpointed beside `output`."""
+    ids = requests["id"].unique(maintain_order=True).to_list()
+    batches = [[ids[i] for i in batch] for batch in contiguous_batches(len(ids), batch_size)]
+    key = fingerprint(output="loglik", model=model_facts(backend.spec), requests=digest(requests.rows()),
+                      batches=[len(batch) for batch in batches])
+    checkpoint = Checkpoint(output, key, label)
+    frame = checkpoint.run(batches, lambda batch: score_logliks(backend(), requests.filter(pl.col("id").is_in(batch))),
+                           LOGLIK_SCHEMA)
+    return frame, checkpoint
+
+
+def checkpointed_generations(backend: OnDemandBackend, samples: pl.DataFrame, benchmark: Benchmark, sampling: Sampling,
+                             output: Path, batch_size: int) -> tuple[pl.DataFrame, Checkpoint]:
+    """One generation per sample, in batches of prompts (identical prompts together, for their seeds), checkpointed."""
+    prompts = open_task.generation_prompts(samples, benchmark.prompt)
+    batches = batches_keeping_duplicates(prompts, batch_size)
+    key = fingerprint(output="generations", model=model_facts(backend.spec), sampling=asdict(sampling),
+                      ids=digest(samples["id"]), prompts=digest(prompts), batches=batches)
+
+    def compute(batch):
+        start = time.perf_counter()
+        outputs = backend().generate([prompts[i] for i in batch], sampling)
+        print(f"generated {len(outputs)} outputs on {benchmark.name} in {time.perf_counter() - start:.1f}s")
+        return open_task.generation_rows(samples[batch], [prompts[i] for i in batch], outputs)
+
+    checkpoint = Checkpoint(output, key, f"{benchmark.name} generations")
+    frame = checkpoint.run(batches, compute, open_task.GENERATION_SCHEMA)
+    return frame[input_order(batches)], checkpoint
+
+
 def run_inference(samples_path: Path, benchmark: Benchmark, spec: dict, generation: dict,
-                  loglik_path: Path, generations_path: Path | None = None) -> None:
-    """Load the model once; write its log-likelihoods and, when asked, its generations."""
+                  loglik_path: Path, generations_path: Path | None = None,
+                  checkpoint_every: int = DEFAULT_BATCH) -> None:
+    """Load the model once; write its log-likelihoods and, when asked, its generations.
+
+    Both are computed in batches of `checkpoint_every` samples, each kept in a checkpoint beside its
+    output (careval.checkpoint): a killed job, rerun, resumes after its last finished batch and
+    writes the same bytes as an uninterrupted run.
+    """
     samples = pl.read_parquet(samples_path)
-    start = time.perf_counter()
-    backend = load_backend(spec)
-    # one line per load: the logs count how often a model was loaded (README, cluster section)
-    print(f"loaded model {spec['name']} ({spec.get('backend', 'hf')}, gpus={spec.get('gpus', 0)}) "
-          f"in {time.perf_counter() - start:.1f}s")
-    outputs = {loglik_path: score_logliks(backend, loglik_requests(samples, benchmark))}
+    sampling = sampling_for(benchmark, generation)  # a bad setting stops the job before any work
+    backend = OnDemandBackend(spec)
+    logliks, checkpoint = checkpointed_logliks(backend, loglik_requests(samples, benchmark), loglik_path,
+                                               checkpoint_every, f"{benchmark.name} log-likelihoods")
+    outputs, checkpoints = {loglik_path: logliks}, [checkpoint]
     if generations_path is not None:
-        outputs[generations_path] = generate(backend, samples, benchmark, generation)
+        frame, checkpoint = checkpointed_generations(backend, samples, benchmark, sampling, generations_path,
+                                                     checkpoint_every)
+        outputs[generations_path] = frame
+        checkpoints.append(checkpoint)
     for path, frame in outputs.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        frame.write_parquet(path)
+        write_atomic(frame, path)
+    for checkpoint in checkpoints:  # only now: a job killed between two outputs keeps every batch
+        checkpoint.discard()

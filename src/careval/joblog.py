@@ -1,4 +1,9 @@
-"""Copy a job's stdout/stderr into its Snakemake log file while still showing them (progress bars included)."""
+"""Copy a job's stdout/stderr into its Snakemake log file while still showing them (progress bars included).
+
+Everything written is passed through careval.redaction first, so a registered secret (an API key)
+reaches neither the log nor the console. A secret split across two writes is not caught: the
+messages that can carry one (error excerpts) are redacted whole where they are made.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -6,14 +11,17 @@ import sys
 from pathlib import Path
 from typing import Iterator, TextIO
 
+from careval.redaction import redact
+
 
 class _Tee:
     def __init__(self, *streams: TextIO) -> None:
         self.streams = streams
 
     def write(self, text: str) -> int:
+        shown = redact(text)
         for stream in self.streams:
-            stream.write(text)
+            stream.write(shown)
             stream.flush()
         return len(text)
 
@@ -43,7 +51,7 @@ def job_log(path: str | Path | None) -> Iterator[None]:
         except BaseException:
             import traceback
 
-            traceback.print_exc(file=log)
+            log.write(redact(traceback.format_exc()))
             raise
         finally:
             sys.stdout, sys.stderr = out, err

@@ -176,7 +176,7 @@ def _careqa_llms(config: dict, models: dict[str, ModelSpec], resources: dict) ->
         key = f"careqa.{step}"
         if settings.get("endpoint"):
             specs[step] = endpoint_spec(f"{step}:{settings['endpoint']['model']}", settings["endpoint"],
-                                        settings.get("system_prompt"), resources)
+                                        settings.get("system_prompt"), resources, key=f"{key}.endpoint")
             continue
         name = settings["model"]
         if name not in models:

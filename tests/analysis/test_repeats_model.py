@@ -56,14 +56,16 @@ def test_rephrasing_sends_each_answer_k_times_and_counts_failed_answers():
 
 
 def test_rephrasing_model_gets_the_papers_system_prompt(monkeypatch, tmp_path, tiny_spec):
+    import careval.inference
+
     seen = {}
-    real = repeats_module.load_backend
+    real = careval.inference.load_backend
 
     def spy(spec):
         seen.update(spec)
         return real(spec)
 
-    monkeypatch.setattr(repeats_module, "load_backend", spy)
+    monkeypatch.setattr(careval.inference, "load_backend", spy)  # the job's backend loads on its first use
     generations = tmp_path / "g.parquet"
     pl.DataFrame({"id": ["a"], "output": ["The patient has hypertension."], "status": ["ok"]}).write_parquet(generations)
     repeats_module.run_rephrasing(generations, tiny_spec, 2, {"max_new_tokens": 64, "temperature": 0.0, "seed": 5},

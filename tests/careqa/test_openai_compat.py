@@ -64,6 +64,12 @@ class _FakeServer:
         self.server.server_close()
 
 
+@pytest.fixture(autouse=True)
+def _default_key(monkeypatch):
+    # the backend refuses to start without the key its api_key_env names (tests/reliability checks that)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-default-test-key")
+
+
 def _backend(server, **kwargs) -> OpenAICompatBackend:
     spec = {"name": "gpt", "backend": "openai", "path": "gpt-4", "base_url": server.base_url,
             "max_retries": 2, "concurrency": 3, **kwargs}

@@ -53,16 +53,16 @@ def test_real_meqsum_sample(shared_data):
 
 def test_missing_field_names_benchmark_row_and_field():
     rows = [{"id": "a", "question": "q?", "options": ["x", "y"], "answer": 0}, {"id": "b", "question": "q2?", "options": ["x", "y"]}]
-    with pytest.raises(SampleError, match=r"^demo_mcqa: row 1: missing field 'answer'$"):
+    with pytest.raises(SampleError, match=r"^demo_mcqa: row 2: missing field 'answer'$"):
         normalise(rows, get_benchmark("demo_mcqa"))
 
 
 def test_out_of_range_answer_and_duplicate_id_are_named():
     entry = get_benchmark("demo_mcqa")
-    with pytest.raises(SampleError, match=r"row 0: field 'answer' = 7 is out of range"):
+    with pytest.raises(SampleError, match=r"^demo_mcqa: row 1: field 'answer' = 7 is not a valid index0 answer \(expected an integer from 0 to 1\)$"):
         normalise([{"id": "a", "question": "q?", "options": ["x", "y"], "answer": 7}], entry)
     rows = [{"id": "a", "question": "q?", "options": ["x", "y"], "answer": 0}] * 2
-    with pytest.raises(SampleError, match=r"row 1: duplicate id 'a'"):
+    with pytest.raises(SampleError, match=r"^demo_mcqa: row 2: duplicate id 'a' \(first at row 1\)$"):
         normalise(rows, entry)
 
 

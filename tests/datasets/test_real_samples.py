@@ -86,9 +86,10 @@ def test_olaph_live_qa_skips_and_counts_its_empty_answer(shared_data, capsys):
     assert empty == [70]
     from careval.datasets.normalise import normalise_report
 
-    samples, skipped = normalise_report(raw, get_benchmark("olaph_live_qa"))
-    assert samples.height == len(raw) - 1 and len(skipped) == 1
-    assert skipped[0] == "olaph_live_qa: row 70: field 'Free_form_answer' must be non-empty text"
+    result = normalise_report(raw, get_benchmark("olaph_live_qa"))
+    assert result.samples.height == len(raw) - 1 and len(result.skipped) == 1
+    # rows given without a file are numbered from 1: the 0-based index 70 is row 71
+    assert result.skipped[0] == "olaph_live_qa: row 71: field 'Free_form_answer' must be non-empty text"
 
 
 def test_biored_gold_relations_keep_every_relation_with_mention_names(tmp_path, shared_data):

@@ -76,7 +76,7 @@ def test_nested_field_paths():
 
 
 def test_missing_nested_field_is_named():
-    with pytest.raises(SampleError, match=r"^mediqa2019: row 0: missing field 'QUESTION.AnswerList\[0\].Answer.AnswerText'$"):
+    with pytest.raises(SampleError, match=r"^mediqa2019: row 1: missing field 'QUESTION.AnswerList\[0\].Answer.AnswerText'$"):
         normalise([{"QUESTION": {"QID": "1", "QuestionText": "q?", "AnswerList": []}}], get_benchmark("mediqa2019"))
 
 
@@ -87,13 +87,13 @@ def test_on_bad_row_error_or_skip(shared_data, mode):
     rows[6] = {**rows[6], "answer_idx": "F"}  # a malformed one: no option F of four
     entry = get_benchmark("medqa", {"on_bad_row": mode})
     if mode == "error":
-        with pytest.raises(SampleError, match=r"^medqa: row 3: missing field 'answer_idx'$"):
+        with pytest.raises(SampleError, match=r"^medqa: row 4: missing field 'answer_idx'$"):
             normalise(rows, entry)
     else:
-        samples, skipped = normalise_report(rows, entry)
-        assert samples.height == 8
-        assert skipped == ["medqa: row 3: missing field 'answer_idx'",
-                           "medqa: row 6: field 'answer_idx' = 'F' is out of range for 4 options"]
+        result = normalise_report(rows, entry)
+        assert result.samples.height == 8
+        assert result.skipped == ["medqa: row 4: missing field 'answer_idx'",
+                                  "medqa: row 7: field 'answer_idx' = 'F' is not a valid letter answer (expected one letter from A to D)"]
 
 
 def test_missing_credentialed_file_says_how_to_provide_it(tmp_path):

@@ -1,6 +1,7 @@
 """Reduce per-sample score files to the tidy summary table: model, benchmark, task, metric, value, n."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -8,8 +9,10 @@ import polars as pl
 
 from careval.metrics.accuracy import weighted_average
 
+# n_skipped: source rows dropped at normalisation (`on_bad_row: skip`), the same for every model of a
+# benchmark; null where the normalisation reports were not given (unknown is not zero).
 SUMMARY_SCHEMA = {"model": pl.String, "benchmark": pl.String, "task": pl.String, "metric": pl.String,
-                  "value": pl.Float64, "n": pl.Int64, "n_failed": pl.Int64}
+                  "value": pl.Float64, "n": pl.Int64, "n_failed": pl.Int64, "n_skipped": pl.Int64}
 
 MCQA_AVERAGE = "mcqa_weighted_average"
 
@@ -51,11 +54,26 @@ def summarise_scores(scores: pl.DataFrame) -> list[dict]:
     return rows
 
 
-def build_summary(score_files: list[ScoreFile]) -> pl.DataFrame:
+def skipped_counts(report_paths: list[str | Path]) -> dict[str, int]:
+    """benchmark -> rows skipped at normalisation, from the reports beside the samples (datasets/normalise.report_path)."""
+    counts = {}
+    for path in report_paths:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+        counts[report["benchmark"]] = int(report["n_skipped"])
+    return counts
+
+
+def build_summary(score_files: list[ScoreFile], skipped: dict[str, int] | None = None) -> pl.DataFrame:
+    """The summary; `skipped` (skipped_counts) fills n_skipped, and must then cover every benchmark scored."""
+    if skipped is not None:
+        lacking = sorted({item.benchmark for item in score_files} - set(skipped))
+        if lacking:
+            raise ValueError(f"no normalisation report for benchmark(s) {', '.join(lacking)}")
     rows = []
     for item in score_files:
+        n_skipped = skipped[item.benchmark] if skipped is not None else None
         for row in summarise_scores(pl.read_parquet(item.path)):
-            rows.append({"model": item.model, "benchmark": item.benchmark, "task": item.task, **row})
+            rows.append({"model": item.model, "benchmark": item.benchmark, "task": item.task, **row, "n_skipped": n_skipped})
     summary = pl.DataFrame(rows, schema=SUMMARY_SCHEMA)
     return pl.concat([summary, mcqa_weighted_averages(summary)]).sort("model", "benchmark", "metric")
 
@@ -67,8 +85,11 @@ def mcqa_weighted_averages(summary: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for (model, metric), group in mcqa.group_by("model", "metric", maintain_order=True):
         pairs = list(zip(group["value"].to_list(), group["n"].to_list()))
+        # polars sums nulls as 0: an unknown count of one member leaves the average's unknown
+        n_skipped = None if group["n_skipped"].null_count() else int(group["n_skipped"].sum())
         rows.append({"model": model, "benchmark": MCQA_AVERAGE, "task": "mcqa", "metric": metric,
-                     "value": weighted_average(pairs), "n": int(group["n"].sum()), "n_failed": int(group["n_failed"].sum())})
+                     "value": weighted_average(pairs), "n": int(group["n"].sum()), "n_failed": int(group["n_failed"].sum()),
+                     "n_skipped": n_skipped})
     return pl.DataFrame(rows, schema=SUMMARY_SCHEMA)
 
 
@@ -81,9 +102,14 @@ def build_sample_table(score_files: list[ScoreFile]) -> pl.DataFrame:
     return pl.concat(frames).cast(SAMPLE_SCHEMA) if frames else pl.DataFrame(schema=SAMPLE_SCHEMA)
 
 
-def write_summary(score_files: list[ScoreFile], output: Path, samples_output: Path | None = None) -> pl.DataFrame:
-    """The summary table and, when asked, the per-sample table beside it (the bootstrap needs the samples)."""
-    summary = build_summary(score_files)
+def write_summary(score_files: list[ScoreFile], output: Path, samples_output: Path | None = None,
+                  dataset_reports: list[str | Path] | None = None) -> pl.DataFrame:
+    """The summary table and, when asked, the per-sample table beside it (the bootstrap needs the samples).
+
+    `dataset_reports`: the normalisation report of every benchmark (resources/datasets/<benchmark>.json),
+    for n_skipped.
+    """
+    summary = build_summary(score_files, skipped_counts(dataset_reports) if dataset_reports is not None else None)
     output.parent.mkdir(parents=True, exist_ok=True)
     summary.write_parquet(output)
     if samples_output is not None:

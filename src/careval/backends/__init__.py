@@ -28,7 +28,8 @@ def load_backend(spec: dict[str, Any]) -> Backend:
     (dict of extra ``vllm.LLM`` arguments, e.g. enforce_eager, gpu_memory_utilization).
     ``backend: openai`` (generation only, openai_compat.py): ``path`` is the served model id,
     plus ``base_url``, ``api_key_env`` (the variable holding the key, default OPENAI_API_KEY),
-    ``timeout``, ``max_retries``, ``concurrency``.
+    ``timeout``, ``max_retries``, ``concurrency``, ``config_key`` (where the entry is in the
+    config, for messages; default ``models.<name>``).
     Other keys (used elsewhere in the pipeline) are ignored.
     """
     if not isinstance(spec, dict):
@@ -49,6 +50,7 @@ def load_backend(spec: dict[str, Any]) -> Backend:
             timeout=float(spec.get("timeout", 120)),
             max_retries=int(spec.get("max_retries", 4)),
             concurrency=int(spec.get("concurrency", 4)),
+            config_key=spec.get("config_key"),
         )
     common: dict[str, Any] = dict(
         name=str(spec["name"]),

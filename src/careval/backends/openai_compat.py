@@ -9,6 +9,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from careval.redaction import redact, register_secret
+
 from .base import Sampling
 from .tokenization import truncate_at_stop
 
@@ -31,6 +33,10 @@ class OpenAICompatBackend:
     The chat template is the server's: a prompt is sent as one user message (after the system
     prompt, if any). Transient failures (HTTP 429 and 5xx, a dropped connection) are retried with
     exponential backoff; anything else stops the job with one line naming the endpoint and status.
+    The key must be set before anything is sent (an unset key would surface as the server's 401);
+    it is never written anywhere: every error excerpt and reply passes through careval.redaction.
+    `config_key` is where the entry lives in the config (`models.<name>`, `careqa.translator.endpoint`),
+    for the messages.
     """
 
     def __init__(
@@ -44,12 +50,19 @@ class OpenAICompatBackend:
         max_retries: int = 4,
         concurrency: int = 4,
         max_length: int = 128_000,
+        config_key: str | None = None,
     ) -> None:
         self.name = name
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         # The key is read from the environment, never from a config file that may be committed.
         self.api_key = os.environ.get(api_key_env, "")
+        if not self.api_key:
+            raise EndpointError(
+                f"{config_key or f'models.{name}'}.api_key_env: {api_key_env} is not set (export the key; "
+                f"a server that needs none accepts any value, e.g. {api_key_env}=EMPTY)"
+            )
+        register_secret(self.api_key)
         self.system_prompt = system_prompt
         self.timeout = timeout
         self.max_retries = max_retries
@@ -78,9 +91,7 @@ class OpenAICompatBackend:
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps(body).encode("utf-8")
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"}
         for attempt in range(self.max_retries + 1):
             request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
             try:
@@ -89,12 +100,13 @@ class OpenAICompatBackend:
             except urllib.error.HTTPError as error:
                 retryable = error.code == 429 or error.code >= 500
                 if not retryable or attempt == self.max_retries:
-                    detail = error.read().decode("utf-8", "replace")[:200].replace("\n", " ")
+                    # redacted before it is cut: a key straddling the cut would leave its first part
+                    detail = redact(error.read().decode("utf-8", "replace"))[:200].replace("\n", " ")
                     raise EndpointError(f"{self.url}: HTTP {error.code} for model {self.model!r}: {detail}") from None
             except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
                 if attempt == self.max_retries:
                     reason = getattr(error, "reason", error)
-                    raise EndpointError(f"{self.url}: unreachable ({reason})") from None
+                    raise EndpointError(f"{self.url}: unreachable ({redact(str(reason))})") from None
             except json.JSONDecodeError:
                 raise EndpointError(f"{self.url}: the response is not JSON") from None
             time.sleep(min(2**attempt, 30))
@@ -108,7 +120,8 @@ class OpenAICompatBackend:
             raise EndpointError(f"{self.url}: no choices[0].message.content in the response") from None
         # A refusal or a filtered completion can come back as null: an empty output, counted downstream.
         # Servers honour `stop` differently (some keep the stop string); cut here as the local backends do.
-        return truncate_at_stop(content or "", sampling.stop)
+        # Redacted too: a server echoing the request into its reply must not put the key into results/.
+        return truncate_at_stop(redact(content or ""), sampling.stop)
 
     def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
         if not prompts:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+
 from careval.backends.base import Sampling
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from careval.textio import TextDecodeError, read_text
+
 
 def extract_pdf_text(path: Path | str) -> str:
     # Imported here: only PDF booklets need it, and the text parsers import this module.
@@ -24,9 +26,9 @@ def read_exam_text(path: Path | str) -> str:
     if is_pdf:
         return extract_pdf_text(path)
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: neither a PDF nor UTF-8 text (byte {error.start})") from None
+        return read_text(path)
+    except TextDecodeError as error:
+        raise ValueError(f"{error.where}: neither a PDF nor UTF-8 text ({error.detail})") from None
 
 
 def render_text_pdf(text: str, path: Path | str, lines_per_page: int = 30) -> None:

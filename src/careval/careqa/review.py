@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import math
 import random
 from collections import Counter, defaultdict
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scipy.stats import norm
+
+from careval.textio import TextDecodeError, read_text
 
 LABELS = ("correct", "incorrect")
 SHEET_COLUMNS = ("item_id", "reviewer", "label")
@@ -72,11 +75,18 @@ class SheetError(ValueError):
     """A malformed annotation sheet; the message is one line naming the file, row and column."""
 
 
+def _sheet_text(path: Path | str) -> str:
+    try:
+        return read_text(path)
+    except TextDecodeError as error:
+        raise SheetError(str(error)) from None
+
+
 def read_sheets(paths: Iterable[Path | str]) -> dict[str, dict[str, str]]:
     """Read filled CSV sheets (item_id, reviewer, label) into {item_id: {reviewer: label}}."""
     labels: dict[str, dict[str, str]] = defaultdict(dict)
     for path in paths:
-        with open(path, newline="", encoding="utf-8") as handle:
+        with io.StringIO(_sheet_text(path), newline="") as handle:
             reader = csv.DictReader(handle)
             header = reader.fieldnames or []
             for column in SHEET_COLUMNS:
@@ -222,7 +232,7 @@ def write_agreement(sheet_paths: Iterable[Path | str], out_path: Path | str, min
     labels = read_sheets(sheet_paths)
     categories: dict[str, str] = {}
     for path in sheet_paths:
-        with open(path, newline="", encoding="utf-8") as handle:
+        with io.StringIO(_sheet_text(path), newline="") as handle:
             for row in csv.DictReader(handle):
                 if row.get("category"):
                     categories[row["item_id"].strip()] = row["category"]

@@ -4,18 +4,27 @@ from __future__ import annotations
 import json
 import re
 import string
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
-from careval.datasets.loaders import SourceError, read_source
-from careval.datasets.registry import Benchmark
+from careval.datasets.loaders import SourceError, SourceRow, hf_name, read_source
+from careval.datasets.registry import Benchmark, LocalSource
 from careval.datasets.schema import CHOICE_TASKS, SAMPLE_SCHEMA
 from careval.datasets.transforms import apply_transform
 
 
 class SampleError(ValueError):
-    """A malformed row: the message names the benchmark, the row and the field."""
+    """A malformed row: the message names the benchmark, the file and 1-based line (or row), and the field."""
+
+
+class EmptyBenchmarkError(SampleError):
+    """A benchmark left with no sample (empty source, `select` matching nothing, every row skipped); one line saying why."""
+
+
+# How a source writes the gold answer of a choice task (Benchmark.answer_format).
+ANSWER_FORMATS = ("index0", "index1", "letter", "text")
 
 
 _MISSING = object()
@@ -46,54 +55,119 @@ def resolve(value, path: str):
     return value
 
 
-def _field(row: dict, name: str, benchmark: str, index: int):
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _field(row: dict, name: str):
     value = resolve(row, name)
     if value is _MISSING or value is None:
-        raise SampleError(f"{benchmark}: row {index}: missing field '{name}'")
+        raise _RowError(f"missing field '{name}'")
     return value
 
 
-def _text(value, benchmark: str, index: int, field: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise SampleError(f"{benchmark}: row {index}: field '{field}' must be non-empty text")
+class _RowError(Exception):
+    """What is wrong with a row; normalise_report adds the benchmark and the place."""
+
+
+def _text(value, field: str) -> str:
+    if not isinstance(value, str):
+        raise _RowError(f"field '{field}' must be non-empty text, not {type(value).__name__} {_show(value)}")
+    if not value.strip():
+        raise _RowError(f"field '{field}' must be non-empty text")
     return value.strip()
 
 
-def _options(row: dict, entry: Benchmark, index: int) -> list[str]:
+def _identifier(value, field: str) -> str:
+    # A float or a bool as an id is a column read with the wrong type (1.0 and 1 would be two ids).
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _RowError(f"field '{field}' = {_show(value)} must be text or an integer (an id)")
+    if not str(value).strip():
+        raise _RowError(f"field '{field}' must be a non-empty id")
+    return str(value)
+
+
+def _options(row: dict, entry: Benchmark) -> list[str]:
     if entry.choices:
         return list(entry.choices)
     spec = entry.fields["options"]
     if isinstance(spec, list):
-        values = [_field(row, name, entry.name, index) for name in spec]
+        named = [(name, _field(row, name)) for name in spec]
     else:
-        values = _field(row, spec, entry.name, index)
+        values = _field(row, spec)
         if isinstance(values, dict):  # {"A": ..., "B": ...}: keep the letter order
-            values = [values[key] for key in sorted(values)]
-    if not isinstance(values, list) or len(values) < 2:
-        raise SampleError(f"{entry.name}: row {index}: field '{spec}' must hold at least two options")
-    return [_text(v, entry.name, index, str(spec)) for v in values]
-
-
-def _answer(value, answer_format: str, options: list[str], benchmark: str, index: int, field: str) -> int:
-    try:
-        if answer_format == "index0":
-            answer = int(value)
-        elif answer_format == "index1":
-            answer = int(value) - 1
-        elif answer_format == "letter":
-            answer = string.ascii_uppercase.index(str(value).strip().upper())
-        elif answer_format == "text":
-            # case-insensitive: PubMedQA's "yes" against the choice "yes", MTSamples' " Urology" against "Urology"
-            answer = [option.casefold() for option in options].index(str(value).strip().casefold())
+            named = [(f"{spec}.{key}", values[key]) for key in sorted(values)]
+        elif isinstance(values, list):
+            named = [(f"{spec}[{i}]", value) for i, value in enumerate(values)]
         else:
-            raise SampleError(f"{benchmark}: unknown answer_format '{answer_format}'")
-    except (ValueError, TypeError):
-        raise SampleError(
-            f"{benchmark}: row {index}: field '{field}' = {value!r} is not a valid {answer_format} answer"
-        ) from None
-    if not 0 <= answer < len(options):
-        raise SampleError(f"{benchmark}: row {index}: field '{field}' = {value!r} is out of range for {len(options)} options")
+            raise _RowError(f"field '{spec}' must hold a list of options, not {type(values).__name__} {_show(values)}")
+    if len(named) < 2:
+        raise _RowError(f"field '{spec}' must hold at least two options")
+    return [_text(value, name) for name, value in named]
+
+
+_DIGITS = re.compile(r"\s*[0-9]+\s*")
+
+
+def _integer(value) -> int | None:
+    """An integer written as one: an int, digits, or an integral float (spreadsheets and pandas write 2 as 2.0).
+
+    Not a bool (True is an int to Python, never an answer) and not 1.7 (truncating it would invent a gold).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        return int(value)
+    return None
+
+
+def _expected(answer_format: str, options: list[str]) -> str:
+    n = len(options)
+    if answer_format == "index0":
+        return f"an integer from 0 to {n - 1}"
+    if answer_format == "index1":
+        return f"an integer from 1 to {n}"
+    if answer_format == "letter":
+        return f"one letter from A to {string.ascii_uppercase[min(n, 26) - 1]}"
+    return "one of: " + ", ".join(map(repr, options)) if n <= 6 else f"one of the {n} options"
+
+
+def _answer(value, answer_format: str, options: list[str], field: str) -> int:
+    """The 0-based gold index when `value` is exactly a valid answer in `answer_format`, else a _RowError."""
+    answer = None
+    if answer_format in ("index0", "index1"):
+        answer = _integer(value)
+        if answer is not None and answer_format == "index1":
+            answer -= 1
+    elif answer_format == "letter":
+        if isinstance(value, str) and len(value.strip()) == 1 and value.strip().upper() in string.ascii_uppercase:
+            answer = string.ascii_uppercase.index(value.strip().upper())
+    elif isinstance(value, str):  # text: case-insensitive, as PubMedQA's "yes" and MTSamples' " Urology"
+        matches = [i for i, option in enumerate(options) if option.casefold() == value.strip().casefold()]
+        if len(matches) > 1:
+            raise _RowError(f"field '{field}' = {_show(value)} matches {len(matches)} options, so the gold is ambiguous")
+        answer = matches[0] if matches else None
+    if answer is None or not 0 <= answer < len(options):
+        raise _RowError(f"field '{field}' = {_show(value)} is not a valid {answer_format} answer "
+                        f"(expected {_expected(answer_format, options)})")
     return answer
+
+
+def _context(value, field: str) -> str:
+    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+        text = "\n".join(value)
+    elif isinstance(value, str):
+        text = value
+    else:
+        raise _RowError(f"field '{field}' must be text or a list of texts, not {type(value).__name__} {_show(value)}")
+    if not text.strip():
+        raise _RowError(f"field '{field}' must be non-empty text")
+    return text
 
 
 def _meta(row: dict, entry: Benchmark) -> str:
@@ -106,29 +180,24 @@ def _meta(row: dict, entry: Benchmark) -> str:
 
 
 def normalise_row(row: dict, entry: Benchmark, index: int) -> dict:
+    """The canonical sample of one raw row (`index`: its position, for the id of a source without ids)."""
     fields = entry.fields
-    sample_id = resolve(row, fields["id"]) if "id" in fields else None
     sample = {
-        "id": f"{entry.name}-{index}" if sample_id in (None, _MISSING) else str(sample_id),
+        "id": _identifier(_field(row, fields["id"]), fields["id"]) if "id" in fields else f"{entry.name}-{index}",
         "benchmark": entry.name,
         "task": entry.task,
-        "question": _text(_field(row, fields["question"], entry.name, index), entry.name, index, fields["question"]),
-        "context": None,
+        "question": _text(_field(row, fields["question"]), fields["question"]),
+        "context": _context(_field(row, fields["context"]), fields["context"]) if "context" in fields else None,
         "options": None,
         "answer": None,
         "reference": None,
         "meta": _meta(row, entry),
     }
-    if "context" in fields:
-        context = _field(row, fields["context"], entry.name, index)
-        sample["context"] = "\n".join(context) if isinstance(context, list) else str(context)
     if entry.task in CHOICE_TASKS:
-        sample["options"] = _options(row, entry, index)
-        sample["answer"] = _answer(
-            _field(row, fields["answer"], entry.name, index), entry.answer_format, sample["options"], entry.name, index, fields["answer"]
-        )
+        sample["options"] = _options(row, entry)
+        sample["answer"] = _answer(_field(row, fields["answer"]), entry.answer_format, sample["options"], fields["answer"])
     else:
-        sample["reference"] = _text(_field(row, fields["reference"], entry.name, index), entry.name, index, fields["reference"])
+        sample["reference"] = _text(_field(row, fields["reference"]), fields["reference"])
     return sample
 
 
@@ -136,49 +205,108 @@ def _selected(rows: list[dict], select: dict[str, str]) -> list[dict]:
     return [row for row in rows if all(str(resolve(row, key)) == str(value) for key, value in select.items())]
 
 
-def normalise_report(rows: list[dict], entry: Benchmark, limit: int | None = None) -> tuple[pl.DataFrame, list[str]]:
-    """Canonical samples and the messages of the rows skipped (`on_bad_row: skip`); ids must be unique.
+@dataclass
+class Normalisation:
+    """A benchmark's samples and how they came from its source rows (what the report and the summary count)."""
 
-    With `on_bad_row: error` the first malformed row stops the benchmark with its one-line message.
-    `limit` keeps the first `limit` valid samples.
+    samples: pl.DataFrame
+    n_read: int  # rows the source holds
+    n_selected: int  # rows `select` kept
+    n_rows: int  # rows after the transform: each became a sample, was skipped, or lay past `limit`
+    skipped: list[str]  # one message per row dropped by `on_bad_row: skip`
+
+    def report(self, benchmark: str, source: str) -> dict:
+        return {"benchmark": benchmark, "source": source, "n_read": self.n_read, "n_selected": self.n_selected,
+                "n_rows": self.n_rows, "n_samples": self.samples.height, "n_skipped": len(self.skipped),
+                "skipped": self.skipped}
+
+
+def _why_empty(entry: Benchmark, rows: list[dict], selected: list[dict], transformed: list[dict], skipped: list[str]) -> str:
+    if not rows:
+        return "the source has no rows"
+    if not selected:
+        for key, value in entry.select.items():
+            seen = {str(found) for found in (resolve(row, key) for row in rows) if found is not _MISSING}
+            if not seen:
+                return f"select: no row has the field '{key}'"
+            if str(value) not in seen:
+                shown = ", ".join(sorted(seen)[:5]) + (", ..." if len(seen) > 5 else "")
+                return f"select: {key} = {value!r} matches none of the {len(rows)} rows ({key} is one of: {shown})"
+        return f"select: {entry.select} matches none of the {len(rows)} rows"
+    if not transformed:
+        return f"the transform '{entry.transform}' kept none of the {len(selected)} rows"
+    return f"all {len(transformed)} rows were skipped (on_bad_row: skip); the first: {skipped[0]}"
+
+
+def normalise_report(rows: list[dict], entry: Benchmark, limit: int | None = None) -> Normalisation:
+    """Canonical samples, with the counts of rows read, selected and skipped (`on_bad_row: skip`); ids must be unique.
+
+    With `on_bad_row: error` the first malformed row stops the benchmark with its one-line message
+    naming the benchmark, the place (`<file>:<line>`, 1-based; `row <n>` for rows given without a
+    file) and the field. `limit` keeps the first `limit` valid samples. No sample at all is an
+    EmptyBenchmarkError saying why: a benchmark must not vanish from the summary unexplained.
     """
     if entry.on_bad_row not in ("error", "skip"):
         raise SampleError(f"{entry.name}: on_bad_row must be 'error' or 'skip', not '{entry.on_bad_row}'")
-    rows = apply_transform(entry.transform, _selected(rows, entry.select))
+    if entry.task in CHOICE_TASKS and entry.answer_format not in ANSWER_FORMATS:
+        raise SampleError(f"{entry.name}: unknown answer_format '{entry.answer_format}' (use {', '.join(ANSWER_FORMATS)})")
+    rows = [row if isinstance(row, SourceRow) else SourceRow(row, f"row {number}") for number, row in enumerate(rows, start=1)]
+    selected = _selected(rows, entry.select)
+    transformed = apply_transform(entry.transform, selected)
     samples: list[dict] = []
     skipped: list[str] = []
-    seen: set[str] = set()
-    for index, row in enumerate(rows):
+    first_seen: dict[str, str] = {}
+    for index, row in enumerate(transformed):
         if limit and len(samples) >= limit:
             break
+        where = getattr(row, "where", f"row {index + 1} of the transform's output")
         try:
             sample = normalise_row(row, entry, index)
-            if sample["id"] in seen:
-                raise SampleError(f"{entry.name}: row {index}: duplicate id '{sample['id']}'")
-        except SampleError as error:
+            if sample["id"] in first_seen:
+                raise _RowError(f"duplicate id '{sample['id']}' (first at {first_seen[sample['id']]})")
+        except _RowError as error:
+            message = f"{entry.name}: {where}: {error}"
             if entry.on_bad_row == "error":
-                raise
-            skipped.append(str(error))
+                raise SampleError(message) from None
+            skipped.append(message)
             continue
-        seen.add(sample["id"])
+        first_seen[sample["id"]] = where
         samples.append(sample)
-    return pl.DataFrame(samples, schema=SAMPLE_SCHEMA), skipped
+    if not samples:
+        raise EmptyBenchmarkError(f"{entry.name}: no samples: {_why_empty(entry, rows, selected, transformed, skipped)}")
+    return Normalisation(pl.DataFrame(samples, schema=SAMPLE_SCHEMA), len(rows), len(selected), len(transformed), skipped)
+
+
+def _log_skipped(entry: Benchmark, result: Normalisation) -> None:
+    if result.skipped:
+        print(f"{entry.name}: skipped {len(result.skipped)} malformed rows (on_bad_row: skip); first: {result.skipped[0]}")
 
 
 def normalise(rows: list[dict], entry: Benchmark, limit: int | None = None) -> pl.DataFrame:
-    samples, skipped = normalise_report(rows, entry, limit)
-    if skipped:
-        # the job log keeps the count and the first reason; the samples file holds the rest
-        print(f"{entry.name}: skipped {len(skipped)} malformed rows (on_bad_row: skip); first: {skipped[0]}")
-    return samples
+    result = normalise_report(rows, entry, limit)
+    _log_skipped(entry, result)
+    return result.samples
+
+
+def report_path(samples_path: Path) -> Path:
+    """Where the normalisation report of a samples file lies: resources/datasets/<benchmark>.json beside the parquet."""
+    return samples_path.with_suffix(".json")
+
+
+def _source_name(entry: Benchmark, root: Path) -> str:
+    return str(root / entry.source.path) if isinstance(entry.source, LocalSource) else hf_name(entry.source)
 
 
 def build_benchmark(entry: Benchmark, output: Path, limit: int | None = None, root: Path = Path(".")) -> pl.DataFrame:
+    """Write the samples and, beside them, the report counting rows read, selected and skipped (report_path)."""
     try:
         rows = read_source(entry.source, root)
     except SourceError as error:
         raise SourceError(f"{entry.name}: {error}") from None
-    samples = normalise(rows, entry, limit)
+    result = normalise_report(rows, entry, limit)
+    _log_skipped(entry, result)
     output.parent.mkdir(parents=True, exist_ok=True)
-    samples.write_parquet(output)
-    return samples
+    result.samples.write_parquet(output)
+    report = result.report(entry.name, _source_name(entry, root))
+    report_path(output).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return result.samples

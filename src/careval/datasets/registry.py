@@ -4,6 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from careval.datasets.schema import CHOICE_TASKS
+from careval.tasks.prompts import check_prompt
+
 # Demo data ships with the repository (resources/demo), found from the package so that a run
 # in any working directory reads it.
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -97,6 +100,10 @@ def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
     for key in ("prompt", "max_new_tokens", "mode", "on_bad_row", "select"):
         if overrides.get(key):
             entry = replace(entry, **{key: overrides[key]})
+    # checked here, where the config is read, not by a KeyError inside inference after the model loads
+    key = f"benchmarks.{name}.prompt" if overrides.get("prompt") else f"the catalogue's prompt of '{name}'"
+    check_prompt(entry.prompt, entry.task, has_context="context" in entry.fields,
+                 has_options=entry.task in CHOICE_TASKS, key=key)
     return entry
 
 

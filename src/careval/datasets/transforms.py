@@ -1,13 +1,15 @@
 """Named reshapes of a source's raw rows, for sources a declarative field mapping cannot express.
 
 Each takes the list of raw rows and returns the rows the entry's `fields` then map (a function
-may drop a row, as lm-eval's process_docs does). An entry names one with `transform:`.
+may drop a row, as lm-eval's process_docs does). An entry names one with `transform:`. A reshaped
+row keeps the place its source row was read from (loaders.located), so errors still name the line.
 """
 from __future__ import annotations
 
 import re
 from typing import Callable
 
+from careval.datasets.loaders import located
 from careval.tasks import prescription
 
 LETTER_PREFIX = re.compile(r"^[A-Z][.)]\s+")
@@ -15,13 +17,13 @@ LETTER_PREFIX = re.compile(r"^[A-Z][.)]\s+")
 
 def strip_option_letters(rows: list[dict]) -> list[dict]:
     """MedMCQA's Medpredict re-host writes each choice as "A. text"; the option is the text."""
-    return [{**row, "choices": [LETTER_PREFIX.sub("", c) if isinstance(c, str) else c for c in row.get("choices") or []]}
+    return [located({**row, "choices": [LETTER_PREFIX.sub("", c) if isinstance(c, str) else c for c in row.get("choices") or []]}, row)
             if "choices" in row else row for row in rows]
 
 
 def headqa_ids(rows: list[dict]) -> list[dict]:
     """HEAD-QA numbers questions within an exam (`qid`), so the sample id is exam/qid."""
-    return [{**row, "exam_qid": f"{row.get('name')}/{row.get('qid')}"} for row in rows]
+    return [located({**row, "exam_qid": f"{row.get('name')}/{row.get('qid')}"}, row) for row in rows]
 
 
 def biored_documents(rows: list[dict]) -> list[dict]:
@@ -54,8 +56,8 @@ def biored_documents(rows: list[dict]) -> list[dict]:
             })
         text = "\n".join(passage["text"] for passage in passages)
         relations_text = "\n".join(f"{r['entity1'][0]} | {r['entity2'][0]} | {r['type']}" for r in relations)
-        out.append({**row, "text": text, "relations": relations, "entities": names,
-                    "relations_text": relations_text or "(none)"})
+        out.append(located({**row, "text": text, "relations": relations, "entities": names,
+                            "relations_text": relations_text or "(none)"}, row))
     return out
 
 
@@ -63,8 +65,8 @@ TRANSFORMS: dict[str, Callable[[list[dict]], list[dict]]] = {
     "strip_option_letters": strip_option_letters,
     "headqa_ids": headqa_ids,
     "biored_documents": biored_documents,
-    "prescription_easy": prescription.easy_rows,
-    "prescription_hard": prescription.hard_rows,
+    "prescription_easy": lambda rows: [located(row, rows[i]) for i, row in prescription.indexed_rows(rows, hard=False)],
+    "prescription_hard": lambda rows: [located(row, rows[i]) for i, row in prescription.indexed_rows(rows, hard=True)],
 }
 
 

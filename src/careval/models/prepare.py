@@ -34,33 +34,38 @@ _PYPI_ONLY_KEYS = ("gguf", "sha256")
 
 
 def model_source(name: str, entry: dict) -> ModelSource:
-    """The entry's parsed source, with the entry's own keys checked; errors name the model."""
+    """The entry's parsed source, with the entry's own keys checked; errors name the config key
+    (`models.<name>.source`, `.gguf`, `.sha256`). Calling it for every model when the config is
+    read finds a bad entry before any job (the input functions that call it later then cannot fail)."""
     if not isinstance(entry, dict) or "source" not in entry:
-        raise ModelSourceError(f"model {name!r}: entry has no 'source'")
+        raise ModelSourceError(f"models.{name}.source: missing (every model entry names its source)")
     try:
         src = parse_source(entry["source"])
     except ModelSourceError as e:
-        raise ModelSourceError(f"model {name!r}: {e}") from None
+        raise ModelSourceError(f"models.{name}.source: {e}") from None
     if src.kind == "pypi":
         gguf_members(entry.get("gguf"), name)
         sha = entry.get("sha256")
         if sha is not None and not (isinstance(sha, str) and re.fullmatch(r"[0-9a-fA-F]{64}", sha)):
-            raise ModelSourceError(f"model {name!r}: 'sha256' must be 64 hex digits")
+            raise ModelSourceError(f"models.{name}.sha256: must be 64 hex digits")
     else:
         extra = [k for k in _PYPI_ONLY_KEYS if k in entry]
         if extra:
-            raise ModelSourceError(f"model {name!r}: '{extra[0]}' only applies to pypi sources, not {src.kind}")
+            raise ModelSourceError(f"models.{name}.{extra[0]}: only applies to pypi sources, not {src.kind}")
     return src
 
 
-def needs_preparation(entry: dict) -> bool:
-    """True when the model must be built into the models folder first (pypi sources)."""
-    return model_source("?", entry).kind == "pypi"
+def needs_preparation(entry: dict, name: str = "?") -> bool:
+    """True when the model must be built into the models folder first (pypi sources).
+
+    Pass the model's name, so an error names its key; "?" is for callers that check entries first.
+    """
+    return model_source(name, entry).kind == "pypi"
 
 
 def _local_dir(name: str, src: ModelSource) -> Path:
     if not src.path.is_dir():
-        raise ModelSourceError(f"model {name!r}: local model folder {str(src.path)!r} does not exist")
+        raise ModelSourceError(f"models.{name}.source: local model folder {str(src.path)!r} does not exist")
     return src.path
 
 
@@ -77,7 +82,7 @@ def resolve_model_path(name: str, entry: dict, models_dir: Path) -> str:
 
 def _check_name(name: str) -> None:
     if not _NAME_RE.match(name):
-        raise ModelSourceError(f"model name {name!r} must be letters, digits, '.', '_' or '-' (it names a folder)")
+        raise ModelSourceError(f"models.{name}: the model name must be letters, digits, '.', '_' or '-' (it names a folder)")
 
 
 def _wanted(src: ModelSource, entry: dict) -> dict:

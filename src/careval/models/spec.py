@@ -73,7 +73,7 @@ def model_spec(name: str, entry: dict, *, models_dir: Path | str, model_sizes: d
     resolved = {k: entry.get(k, size.get(k, job_defaults[f"llm_{k}"])) for k in RESOURCE_KEYS}
     try:
         path = resolve_model_path(name, entry, Path(models_dir))
-        prepared = needs_preparation(entry)
+        prepared = needs_preparation(entry, name)
     except ModelSourceError as error:
         raise ConfigError(f"{key}.source: {error}") from None
     return ModelSpec(
@@ -91,13 +91,16 @@ def model_spec(name: str, entry: dict, *, models_dir: Path | str, model_sizes: d
     )
 
 
-def endpoint_spec(name: str, endpoint: dict, system_prompt: str | None = None, resources: dict | None = None) -> ModelSpec:
-    """An OpenAI-compatible server (e.g. the paper's GPT-4 translator): generation only, no GPU of its own."""
+def endpoint_spec(name: str, endpoint: dict, system_prompt: str | None = None, resources: dict | None = None,
+                  key: str | None = None) -> ModelSpec:
+    """An OpenAI-compatible server (e.g. the paper's GPT-4 translator): generation only, no GPU of its own.
+    `key` names the endpoint's place in the config in its errors (e.g. careqa.translator.endpoint)."""
     endpoint = with_schema_defaults(endpoint, "endpoint")
     job = with_schema_defaults(resources or {}, "resources")
     return ModelSpec(
         name=name, backend="openai", path=endpoint["model"], chat_template=False, system_prompt=system_prompt,
         dtype="auto", batch_size=1, max_length=None, gpus=0, mem_mb=job["llm_mem_mb"], runtime=job["llm_runtime"],
         threads=job["llm_threads"], label=endpoint["model"], prepared=False,
-        endpoint={k: endpoint[k] for k in ("base_url", "api_key_env", "concurrency") if k in endpoint},
+        endpoint={**{k: endpoint[k] for k in ("base_url", "api_key_env", "concurrency") if k in endpoint},
+                  "config_key": key or f"models.{name}"},
     )

