@@ -20,6 +20,8 @@ try:
     PLAN = build_plan(config)
 except ConfigError as error:
     sys.exit(f"careval config error: {error}")
+if PLAN.elo_warning:
+    print(f"careval warning: analysis.elo_csv: {PLAN.elo_warning}", file=sys.stderr)
 config.clear()
 config.update(PLAN.config)
 

@@ -71,7 +71,9 @@ def test_a_skipped_family_never_needs_its_section(demo_raw):
         (lambda c: c["models"]["gemma3-270m"].update(size="huge"),
          "models.gemma3-270m.size: 'huge' is not a key of model_sizes (have: none)"),
         (lambda c: c["models"].update({"gemma3-270m": {"source": "local:/no/such/folder"}}),
-         "models.gemma3-270m.source: model 'gemma3-270m': local model folder '/no/such/folder' does not exist"),
+         "models.gemma3-270m.source: local model folder '/no/such/folder' does not exist"),
+        (lambda c: c["metrics"]["judge"].update(model={"source": "local:/no/judge"}),
+         "metrics.judge.model.source: local model folder '/no/judge' does not exist"),
         (lambda c: c["benchmarks"].update(medqa_typo=None),
          "unknown benchmark 'medqa_typo' in config: known are"),
         (lambda c: c["metrics"]["relaxed_perplexity"].update(benchmarks=["demo_mcqa"]),
@@ -99,3 +101,25 @@ def test_score_files_follow_the_families_of_each_benchmark(demo_raw):
     # the judge and Relaxed Perplexity run on demo_open_qa only (metrics.<family>.benchmarks)
     assert plan.families("demo_note") == ["rouge", "bleu", "bertscore", "moverscore", "perplexity"]
     assert len(plan.score_files()) == 3 * (1 + 7 + 5)
+
+
+def test_the_elo_csv_is_checked_when_the_plan_is_built(demo_raw, tmp_path):
+    elo = tmp_path / "elo.csv"
+    elo.write_text("model,elo\nSmolLM2-135m-instruct,1000\ngemma3-270m,1100\n")
+    demo_raw["analysis"]["elo_csv"] = str(elo)
+    with pytest.raises(ConfigError, match=r"^analysis.elo_csv: .*elo.csv: model 'SmolLM2-135m-instruct' is not in the "
+                                          r"config; did you mean 'smollm2-135m-instruct'\?"):
+        build_plan(demo_raw)
+    elo.write_text("model,elo\nsmollm2-135m-instruct,1000\ngpt-4o,1300\n")
+    assert build_plan(demo_raw).elo_warning == (
+        "1 Elo CSV model(s) not in the config, ignored: gpt-4o; 2 configured model(s) without an Elo, not in the "
+        "Elo figure: gemma3-270m, qwen2.5-coder-0.5b-instruct")
+    elo.write_text("name,score\nx,1\n")
+    with pytest.raises(ConfigError, match=r"^analysis.elo_csv: .*elo.csv:1: header lacks column\(s\) model, elo"):
+        build_plan(demo_raw)
+
+
+def test_a_prompt_override_without_its_placeholder_is_a_config_error(demo_raw):
+    demo_raw["benchmarks"]["demo_open_qa"] = {"prompt": "Answer the question."}
+    with pytest.raises(ConfigError, match=r"^benchmarks.demo_open_qa.prompt: no \{question\} placeholder"):
+        build_plan(demo_raw)

@@ -33,9 +33,6 @@ from typing import Any, Callable, Iterable, Sequence
 
 import polars as pl
 
-# Samples per batch unless the job is told otherwise: a few minutes of GPU work or less per batch for
-# the paper's models, and large enough that a vLLM call still fills its batch.
-DEFAULT_BATCH = 256
 KEY_FILE = "fingerprint.txt"
 
 

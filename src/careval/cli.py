@@ -34,6 +34,8 @@ def describe_plan(plan: Plan) -> list[str]:
               f"  resilience on: {', '.join(analysis.resilience_benchmarks) or 'off'}",
               f"  self-consistency on: {', '.join(analysis.consistency_benchmarks) or 'off'}",
               f"  figures ({len(analysis.figure_names())}): {', '.join(analysis.figure_names())}"]
+    if plan.elo_warning:
+        lines.append(f"  warning: analysis.elo_csv: {plan.elo_warning}")
     return lines
 
 

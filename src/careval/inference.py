@@ -9,7 +9,7 @@ import polars as pl
 
 from careval.backends import load_backend
 from careval.backends.base import Backend, Sampling
-from careval.checkpoint import (DEFAULT_BATCH, Checkpoint, batches_keeping_duplicates, contiguous_batches, digest,
+from careval.checkpoint import (Checkpoint, batches_keeping_duplicates, contiguous_batches, digest,
                                 fingerprint, input_order, write_atomic)
 from careval.datasets.registry import Benchmark
 from careval.datasets.schema import CHOICE_TASKS
@@ -111,7 +111,7 @@ def checkpointed_generations(backend: OnDemandBackend, samples: pl.DataFrame, be
 
 def run_inference(samples_path: Path, benchmark: Benchmark, spec: dict, generation: dict,
                   loglik_path: Path, generations_path: Path | None = None,
-                  checkpoint_every: int = DEFAULT_BATCH) -> None:
+                  *, checkpoint_every: int) -> None:
     """Load the model once; write its log-likelihoods and, when asked, its generations.
 
     Both are computed in batches of `checkpoint_every` samples, each kept in a checkpoint beside its

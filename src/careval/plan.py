@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.config import ConfigError, prepare_config
 from careval.datasets.registry import Benchmark, UnknownBenchmarkError, get_benchmark
 from careval.metrics.registry import FAMILIES, TASK_FAMILIES
 from careval.models.spec import ModelSpec, endpoint_spec, model_spec
+from careval.tasks.prompts import PromptTemplateError
 
 __all__ = ["ConfigError", "Plan", "build_plan"]
 
@@ -41,6 +43,8 @@ class Plan:
     careqa_llms: dict[str, ModelSpec] = field(default_factory=dict)  # translator, rephraser
     # the config entry of every model a job loads, evaluated or inline (what prepare_model builds from)
     entries: dict[str, dict] = field(default_factory=dict)
+    # the Elo CSV's names that match no configured model, or configured models without an Elo (one line)
+    elo_warning: str | None = None
 
     @property
     def results_dir(self) -> str:
@@ -102,7 +106,7 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
     for name, overrides in config["benchmarks"].items():
         try:
             benchmarks[name] = get_benchmark(name, overrides)
-        except UnknownBenchmarkError as error:
+        except (UnknownBenchmarkError, PromptTemplateError) as error:
             raise ConfigError(str(error)) from None
     limits = {name: overrides.get("limit") or config["limit"] for name, overrides in config["benchmarks"].items()}
     open_benchmarks = [name for name, entry in benchmarks.items() if entry.task == "open"]
@@ -122,9 +126,16 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
         analysis = analysis_plan(config, open_benchmarks)
     except AnalysisConfigError as error:
         raise ConfigError(str(error)) from None
+    elo_warning = None
+    if config["analysis"]["elo_csv"] is not None:
+        # read once here, so a malformed or misspelt CSV stops the run before any inference
+        try:
+            elo_warning = check_elo(resolve_elo_path(config["analysis"]["elo_csv"]), list(models)).warning()
+        except EloFileError as error:
+            raise ConfigError(f"analysis.elo_csv: {error}") from None
 
     plan = Plan(config=config, models=models, benchmarks=benchmarks, limits=limits, skipped_families=skipped,
-                family_benchmarks=family_benchmarks, analysis=analysis)
+                family_benchmarks=family_benchmarks, analysis=analysis, elo_warning=elo_warning)
     judged = any("judge" in plan.families(b) for b in open_benchmarks) and bool(models)
     judge = _judge(config, models, spec_of) if judged else None
     rephraser = _rephraser(config, models, spec_of) if analysis.resilience_benchmarks else None

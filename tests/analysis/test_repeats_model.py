@@ -69,7 +69,8 @@ def test_rephrasing_model_gets_the_papers_system_prompt(monkeypatch, tmp_path, t
     generations = tmp_path / "g.parquet"
     pl.DataFrame({"id": ["a"], "output": ["The patient has hypertension."], "status": ["ok"]}).write_parquet(generations)
     repeats_module.run_rephrasing(generations, tiny_spec, 2, {"max_new_tokens": 64, "temperature": 0.0, "seed": 5},
-                                  {"max_new_tokens": 6, "temperature": 1.0, "top_p": 0.9}, tmp_path / "r.parquet", limit=1)
+                                  {"max_new_tokens": 6, "temperature": 1.0, "top_p": 0.9}, tmp_path / "r.parquet", limit=1,
+                                  checkpoint_every=8)
     assert seen["system_prompt"] == REPHRASE_SYSTEM_PROMPT
     assert REPHRASE_SYSTEM_PROMPT.startswith("You are a helpful rephrasing assistant.")
     assert pl.read_parquet(tmp_path / "r.parquet").height == 2

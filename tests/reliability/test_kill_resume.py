@@ -23,11 +23,12 @@ from pathlib import Path
 
 from careval.config import load_config
 from careval.datasets import get_benchmark
-from careval.inference import backend_spec, run_inference
+from careval.inference import run_inference
+from careval.models.spec import model_spec
 
 repo, samples, out = map(Path, sys.argv[1:4])
 config = load_config(repo / "config" / "config.yaml")
-spec = backend_spec("{model}", config["models"]["{model}"], repo / config["models_dir"], threads=2)
+spec = model_spec("{model}", config["models"]["{model}"], models_dir=repo / config["models_dir"]).for_job(threads=2).backend_kwargs()
 run_inference(samples, get_benchmark("demo_open_qa"), spec, {{**config["generation"], "max_new_tokens": 16}},
               out / "loglik.parquet", out / "generations.parquet", checkpoint_every={batch})
 """.format(model=MODEL, batch=BATCH)

@@ -7,7 +7,7 @@ import pytest
 
 from careval.backends import Sampling, load_backend
 from careval.backends.openai_compat import EndpointError
-from careval.careqa.llm import llm_spec
+from careval.models.spec import endpoint_spec
 from careval.joblog import job_log
 from careval.models import ModelSourceError, model_source, needs_preparation, resolve_model_path
 
@@ -86,7 +86,7 @@ def test_an_unset_api_key_env_is_named_before_any_request(monkeypatch):
     with _EchoServer(401) as server:
         step = {"endpoint": {"model": "gpt-4", "base_url": server.base_url, "api_key_env": "CAREVAL_MISSING_KEY"}}
         with pytest.raises(EndpointError) as error:
-            load_backend(llm_spec(step, {}, "models", name="translator"))
+            load_backend(endpoint_spec("translator", step["endpoint"], key="careqa.translator.endpoint").backend_kwargs())
         assert str(error.value) == ("careqa.translator.endpoint.api_key_env: CAREVAL_MISSING_KEY is not set (export the key; "
                                     "a server that needs none accepts any value, e.g. CAREVAL_MISSING_KEY=EMPTY)")
         with pytest.raises(EndpointError) as error:

@@ -37,7 +37,8 @@ def analysis_inputs(wildcards):
 
 rule aggregate_scores:
     input:
-        score_files(),
+        scores=score_files(),
+        datasets=[f"{DATASETS_DIR}/{benchmark}.json" for benchmark in BENCHMARKS],
     output:
         summary=f"{RESULTS}/summary/scores.parquet",
         samples=f"{RESULTS}/summary/sample_scores.parquet",

@@ -18,6 +18,7 @@ rule sample_consistency:
         overrides=benchmark_overrides,
         settings=CONSISTENCY,
         generation=config["generation"],
+        checkpoint_every=config["checkpoint_every"],
     log:
         f"{LOGS}/sample_consistency/{{model}}/{{benchmark}}.log",
     benchmark:

@@ -5,7 +5,9 @@ rule normalise_benchmark:
     input:
         benchmark_source_files,
     output:
-        f"{DATASETS_DIR}/{{benchmark}}.parquet",
+        samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
+        # rows read, selected and skipped (on_bad_row: skip): the summary's n_skipped
+        report=f"{DATASETS_DIR}/{{benchmark}}.json",
     params:
         overrides=benchmark_overrides,
         limit=lambda w: PLAN.limits[w.benchmark],

@@ -17,6 +17,7 @@ rule infer_open:
         spec=lambda w: spec_params(evaluated(w)),
         overrides=benchmark_overrides,
         generation=config["generation"],
+        checkpoint_every=config["checkpoint_every"],
     log:
         f"{LOGS}/infer_open/{{model}}/{{benchmark}}.log",
     benchmark:

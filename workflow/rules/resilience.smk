@@ -22,6 +22,7 @@ if PLAN.rephraser is not None:
             spec=spec_params(PLAN.rephraser),
             settings=RESILIENCE,
             generation=config["generation"],
+            checkpoint_every=config["checkpoint_every"],
         log:
             f"{LOGS}/rephrase/{{model}}/{{benchmark}}.log",
         benchmark:

@@ -14,4 +14,5 @@ with job_log(snakemake.log[0]):
         snakemake.params.generation,
         loglik_path=Path(snakemake.output.loglik),
         generations_path=Path(snakemake.output.generations) if "generations" in snakemake.output.keys() else None,
+        checkpoint_every=snakemake.params.checkpoint_every,
     )

@@ -6,4 +6,4 @@ from careval.joblog import job_log
 
 with job_log(snakemake.log[0]):
     entry = get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides)
-    build_benchmark(entry, Path(snakemake.output[0]), limit=snakemake.params.limit)
+    build_benchmark(entry, Path(snakemake.output.samples), limit=snakemake.params.limit)

@@ -11,5 +11,5 @@ with job_log(snakemake.log[0]):
         Path(snakemake.input.generations),
         ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
         settings["k"], snakemake.params.generation, settings["sampling"], Path(snakemake.output[0]),
-        limit=settings["limit"],
+        limit=settings["limit"], checkpoint_every=snakemake.params.checkpoint_every,
     )

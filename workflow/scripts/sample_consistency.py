@@ -14,4 +14,5 @@ with job_log(snakemake.log[0]):
         ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
         settings["r"], snakemake.params.generation, settings["sampling"],
         Path(snakemake.output.samples), Path(snakemake.output.loglik), limit=settings["limit"],
+        checkpoint_every=snakemake.params.checkpoint_every,
     )

@@ -75,7 +75,9 @@ def model_spec(name: str, entry: dict, *, models_dir: Path | str, model_sizes: d
         path = resolve_model_path(name, entry, Path(models_dir))
         prepared = needs_preparation(entry, name)
     except ModelSourceError as error:
-        raise ConfigError(f"{key}.source: {error}") from None
+        # the library names the entry as models.<name>; an inline judge or rephraser lives elsewhere
+        message, default_key = str(error), f"models.{name}"
+        raise ConfigError(key + message[len(default_key):] if message.startswith(default_key) else message) from None
     return ModelSpec(
         name=name,
         backend=entry["backend"],

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from careval.backends.base import Backend, Sampling
-from careval.checkpoint import (DEFAULT_BATCH, Checkpoint, batches_keeping_duplicates, contiguous_batches, digest,
+from careval.checkpoint import (Checkpoint, batches_keeping_duplicates, contiguous_batches, digest,
                                 fingerprint, input_order, write_atomic)
 from careval.datasets.registry import Benchmark
 from careval.inference import LOGLIK_SCHEMA, OnDemandBackend, model_facts, score_logliks
@@ -94,7 +94,7 @@ def _checkpointed(backend: OnDemandBackend, output: Path, label: str, batches: l
 
 
 def run_rephrasing(generations_path: Path, spec: dict, k: int, generation: dict, overrides: dict, output: Path,
-                   limit: int | None = None, checkpoint_every: int = DEFAULT_BATCH) -> None:
+                   limit: int | None = None, *, checkpoint_every: int) -> None:
     """Job: load the rephrasing model (with the paper's system prompt) once, rephrase, write the k rows per sample.
 
     In checkpointed batches of `checkpoint_every` answers (careval.checkpoint); identical answers share
@@ -115,7 +115,7 @@ def run_rephrasing(generations_path: Path, spec: dict, k: int, generation: dict,
 
 def run_consistency(samples_path: Path, benchmark: Benchmark, spec: dict, r: int, generation: dict, overrides: dict,
                     output: Path, loglik_output: Path, limit: int | None = None,
-                    checkpoint_every: int = DEFAULT_BATCH) -> None:
+                    *, checkpoint_every: int) -> None:
     """Job: load the evaluated model once; r sampled answers per prompt and r passes of reference log-likelihoods.
 
     Each in checkpointed batches of `checkpoint_every` samples (careval.checkpoint); samples with
