@@ -59,7 +59,7 @@ def read_jsonl(shared_data, name):
 
 
 @pytest.fixture(scope="module", params=list(MODELS))
-def engines(request, demo_model_dirs, tmp_path_factory):
+def engines(request, tmp_path_factory):
     """(vLLM worker, hf backend) on one demo model: one engine per model for all the checks (module
     scope, not session: the last engine would otherwise stay up, idle, through the rest of the run)."""
     python, why = vllm_python()
@@ -70,7 +70,8 @@ def engines(request, demo_model_dirs, tmp_path_factory):
     import torch
 
     name = request.param
-    spec = {"name": name, "path": str(demo_model_dirs[name]), "dtype": "float32", "batch_size": 4, **MODELS[name]}
+    model_dirs = request.getfixturevalue("demo_model_dirs")  # after the check: no model preparation to skip
+    spec = {"name": name, "path": str(model_dirs[name]), "dtype": "float32", "batch_size": 4, **MODELS[name]}
     # One thread each (vLLM's CPU worker binds itself to one core and keeps the other for its
     # engine loop): with the machine shared, two torch threads here spent most of their time
     # waiting for each other (4 greedy generations: 220 s with 2 threads, 14 s with 1).

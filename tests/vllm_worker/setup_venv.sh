@@ -26,6 +26,7 @@ EOF
 }
 
 WANTED=$(wanted_stamp)
+SAID=$(echo $WANTED)  # on one line, for messages
 up_to_date() { [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANTED" ]; }
 
 if [ "${1:-}" = "--check" ]; then
@@ -34,7 +35,7 @@ if [ "${1:-}" = "--check" ]; then
         exit 0
     fi
     if [ -f "$STAMP" ]; then
-        why="was built for $(tr '\n' ' ' <"$STAMP")but pyproject.toml wants $(echo "$WANTED" | tr '\n' ' ')"
+        why="was built for $(echo $(cat "$STAMP")) but pyproject.toml wants $SAID"
     else
         why="is absent (no $STAMP)"
     fi
@@ -47,11 +48,11 @@ mkdir -p "$(dirname "$VENV")"
 exec 9>"$VENV.lock"
 flock 9
 if up_to_date; then
-    echo "vllm venv $VENV is up to date ($(echo "$WANTED" | tr '\n' ' '))"
+    echo "vllm venv $VENV is up to date ($SAID)"
     exit 0
 fi
 start=$SECONDS
-echo "building the vllm venv $VENV ($(echo "$WANTED" | tr '\n' ' '))"
+echo "building the vllm venv $VENV ($SAID)"
 rm -rf "$VENV"
 # pip's output (a warning per package here) goes to a log, shown when a step fails
 LOG=$VENV.install.log
