@@ -47,3 +47,12 @@ def test_mcqa_weighted_average_by_hand(tmp_path):
     assert average["value"][0] == pytest.approx(11 / 14)
     assert average["n"][0] == 14
     assert not math.isclose(average["value"][0], 0.7)
+
+
+def test_relaxed_perplexity_averages_geometrically_as_the_registry_says():
+    scores = _scores([{"id": "a", "metric": "relaxed_perplexity", "value": 2.0, "status": "ok"},
+                      {"id": "b", "metric": "relaxed_perplexity", "value": 8.0, "status": "ok"},
+                      {"id": "a", "metric": "relaxed_cross_entropy", "value": 2.0, "status": "ok"},
+                      {"id": "b", "metric": "relaxed_cross_entropy", "value": 8.0, "status": "ok"}])
+    rows = {r["metric"]: r["value"] for r in summarise_scores(scores)}
+    assert rows == {"relaxed_perplexity": pytest.approx(4.0), "relaxed_cross_entropy": pytest.approx(5.0)}

@@ -1,11 +1,12 @@
 """Hierarchical clustering finds and names the obvious blocks of a constructed correlation matrix."""
 import numpy as np
 
-from careval.analysis.clusters import cluster_metrics, metric_category
+from careval.analysis.clusters import cluster_metrics
+from careval.metrics.registry import metric_category
 
-NAMES = ["rouge1", "word_perplexity", "bleu", "prometheus_score", "bits_per_byte", "bertscore_f1", "byte_perplexity"]
+NAMES = ["rouge1", "word_perplexity", "bleu", "judge_helpfulness", "bits_per_byte", "bertscore_f1", "byte_perplexity"]
 BLOCKS = {"n-gram": ["rouge1", "bleu", "bertscore_f1"], "perplexity": ["word_perplexity", "bits_per_byte", "byte_perplexity"],
-          "judge": ["prometheus_score"]}
+          "judge": ["judge_helpfulness"]}
 
 
 def _matrix():
@@ -14,7 +15,7 @@ def _matrix():
         for a in members:
             for b in members:
                 r[NAMES.index(a), NAMES.index(b)] = within
-    r[NAMES.index("prometheus_score"), :] = r[:, NAMES.index("prometheus_score")] = 0.1
+    r[NAMES.index("judge_helpfulness"), :] = r[:, NAMES.index("judge_helpfulness")] = 0.1
     np.fill_diagonal(r, 1.0)
     return r
 
@@ -22,7 +23,7 @@ def _matrix():
 def test_three_named_clusters():
     clusters = {c.name: set(c.members) for c in cluster_metrics(NAMES, _matrix(), min_correlation=0.7)}
     assert clusters == {"n-gram + semantic": set(BLOCKS["n-gram"]), "perplexity": set(BLOCKS["perplexity"]),
-                        "llm-judge": {"prometheus_score"}}
+                        "llm-judge": {"judge_helpfulness"}}
 
 
 def test_a_low_threshold_merges_and_undefined_counts_as_no_agreement():

@@ -83,3 +83,19 @@ def test_benchmark_and_elo_matrices_match_hand_formulas():
     row = table.filter((pl.col("x") == MCQA_AVERAGE) & (pl.col("y") == "elo"))
     assert row["n_models"][0] == 3
     assert row["r"][0] == pytest.approx(_pearson_by_hand(_ranks([acc[m] for m in elo]), _ranks(list(elo.values()))))
+
+
+def test_agreement_orients_r_by_each_metric_direction():
+    # acc rises, perplexity and relaxed cross-entropy fall exactly as it rises, and rouge falls too:
+    # raw r is -1 for all three, but only the lower-is-better ones agree with MCQA
+    acc = {"m1": 0.2, "m2": 0.4, "m3": 0.6, "m4": 0.8}
+    falling = {"m1": 40.0, "m2": 30.0, "m3": 20.0, "m4": 10.0}
+    rows = [{"model": m, "benchmark": MCQA_AVERAGE, "task": "mcqa", "metric": "acc", "value": v, "n": 10, "n_failed": 0}
+            for m, v in acc.items()]
+    rows += [{"model": m, "benchmark": "qa", "task": "open", "metric": metric, "value": v, "n": 5, "n_failed": 0}
+             for metric in ("word_perplexity", "relaxed_cross_entropy", "rouge1") for m, v in falling.items()]
+    table = mcqa_vs_open(pl.DataFrame(rows, schema=SUMMARY_SCHEMA), ["pearson"])
+    got = {row["y"]: (row["r"], row["agreement"]) for row in table.iter_rows(named=True)}
+    assert got["word_perplexity"] == pytest.approx((-1.0, 1.0))
+    assert got["relaxed_cross_entropy"] == pytest.approx((-1.0, 1.0))
+    assert got["rouge1"] == pytest.approx((-1.0, -1.0))

@@ -47,13 +47,13 @@ def test_cv_by_hand_and_undefined_at_zero_mean():
 
 def test_cv_leaves_out_bleurt_and_metrics_seen_negative(tmp_path):
     frame = _scores([("p", 0, "bleurt", 0.2, "ok"), ("p", 1, "bleurt", 0.4, "ok"),
-                     ("p", 0, "odd", -0.5, "ok"), ("p", 1, "odd", -0.1, "ok"),
+                     ("p", 0, "bertscore_f1", -0.5, "ok"), ("p", 1, "bertscore_f1", -0.1, "ok"),
                      ("p", 0, "rouge1", 0.2, "ok"), ("p", 1, "rouge1", 0.4, "ok")])
     frame.write_parquet(tmp_path / "m.parquet")
     table = consistency_table([("m", "b", tmp_path / "m.parquet")])
-    assert cv_excluded_metrics(table) == ["bleurt", "odd"]
+    assert cv_excluded_metrics(table) == ["bertscore_f1", "bleurt"]
     cv = dict(table.select("metric", "cv").iter_rows())
-    assert cv["bleurt"] is None and cv["odd"] is None and cv["rouge1"] == pytest.approx(0.1 / 0.3)
+    assert cv["bleurt"] is None and cv["bertscore_f1"] is None and cv["rouge1"] == pytest.approx(0.1 / 0.3)
 
 
 def test_scoring_repeats_in_one_call_equals_scoring_each_repeat_alone():

@@ -43,3 +43,10 @@ def test_every_family_of_every_task_is_registered_and_writes_a_metric():
     written = {spec.family for spec in METRICS.values()} | {"judge", "radgraph"}
     assert set(FAMILIES) == written
 
+
+
+def test_averages_reproduce_lm_evals_corpus_values():
+    # perplexities: exp of the weighted mean log; bits per byte (already a log) and cross-entropy: arithmetic
+    assert [metric_spec(m).average for m in ("word_perplexity", "byte_perplexity", "relaxed_perplexity",
+                                              "bits_per_byte", "relaxed_cross_entropy")] == [
+        "geometric", "geometric", "geometric", "mean", "mean"]

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from careval.metrics.accuracy import weighted_average
+from careval.metrics.registry import metric_spec
 
 # n_skipped: source rows dropped at normalisation (`on_bad_row: skip`), the same for every model of a
 # benchmark; null where the normalisation reports were not given (unknown is not zero).
@@ -30,7 +32,8 @@ class ScoreFile:
 
 
 def summarise_scores(scores: pl.DataFrame) -> list[dict]:
-    """One row per metric: the corpus value where the metric defines one, else the weighted mean of ok samples.
+    """One row per metric: the corpus value where the metric defines one, else the weighted mean of ok samples
+    (geometric where the registry says so: Relaxed Perplexity).
 
     n counts the samples scored ok and n_failed the others (empty output, parse error, ...), so a
     failure is visible in the table instead of hiding as a zero.
@@ -49,7 +52,11 @@ def summarise_scores(scores: pl.DataFrame) -> list[dict]:
             continue
         ok = group.filter(pl.col("status") == "ok")
         total_weight = ok["weight"].sum()
-        value = float((ok["value"] * ok["weight"]).sum() / total_weight) if ok.height and total_weight else float("nan")
+        # the registry says how samples combine (the bootstrap recomputes the same statistic)
+        geometric = metric_spec(metric).average == "geometric"
+        values = ok["value"].log() if geometric else ok["value"]
+        value = float((values * ok["weight"]).sum() / total_weight) if ok.height and total_weight else float("nan")
+        value = math.exp(value) if geometric else value
         rows.append({"metric": metric, "value": value, "n": ok.height, "n_failed": group.height - ok.height})
     return rows
 

@@ -9,13 +9,14 @@ import polars as pl
 from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE
+from careval.metrics.registry import metric_spec
 
 # Resamples are processed in chunks so a paper-sized run (30 models x 3k samples x 1000 resamples)
 # stays within a few hundred MB per metric.
 CHUNK = 100
-# Per-sample perplexities are averaged geometrically with their word/byte weights: that is exactly
-# the corpus value lm-eval reports (exp(-sum ll / sum words)), so a resample recomputes the same statistic.
-GEOMETRIC_MARKER = "perplexity"
+# How per-sample values combine is the registry's `average`: perplexities geometrically with their
+# word/byte weights, which is exactly the corpus value lm-eval reports (exp(-sum ll / sum words)), so a
+# resample recomputes the same statistic as the summary.
 
 
 def resample_indices(sizes: list[int], n_resamples: int, seed: int) -> list[np.ndarray]:
@@ -85,7 +86,7 @@ def resample_model_scores(sample_scores: pl.DataFrame, n_resamples: int, seed: i
             cols_at = ok["id"].replace_strict(position, return_dtype=pl.Int64).to_numpy()
             values[rows_at, cols_at] = ok["value"].to_numpy()
             weights[rows_at, cols_at] = ok["weight"].to_numpy()
-            geometric = GEOMETRIC_MARKER in metric
+            geometric = metric_spec(metric).average == "geometric"
             scores[(benchmark, metric)], counts[(benchmark, metric)] = _weighted_means(values, weights, index, geometric)
     for metric in ("acc", "acc_norm"):
         parts = [key for key in scores if key[1] == metric and tasks.get(key[0]) == "mcqa"]

@@ -8,26 +8,7 @@ import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
-# The paper's metric categories (section 2.2), matched on the metric name; the first match wins,
-# so relaxed perplexity is not mistaken for a perplexity metric.
-METRIC_CATEGORIES = (
-    ("relaxed", "relaxed perplexity"),
-    ("perplexity", "perplexity"),
-    ("bits_per_byte", "perplexity"),
-    ("rouge", "n-gram"),
-    ("bleu_corpus", "n-gram"),
-    ("bleurt", "semantic"),
-    ("bleu", "n-gram"),
-    ("bertscore", "semantic"),
-    ("moverscore", "semantic"),
-    ("prometheus", "llm-judge"),
-    ("judge", "llm-judge"),
-)
-
-
-def metric_category(metric: str) -> str:
-    return next((category for marker, category in METRIC_CATEGORIES if marker in metric), "other")
-
+from careval.metrics.registry import metric_category
 
 @dataclass(frozen=True)
 class Cluster:

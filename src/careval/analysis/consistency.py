@@ -6,16 +6,17 @@ from pathlib import Path
 import polars as pl
 
 from careval.analysis.spread import spread_table
+from careval.metrics.registry import metric_spec
 
 # The paper leaves BLEURT out of the CV "for it can take negative values": a CV over a mean near 0
-# or below it means nothing. Any other metric seen negative is left out for the same reason.
-CV_EXCLUDED_MARKERS = ("bleurt",)
+# or below it means nothing. The registry's in_cv says which metrics are on a ratio scale; any
+# other metric seen negative is left out for the same reason.
 
 
 def cv_excluded_metrics(table: pl.DataFrame) -> list[str]:
-    """Metrics whose CV is not shown: BLEURT by name, and any metric with a negative mean somewhere."""
+    """Metrics whose CV is not shown: those the registry keeps out (BLEURT), and any with a negative mean somewhere."""
     negative = set(table.filter(pl.col("mean") < 0)["metric"].unique().to_list())
-    named = {m for m in table["metric"].unique().to_list() if any(marker in m for marker in CV_EXCLUDED_MARKERS)}
+    named = {m for m in table["metric"].unique().to_list() if not metric_spec(m).in_cv}
     return sorted(negative | named)
 
 

@@ -11,15 +11,19 @@ from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.bootstrap import Resampled, correlation_interval
+from careval.metrics.registry import higher_is_better
 
 CORRELATION_SCHEMA = {"analysis": pl.String, "benchmark": pl.String, "metric": pl.String, "x": pl.String, "y": pl.String,
                       "method": pl.String, "r": pl.Float64, "p_value": pl.Float64, "ci_low": pl.Float64,
-                      "ci_high": pl.Float64, "n_models": pl.Int64}
+                      "ci_high": pl.Float64, "n_models": pl.Int64, "agreement": pl.Float64}
 
-# Lower is better for these; correlations keep the raw direction, the figures say so in their captions.
-LOWER_IS_BETTER = ("perplexity", "bits_per_byte")
 ELO = ("chatbot_arena", "elo")
 Key = tuple[str, str]
+
+
+def direction(key: Key) -> int:
+    """+1 where a higher value is better (the metric registry; Elo too), -1 where lower is better (perplexities)."""
+    return 1 if key == ELO or higher_is_better(key[1]) else -1
 
 
 def correlate(x: list[float], y: list[float], method: str) -> tuple[float, float]:
@@ -65,8 +69,10 @@ class Scores:
                      for key in self.fixed}
             low, high = correlation_interval(self.resampled, x, y, method, self.confidence, fixed)
         n = sum(1 for a, b in zip(xs, ys) if a is not None and b is not None and math.isfinite(a) and math.isfinite(b))
+        # r keeps the raw direction (what the figures draw); agreement > 0: both order the models alike
         return {"analysis": analysis, "benchmark": benchmark, "metric": metric, "x": x_label, "y": y_label,
-                "method": method, "r": r, "p_value": p, "ci_low": low, "ci_high": high, "n_models": n}
+                "method": method, "r": r, "p_value": p, "ci_low": low, "ci_high": high, "n_models": n,
+                "agreement": r * direction(x) * direction(y)}
 
 
 def _as_scores(summary_or_scores) -> Scores:

@@ -21,6 +21,7 @@ from careval.analysis.elo import read_elo, resolve_elo_path  # noqa: E402
 from careval.analysis.plan import AnalysisPlan  # noqa: E402
 from careval.analysis.rankings import RANKING_SCHEMA, rank_models  # noqa: E402
 from careval.analysis.spread import across_models  # noqa: E402
+from careval.metrics.registry import higher_is_better  # noqa: E402
 
 CMAP = "RdBu_r"
 CLUSTER_SCHEMA = {"benchmark": pl.String, "method": pl.String, "cluster": pl.String, "metric": pl.String}
@@ -82,6 +83,15 @@ def _empty_page(title: str, message: str):
 CI_NOTE = "Cells: r, [bootstrap 95% CI over resampled benchmark samples], p-value (across models)."
 
 
+def lower_is_better_note(metrics) -> str:
+    """Which of the figure's metrics are lower-is-better (the metric registry), so a reader can read a sign."""
+    lower = sorted({m for m in metrics if not higher_is_better(m)})
+    if not lower:
+        return "Every metric shown is higher-is-better."
+    return (f"Lower is better: {', '.join(lower)}; r keeps the raw direction, so a negative r between one of these "
+            "and a higher-is-better score means agreement (column `agreement` of correlations.parquet).")
+
+
 def scores_figure(summary: pl.DataFrame):
     """An overview page: every model's headline numbers, so the correlations can be read against them."""
     table = summary.filter(pl.col("metric").is_in(["acc", "rougeL", "bleu", "bertscore_f1", "word_perplexity"]))
@@ -97,7 +107,8 @@ def scores_figure(summary: pl.DataFrame):
     tab.set_fontsize(6)
     tab.scale(1, 2.4)
     tab.auto_set_column_width(list(range(len(columns) + 1)))
-    ax.set_title("Scores per model (results/summary/scores.parquet; perplexity: lower is better)", fontsize=11)
+    ax.set_title("Scores per model (results/summary/scores.parquet)", fontsize=11)
+    fig.text(0.01, 0.01, lower_is_better_note(table["metric"].unique().to_list()), fontsize=7)
     return fig
 
 
@@ -118,8 +129,7 @@ def mcqa_vs_open_figure(table: pl.DataFrame, methods: list[str], n_models: int):
                  grids["ci_low"], grids["ci_high"], grids["p_value"])
     fig.suptitle(f"MCQA weighted-average accuracy vs open-ended benchmark x metric (and any other non-MCQA task; "
                  f"{n_models} models)", fontsize=11)
-    fig.text(0.01, 0.005, "Perplexity-type metrics are lower-is-better: a negative coefficient means agreement with MCQA. "
-             + CI_NOTE, fontsize=7)
+    fig.text(0.01, 0.005, lower_is_better_note(metrics) + " " + CI_NOTE, fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.02, 1, 0.96))
     return fig
 
@@ -143,7 +153,7 @@ def metric_matrix_figure(table: pl.DataFrame, benchmark: str, methods: list[str]
         notes.append(f"{method}: " + "; ".join(f"[{c.name}] {', '.join(c.members)}" for c in clusters))
     fig.suptitle(f"Metric x metric correlation on {benchmark} across {n_models} models", fontsize=11)
     fig.text(0.01, 0.01, "\n".join([f"Clusters (average linkage on 1 - r, cut at mean r >= {min_correlation}):", *notes,
-                                    CI_NOTE]), fontsize=6, wrap=True)
+                                    lower_is_better_note(labels), CI_NOTE]), fontsize=6, wrap=True)
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     return fig, cluster_rows
 
@@ -200,7 +210,9 @@ def rankings_figure(rankings: pl.DataFrame, benchmark: str):
     if models:
         ax.set_yticks(range(1, len(models) + 1))
     ax.legend(fontsize=7, loc="best")
-    ax.set_title(f"Model rankings per metric on {benchmark} (perplexity-type: lower value ranks higher)", fontsize=10)
+    lower = [m for m in metrics if not higher_is_better(m)]
+    ax.set_title(f"Model rankings per metric on {benchmark} (1 = best; lower value ranks first for: "
+                 f"{', '.join(lower) or 'none'})", fontsize=9, wrap=True)
     fig.tight_layout()
     return fig
 

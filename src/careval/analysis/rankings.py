@@ -1,4 +1,4 @@
-"""Model rankings per metric (paper figure 18): 1 is the best model under that metric."""
+"""Model rankings per metric (paper figure 18): 1 is the best model under that metric (direction: the metric registry)."""
 from __future__ import annotations
 
 import math
@@ -7,13 +7,9 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from careval.analysis.correlations import LOWER_IS_BETTER
+from careval.metrics.registry import higher_is_better
 
 RANKING_SCHEMA = {"benchmark": pl.String, "metric": pl.String, "model": pl.String, "value": pl.Float64, "rank": pl.Int64}
-
-
-def lower_is_better(metric: str) -> bool:
-    return any(marker in metric for marker in LOWER_IS_BETTER)
 
 
 def rank_models(summary: pl.DataFrame, benchmark: str) -> pl.DataFrame:
@@ -24,7 +20,7 @@ def rank_models(summary: pl.DataFrame, benchmark: str) -> pl.DataFrame:
         models, values = group["model"].to_list(), group["value"].to_list()
         finite = [v is not None and math.isfinite(v) for v in values]
         scored = np.array([v for v, ok in zip(values, finite) if ok], float)
-        ranks = iter(stats.rankdata(scored if lower_is_better(metric) else -scored, method="min").astype(int))
+        ranks = iter(stats.rankdata(-scored if higher_is_better(metric) else scored, method="min").astype(int))
         for model, value, ok in zip(models, values, finite):
             rows.append({"benchmark": benchmark, "metric": metric, "model": model, "value": value,
                          "rank": int(next(ranks)) if ok else None})

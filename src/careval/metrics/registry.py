@@ -115,7 +115,8 @@ _METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("moverscore", "moverscore", True, label="MoverScore"),
     MetricSpec("word_perplexity", "perplexity", label="word perplexity", **_PERPLEXITY),
     MetricSpec("byte_perplexity", "perplexity", label="byte perplexity", **_PERPLEXITY),
-    MetricSpec("bits_per_byte", "perplexity", False, bounds=(0.0, INF), average="geometric", label="bits per byte"),
+    # bits per byte is a log-scale quantity: its byte-weighted arithmetic mean is exactly lm-eval's corpus value
+    MetricSpec("bits_per_byte", "perplexity", False, bounds=(0.0, INF), label="bits per byte"),
     MetricSpec("relaxed_perplexity", "relaxed_perplexity", label="Relaxed Perplexity", **_PERPLEXITY),
     MetricSpec("relaxed_cross_entropy", "relaxed_perplexity", False, bounds=(0.0, INF),
                label="Relaxed cross-entropy"),
