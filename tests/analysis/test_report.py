@@ -5,7 +5,7 @@ import pytest
 
 from careval.analysis.aggregate import MCQA_AVERAGE, SAMPLE_SCHEMA, SUMMARY_SCHEMA
 from careval.analysis.figures import write_analysis_report
-from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
+from careval.analysis.plan import SET_FAMILIES, AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.analysis.spread import SPREAD_SCHEMA
 
 MODELS = ["m1", "m2", "m3", "m4"]
@@ -38,13 +38,23 @@ def _tables(tmp_path):
     return paths
 
 
+def _plan(resilience, consistency, sets=None):
+    sets = sets or {"all": tuple(MODELS)}
+    return AnalysisPlan(["note", "qa"], ["pearson", "spearman"], resilience, consistency, elo=True, model_sets=sets,
+                        figure_sets={family: tuple(sets) for family in SET_FAMILIES})
+
+
+def _outputs(tmp_path):
+    return {"pdf": tmp_path / "out.pdf", "figures": tmp_path / "figures", "correlations": tmp_path / "c.parquet",
+            "clusters": tmp_path / "k.parquet", "rankings": tmp_path / "r.parquet"}
+
+
 def test_every_planned_figure_is_written_with_intervals(tmp_path):
     from pypdf import PdfReader
 
     inputs = _tables(tmp_path)
-    plan = AnalysisPlan(["note", "qa"], ["pearson", "spearman"], ["qa"], ["qa"], elo=True)
-    outputs = {"pdf": tmp_path / "out.pdf", "figures": tmp_path / "figures", "correlations": tmp_path / "c.parquet",
-               "clusters": tmp_path / "k.parquet", "rankings": tmp_path / "r.parquet"}
+    plan = _plan(["qa"], ["qa"])
+    outputs = _outputs(tmp_path)
     settings = {"bootstrap": {"resamples": 50, "seed": 3, "confidence": 0.95}, "resilience": {"k": 3}, "consistency": {"r": 3}}
     write_analysis_report(inputs, outputs, plan, settings)
     assert sorted(p.stem for p in outputs["figures"].glob("*.png")) == sorted(plan.figure_names())
@@ -65,4 +75,47 @@ def test_plan_rejects_a_rephraser_that_is_not_a_model():
         analysis_plan(config, ["qa"])
     config["analysis"] = {"consistency": {"r": 3, "benchmarks": ["mc"]}}
     with pytest.raises(AnalysisConfigError, match="analysis.consistency.benchmarks: mc is not an open-ended benchmark"):
+        analysis_plan(config, ["qa"])
+
+
+def test_a_figure_over_a_model_set_uses_exactly_its_models(tmp_path):
+    from scipy import stats
+
+    inputs = _tables(tmp_path)
+    sets = {"trio": ("m1", "m3", "m4"), "all": tuple(MODELS)}
+    plan = _plan([], [], sets)
+    outputs = _outputs(tmp_path)
+    write_analysis_report(inputs, outputs, plan, {"bootstrap": {"resamples": 20, "seed": 3}})
+    stems = {p.stem for p in outputs["figures"].glob("*.png")}
+    assert {"mcqa_vs_open_trio", "metric_x_metric_trio_qa", "benchmark_x_benchmark_trio_pearson", "mcqa_vs_elo_trio",
+            "rankings_trio_qa"} <= stems
+    summary = pl.read_parquet(inputs["summary"])
+    value = {(m, b, k): v for m, b, k, v in summary.select("model", "benchmark", "metric", "value").iter_rows()}
+    table = pl.read_parquet(outputs["correlations"])
+    for name, models in sets.items():
+        row = table.filter((pl.col("model_set") == name) & (pl.col("analysis") == "metric_x_metric")
+                           & (pl.col("benchmark") == "qa") & (pl.col("method") == "pearson")
+                           & (pl.col("x") == "rouge1") & (pl.col("y") == "bleu"))
+        expected = stats.pearsonr([value[(m, "qa", "rouge1")] for m in models], [value[(m, "qa", "bleu")] for m in models])
+        assert row["r"][0] == pytest.approx(expected.statistic) and row["n_models"][0] == len(models)
+    elo = table.filter((pl.col("model_set") == "trio") & (pl.col("analysis") == "mcqa_vs_elo")
+                       & (pl.col("x") == MCQA_AVERAGE) & (pl.col("y") == "elo") & (pl.col("method") == "spearman"))
+    expected = stats.spearmanr([value[(m, MCQA_AVERAGE, "acc")] for m in sets["trio"]], [1000, 1100, 1090])
+    assert elo["r"][0] == pytest.approx(expected.statistic)
+    rankings = pl.read_parquet(outputs["rankings"]).filter(pl.col("model_set") == "trio")
+    assert set(rankings["model"]) == set(sets["trio"]) and rankings["rank"].max() == 3
+
+
+def test_plan_checks_model_sets_and_figure_sets():
+    config = {"models": {"a": {}, "b": {}, "c": {}},
+              "analysis": {"model_sets": {"small": ["a", "b"]}, "figure_sets": {"rankings": ["small", "all"]}}}
+    plan = analysis_plan(config, ["qa"])
+    assert plan.model_sets == {"small": ("a", "b"), "all": ("a", "b", "c")}
+    assert plan.figure_sets["rankings"] == ("small", "all") and plan.figure_sets["metric_x_metric"] == ("all",)
+    assert "rankings_small_qa" in plan.figure_names() and "metric_x_metric_all_qa" in plan.figure_names()
+    config["analysis"]["model_sets"]["small"] = ["a", "z"]
+    with pytest.raises(AnalysisConfigError, match=r"^analysis.model_sets.small: z is not a key of `models` \(have: a, b, c\)$"):
+        analysis_plan(config, ["qa"])
+    config["analysis"] = {"figure_sets": {"mcqa_vs_open": ["medium"]}}
+    with pytest.raises(AnalysisConfigError, match=r"^analysis.figure_sets.mcqa_vs_open: medium is not a model set"):
         analysis_plan(config, ["qa"])

@@ -159,10 +159,22 @@ def metric_matrix(summary, benchmark: str, method: str) -> tuple[list[str], np.n
     return names, r, p
 
 
-def all_correlations(scores: Scores, methods: list[str]) -> pl.DataFrame:
-    """Every analysis in one long table (results/summary/correlations.parquet)."""
-    parts = [mcqa_vs_open(scores, methods), metric_matrices(scores, methods), benchmark_matrices(scores, methods),
-             elo_matrix(scores, methods)]
+# The correlation analyses drawn per model set (the figure families of analysis.figure_sets).
+SET_ANALYSES = {"mcqa_vs_open": mcqa_vs_open, "metric_x_metric": metric_matrices,
+                "benchmark_x_benchmark": benchmark_matrices, "mcqa_vs_elo": elo_matrix}
+SET_CORRELATION_SCHEMA = {"model_set": pl.String, **CORRELATION_SCHEMA}
+
+
+def set_correlations(scores_of, sets_of, methods: list[str]) -> pl.DataFrame:
+    """Every analysis over each of its model sets in one long table (results/summary/correlations.parquet).
+
+    scores_of(set name) -> Scores over exactly that set's models; sets_of(analysis) -> its set names.
+    """
+    parts = [pl.DataFrame(schema=SET_CORRELATION_SCHEMA)]
+    for analysis, function in SET_ANALYSES.items():
+        for name in sets_of(analysis):
+            table = function(scores_of(name), methods)
+            parts.append(table.select(pl.lit(name, pl.String).alias("model_set"), *table.columns))
     return pl.concat(parts)
 
 

@@ -16,7 +16,7 @@ from careval.analysis.aggregate import MCQA_AVERAGE  # noqa: E402
 from careval.analysis.bootstrap import resample_model_scores  # noqa: E402
 from careval.analysis.clusters import cluster_metrics  # noqa: E402
 from careval.analysis.consistency import cv_excluded_metrics  # noqa: E402
-from careval.analysis.correlations import ELO, Scores, all_correlations, square  # noqa: E402
+from careval.analysis.correlations import ELO, Scores, set_correlations, square  # noqa: E402
 from careval.analysis.elo import read_elo, resolve_elo_path  # noqa: E402
 from careval.analysis.plan import AnalysisPlan  # noqa: E402
 from careval.analysis.rankings import RANKING_SCHEMA, rank_models  # noqa: E402
@@ -24,7 +24,9 @@ from careval.analysis.spread import across_models  # noqa: E402
 from careval.metrics.registry import higher_is_better  # noqa: E402
 
 CMAP = "RdBu_r"
-CLUSTER_SCHEMA = {"benchmark": pl.String, "method": pl.String, "cluster": pl.String, "metric": pl.String}
+CLUSTER_SCHEMA = {"model_set": pl.String, "benchmark": pl.String, "method": pl.String, "cluster": pl.String,
+                  "metric": pl.String}
+RANKINGS_SCHEMA = {"model_set": pl.String, **RANKING_SCHEMA}
 
 
 def _cell(r: float, low: float | None, high: float | None, p: float | None) -> str:
@@ -112,12 +114,13 @@ def scores_figure(summary: pl.DataFrame):
     return fig
 
 
-def mcqa_vs_open_figure(table: pl.DataFrame, methods: list[str], n_models: int):
+def mcqa_vs_open_figure(table: pl.DataFrame, methods: list[str], models: str):
+    """Figure 1 over one model set; `models` says which ("9 models of set 'small'")."""
     block = table.filter(pl.col("analysis") == "mcqa_vs_open")
     benchmarks = sorted(block["benchmark"].unique().to_list())
     metrics = sorted(block["y"].unique().to_list())
     if not benchmarks:
-        return _empty_page("MCQA weighted-average accuracy vs other tasks", "no non-MCQA benchmark in the config")
+        return _empty_page(f"MCQA weighted-average accuracy vs other tasks ({models})", "no non-MCQA benchmark in the config")
     fig, axes = plt.subplots(len(methods), 1, figsize=(12, 2.6 + 1.9 * len(benchmarks) * len(methods)), squeeze=False)
     for ax, method in zip(axes[:, 0], methods):
         grids = {c: np.full((len(benchmarks), len(metrics)), np.nan) for c in ("r", "ci_low", "ci_high", "p_value")}
@@ -128,13 +131,13 @@ def mcqa_vs_open_figure(table: pl.DataFrame, methods: list[str], n_models: int):
         _heatmap(ax, grids["r"], benchmarks, metrics, f"{method.capitalize()} correlation (x: metric, y: benchmark)",
                  grids["ci_low"], grids["ci_high"], grids["p_value"])
     fig.suptitle(f"MCQA weighted-average accuracy vs open-ended benchmark x metric (and any other non-MCQA task; "
-                 f"{n_models} models)", fontsize=11)
+                 f"{models})", fontsize=11)
     fig.text(0.01, 0.005, lower_is_better_note(metrics) + " " + CI_NOTE, fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.02, 1, 0.96))
     return fig
 
 
-def metric_matrix_figure(table: pl.DataFrame, benchmark: str, methods: list[str], n_models: int,
+def metric_matrix_figure(table: pl.DataFrame, benchmark: str, methods: list[str], models: str,
                          min_correlation: float) -> tuple[object, list[dict]]:
     """Figure 10: metric x metric on one benchmark, ordered and annotated by the clusters found."""
     fig, axes = plt.subplots(1, len(methods), figsize=(8.5 * len(methods), 8), squeeze=False)
@@ -151,18 +154,18 @@ def metric_matrix_figure(table: pl.DataFrame, benchmark: str, methods: list[str]
             cluster_rows += [{"benchmark": benchmark, "method": method, "cluster": cluster.name, "metric": m}
                              for m in cluster.members]
         notes.append(f"{method}: " + "; ".join(f"[{c.name}] {', '.join(c.members)}" for c in clusters))
-    fig.suptitle(f"Metric x metric correlation on {benchmark} across {n_models} models", fontsize=11)
+    fig.suptitle(f"Metric x metric correlation on {benchmark} across {models}", fontsize=11)
     fig.text(0.01, 0.01, "\n".join([f"Clusters (average linkage on 1 - r, cut at mean r >= {min_correlation}):", *notes,
                                     lower_is_better_note(labels), CI_NOTE]), fontsize=6, wrap=True)
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     return fig, cluster_rows
 
 
-def benchmark_matrix_figure(table: pl.DataFrame, method: str, n_models: int):
+def benchmark_matrix_figure(table: pl.DataFrame, method: str, models: str):
     """Figures 11-12: one small benchmark x benchmark matrix per metric."""
     block = _block(table, analysis="benchmark_x_benchmark", method=method)
     metrics = sorted(block["metric"].unique().to_list())
-    title = f"Benchmark x benchmark correlation per metric ({method}, {n_models} models)"
+    title = f"Benchmark x benchmark correlation per metric ({method}, {models})"
     if not metrics:
         return _empty_page(title, "needs at least two open-ended benchmarks scored with the same metric")
     columns = min(3, len(metrics))
@@ -179,20 +182,21 @@ def benchmark_matrix_figure(table: pl.DataFrame, method: str, n_models: int):
     return fig
 
 
-def elo_figure(table: pl.DataFrame, methods: list[str], elo_path: str):
+def elo_figure(table: pl.DataFrame, methods: list[str], elo_path: str, set_name: str):
     block = table.filter(pl.col("analysis") == "mcqa_vs_elo")
     fig, axes = plt.subplots(1, len(methods), figsize=(7.5 * len(methods), 6.5), squeeze=False)
     for ax, method in zip(axes[0], methods):
         labels, r, low, high, p = _squares(_block(block, method=method))
         _heatmap(ax, r, labels, labels, f"{method.capitalize()}", low, high, p)
     n = int(block["n_models"].max() or 0) if block.height else 0
-    fig.suptitle(f"MCQA benchmarks (accuracy) vs Chatbot-Arena Elo ({n} models with an Elo)", fontsize=11)
+    fig.suptitle(f"MCQA benchmarks (accuracy) vs Chatbot-Arena Elo ({n} models of set '{set_name}' with an Elo)",
+                 fontsize=11)
     fig.text(0.01, 0.005, f"Elo from {elo_path}; Elo is not resampled (it has no samples). " + CI_NOTE, fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 0.95))
     return fig
 
 
-def rankings_figure(rankings: pl.DataFrame, benchmark: str):
+def rankings_figure(rankings: pl.DataFrame, benchmark: str, set_name: str):
     """Figure 18: each model's rank under every metric (1 = best)."""
     block = rankings.filter(pl.col("benchmark") == benchmark)
     metrics = sorted(block["metric"].unique().to_list())
@@ -211,7 +215,7 @@ def rankings_figure(rankings: pl.DataFrame, benchmark: str):
         ax.set_yticks(range(1, len(models) + 1))
     ax.legend(fontsize=7, loc="best")
     lower = [m for m in metrics if not higher_is_better(m)]
-    ax.set_title(f"Model rankings per metric on {benchmark} (1 = best; lower value ranks first for: "
+    ax.set_title(f"Model rankings per metric on {benchmark}, model set '{set_name}' (1 = best; lower value ranks first for: "
                  f"{', '.join(lower) or 'none'})", fontsize=9, wrap=True)
     fig.tight_layout()
     return fig
@@ -275,7 +279,7 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool):
 
 def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Path], plan: AnalysisPlan,
                           settings: dict) -> list[Path]:
-    """Every correlation table and figure of the paper's analyses.
+    """Every correlation table and figure of the paper's analyses, each correlation figure once per model set.
 
     inputs: summary, samples (per-sample table), resilience, consistency (optional tables), elo (optional CSV).
     outputs: pdf, figures (folder), correlations, clusters, rankings (parquet).
@@ -283,29 +287,55 @@ def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Pat
     """
     summary = pl.read_parquet(inputs["summary"])
     boot = settings.get("bootstrap", {})
-    resampled = None
+    samples = None
     if inputs.get("samples") and boot.get("resamples", 0) > 0:
-        resampled = resample_model_scores(pl.read_parquet(inputs["samples"]), boot["resamples"], boot.get("seed", 1234))
+        samples = pl.read_parquet(inputs["samples"])
     fixed = {}
     if plan.elo:
         elo = read_elo(resolve_elo_path(inputs["elo"]))
         fixed[ELO] = elo
-    scores = Scores(summary, resampled, boot.get("confidence", 0.95), fixed)
+    cache: dict[str, Scores] = {}
+
+    def scores_of(name: str) -> Scores:
+        """The scores of exactly the set's models: the correlations and their bootstrap see no other model."""
+        if name not in cache:
+            keep = pl.col("model").is_in(list(plan.model_sets[name]))
+            resampled = None
+            if samples is not None:
+                resampled = resample_model_scores(samples.filter(keep), boot["resamples"], boot.get("seed", 1234))
+            cache[name] = Scores(summary.filter(keep), resampled, boot.get("confidence", 0.95), fixed)
+        return cache[name]
+
+    def who(name: str) -> str:
+        return f"{len(scores_of(name).models)} models of set '{name}'"
+
     methods = plan.methods
-    table = all_correlations(scores, methods)
-    n_models = len(scores.models)
-    pages = [("scores", scores_figure(summary)), ("mcqa_vs_open", mcqa_vs_open_figure(table, methods, n_models))]
+    table = set_correlations(scores_of, plan.sets, methods)
+
+    def block(analysis: str, name: str) -> pl.DataFrame:
+        return table.filter((pl.col("analysis") == analysis) & (pl.col("model_set") == name))
+
+    pages = [("scores", scores_figure(summary))]
+    pages += [(f"mcqa_vs_open_{s}", mcqa_vs_open_figure(block("mcqa_vs_open", s), methods, who(s)))
+              for s in plan.sets("mcqa_vs_open")]
     cluster_rows = []
-    for benchmark in plan.open_benchmarks:
-        fig, rows = metric_matrix_figure(table, benchmark, methods, n_models, settings.get("cluster_min_correlation", 0.7))
-        pages.append((f"metric_x_metric_{benchmark}", fig))
-        cluster_rows += rows
-    pages += [(f"benchmark_x_benchmark_{method}", benchmark_matrix_figure(table, method, n_models)) for method in methods]
-    if plan.elo:
-        pages.append(("mcqa_vs_elo", elo_figure(table, methods, str(inputs["elo"]))))
-    rankings = pl.concat([rank_models(summary, b) for b in plan.open_benchmarks]) if plan.open_benchmarks \
-        else pl.DataFrame(schema=RANKING_SCHEMA)
-    pages += [(f"rankings_{b}", rankings_figure(rankings, b)) for b in plan.open_benchmarks]
+    for s in plan.sets("metric_x_metric"):
+        for benchmark in plan.open_benchmarks:
+            fig, rows = metric_matrix_figure(block("metric_x_metric", s), benchmark, methods, who(s),
+                                             settings.get("cluster_min_correlation", 0.7))
+            pages.append((f"metric_x_metric_{s}_{benchmark}", fig))
+            cluster_rows += [{"model_set": s, **row} for row in rows]
+    pages += [(f"benchmark_x_benchmark_{s}_{method}", benchmark_matrix_figure(block("benchmark_x_benchmark", s), method, who(s)))
+              for s in plan.sets("benchmark_x_benchmark") for method in methods]
+    pages += [(f"mcqa_vs_elo_{s}", elo_figure(block("mcqa_vs_elo", s), methods, str(inputs["elo"]), s))
+              for s in plan.sets("mcqa_vs_elo")]
+    rankings = [pl.DataFrame(schema=RANKINGS_SCHEMA)]
+    for s in plan.sets("rankings"):
+        for b in plan.open_benchmarks:
+            ranked = rank_models(scores_of(s).summary, b)
+            rankings.append(ranked.select(pl.lit(s, pl.String).alias("model_set"), *ranked.columns))
+            pages.append((f"rankings_{s}_{b}", rankings_figure(ranked, b, s)))
+    rankings = pl.concat(rankings)
     if plan.resilience_benchmarks:
         spread = pl.read_parquet(inputs["resilience"])
         k = settings.get("resilience", {}).get("k", 0)

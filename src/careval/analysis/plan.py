@@ -1,7 +1,14 @@
-"""Which analyses and figures a config asks for (resilience, self-consistency, Elo), checked once at start-up."""
+"""Which analyses and figures a config asks for (resilience, self-consistency, Elo, model sets), checked once at start-up."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from careval.config import with_schema_defaults
+
+# The reserved model-set name: every evaluated model (the schema's default set of every figure family).
+ALL = "all"
+# The figure families drawn once per model set (analysis.figure_sets); each is also its correlation analysis' name.
+SET_FAMILIES = ("mcqa_vs_open", "metric_x_metric", "benchmark_x_benchmark", "mcqa_vs_elo", "rankings")
 
 
 class AnalysisConfigError(ValueError):
@@ -10,20 +17,32 @@ class AnalysisConfigError(ValueError):
 
 @dataclass(frozen=True)
 class AnalysisPlan:
-    """The benchmarks each analysis runs on and the figures that follow; the rules declare exactly these outputs."""
+    """The benchmarks each analysis runs on and the figures that follow; the rules declare exactly these outputs.
+
+    model_sets: every set a figure uses -> its models (`all` resolved to the evaluated models);
+    figure_sets: figure family -> the sets it is drawn for, in config order.
+    """
 
     open_benchmarks: list[str]
     methods: list[str]
     resilience_benchmarks: list[str]
     consistency_benchmarks: list[str]
     elo: bool
+    model_sets: dict[str, tuple[str, ...]]
+    figure_sets: dict[str, tuple[str, ...]]
+
+    def sets(self, family: str) -> tuple[str, ...]:
+        if family == "mcqa_vs_elo" and not self.elo:
+            return ()
+        return self.figure_sets[family]
 
     def figure_names(self) -> list[str]:
-        names = ["scores", "mcqa_vs_open"]
-        names += [f"metric_x_metric_{b}" for b in self.open_benchmarks]
-        names += [f"benchmark_x_benchmark_{m}" for m in self.methods]
-        names += ["mcqa_vs_elo"] if self.elo else []
-        names += [f"rankings_{b}" for b in self.open_benchmarks]
+        names = ["scores"]
+        names += [f"mcqa_vs_open_{s}" for s in self.sets("mcqa_vs_open")]
+        names += [f"metric_x_metric_{s}_{b}" for s in self.sets("metric_x_metric") for b in self.open_benchmarks]
+        names += [f"benchmark_x_benchmark_{s}_{m}" for s in self.sets("benchmark_x_benchmark") for m in self.methods]
+        names += [f"mcqa_vs_elo_{s}" for s in self.sets("mcqa_vs_elo")]
+        names += [f"rankings_{s}_{b}" for s in self.sets("rankings") for b in self.open_benchmarks]
         names += [f"resilience_{b}" for b in self.resilience_benchmarks]
         names += [name for b in self.consistency_benchmarks for name in (f"consistency_{b}", f"consistency_cv_{b}")]
         return names
@@ -40,18 +59,41 @@ def _benchmarks(section: dict, key: str, open_benchmarks: list[str]) -> list[str
     return list(chosen)
 
 
+def _model_sets(analysis: dict, models: list[str]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """The sets of every figure family, each member a key of `models`; a dangling name is one line."""
+    defined = {name: tuple(members) for name, members in analysis["model_sets"].items()}
+    for name, members in defined.items():
+        unknown = [m for m in members if m not in models]
+        if unknown:
+            raise AnalysisConfigError(f"analysis.model_sets.{name}: {', '.join(unknown)} is not a key of `models` "
+                                      f"(have: {', '.join(models)})")
+    defined[ALL] = tuple(models)
+    figure_sets = {family: tuple(analysis["figure_sets"][family]) for family in SET_FAMILIES}
+    for family, names in figure_sets.items():
+        unknown = [name for name in names if name not in defined]
+        if unknown:
+            raise AnalysisConfigError(f"analysis.figure_sets.{family}: {', '.join(unknown)} is not a model set "
+                                      f"(analysis.model_sets has: {', '.join(n for n in defined if n != ALL) or 'none'}; "
+                                      f"or {ALL})")
+    used = {name for names in figure_sets.values() for name in names}
+    return {name: members for name, members in defined.items() if name in used}, figure_sets
+
+
 def analysis_plan(config: dict, open_benchmarks: list[str]) -> AnalysisPlan:
-    """The plan of a validated config (defaults filled); raise AnalysisConfigError on a dangling name."""
-    analysis = config.get("analysis", {})
-    resilience, consistency = analysis.get("resilience", {}), analysis.get("consistency", {})
+    """The plan of a config (defaults filled from the schema); raise AnalysisConfigError on a dangling name."""
+    analysis = with_schema_defaults(config.get("analysis"), "analysis")
+    resilience, consistency = analysis["resilience"], analysis["consistency"]
     rephraser = resilience.get("rephraser")
-    if rephraser is not None and rephraser not in config["models"]:
+    if isinstance(rephraser, str) and rephraser not in config["models"]:
         raise AnalysisConfigError(f"analysis.resilience.rephraser: '{rephraser}' is not a key of `models` "
                                   f"(have: {', '.join(config['models'])})")
+    model_sets, figure_sets = _model_sets(analysis, list(config["models"]))
     return AnalysisPlan(
         open_benchmarks=list(open_benchmarks),
-        methods=list(analysis.get("methods", ["pearson", "spearman"])),
+        methods=list(analysis["methods"]),
         resilience_benchmarks=_benchmarks(resilience, "resilience", open_benchmarks) if rephraser else [],
-        consistency_benchmarks=_benchmarks(consistency, "consistency", open_benchmarks) if consistency.get("r", 0) else [],
-        elo=analysis.get("elo_csv") is not None,
+        consistency_benchmarks=_benchmarks(consistency, "consistency", open_benchmarks) if consistency["r"] else [],
+        elo=analysis["elo_csv"] is not None,
+        model_sets=model_sets,
+        figure_sets=figure_sets,
     )
