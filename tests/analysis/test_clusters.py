@@ -40,3 +40,28 @@ def test_categories_follow_the_paper():
     assert [metric_category(m) for m in ("relaxed_perplexity", "word_perplexity_given_question", "bleurt", "bleu_corpus",
                                          "moverscore", "judge_score")] == [
         "relaxed perplexity", "perplexity", "semantic", "n-gram", "semantic", "llm-judge"]
+
+
+def _partition(labels, names):
+    groups = {}
+    for name, label in zip(names, labels):
+        groups.setdefault(label, set()).add(name)
+    return sorted(map(frozenset, groups.values()), key=sorted)
+
+
+def test_a_fixed_number_of_clusters_is_scipys_maxclust_cut():
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    r = _matrix()
+    # ROUGE/BLEU and BERTScore agree only moderately: the 0.7 threshold splits the paper's n-gram + semantic cluster
+    for a in ("rouge1", "bleu"):
+        r[NAMES.index(a), NAMES.index("bertscore_f1")] = r[NAMES.index("bertscore_f1"), NAMES.index(a)] = 0.5
+    assert len(cluster_metrics(NAMES, r, min_correlation=0.7)) == 4
+    clusters = cluster_metrics(NAMES, r, n_clusters=3)
+    expected = fcluster(linkage(squareform(1 - r, checks=False), method="average"), t=3, criterion="maxclust")
+    assert _partition([i for c in clusters for i in [c.name] * len(c.members)],
+                      [m for c in clusters for m in c.members]) == _partition(expected, NAMES)
+    assert {c.name: set(c.members) for c in clusters} == {
+        "n-gram + semantic": set(BLOCKS["n-gram"]), "perplexity": set(BLOCKS["perplexity"]), "llm-judge": {"judge_helpfulness"}}
+    assert len(cluster_metrics(NAMES, r, n_clusters=2)) == 2

@@ -16,8 +16,10 @@ class Cluster:
     members: tuple[str, ...]
 
 
-def cluster_metrics(names: list[str], correlation: np.ndarray, min_correlation: float = 0.7) -> list[Cluster]:
-    """Average-linkage clusters on the distance 1 - r, cut where the mean correlation falls below `min_correlation`.
+def cluster_metrics(names: list[str], correlation: np.ndarray, min_correlation: float = 0.7,
+                    n_clusters: int | None = None) -> list[Cluster]:
+    """Average-linkage clusters on the distance 1 - r, cut where the mean correlation falls below `min_correlation`,
+    or, when `n_clusters` is given, into at most that many clusters (scipy's maxclust; the paper reports three).
 
     Signed r, not |r|: perplexity falls as ROUGE rises, and the paper keeps them in separate clusters.
     An undefined coefficient (too few models, a constant metric) counts as r = 0: no evidence of agreement.
@@ -31,7 +33,10 @@ def cluster_metrics(names: list[str], correlation: np.ndarray, min_correlation: 
     distance = 1.0 - (r + r.T) / 2
     np.fill_diagonal(distance, 0.0)
     tree = linkage(squareform(np.clip(distance, 0.0, 2.0), checks=False), method="average")
-    labels = fcluster(tree, t=1.0 - min_correlation, criterion="distance")
+    if n_clusters is not None:
+        labels = fcluster(tree, t=n_clusters, criterion="maxclust")
+    else:
+        labels = fcluster(tree, t=1.0 - min_correlation, criterion="distance")
     groups: dict[int, list[str]] = {}
     for name, label in zip(names, labels):
         groups.setdefault(label, []).append(name)

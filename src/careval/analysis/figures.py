@@ -138,7 +138,7 @@ def mcqa_vs_open_figure(table: pl.DataFrame, methods: list[str], models: str):
 
 
 def metric_matrix_figure(table: pl.DataFrame, benchmark: str, methods: list[str], models: str,
-                         min_correlation: float) -> tuple[object, list[dict]]:
+                         min_correlation: float, n_clusters: int | None = None) -> tuple[object, list[dict]]:
     """Figure 10: metric x metric on one benchmark, ordered and annotated by the clusters found."""
     fig, axes = plt.subplots(1, len(methods), figsize=(8.5 * len(methods), 8), squeeze=False)
     cluster_rows = []
@@ -146,7 +146,7 @@ def metric_matrix_figure(table: pl.DataFrame, benchmark: str, methods: list[str]
     for ax, method in zip(axes[0], methods):
         block = _block(table, analysis="metric_x_metric", benchmark=benchmark, method=method)
         labels, r, *_ = _squares(block)
-        clusters = cluster_metrics(labels, r, min_correlation)
+        clusters = cluster_metrics(labels, r, min_correlation, n_clusters)
         order = [m for cluster in clusters for m in cluster.members]
         labels, r, low, high, p = _squares(block, order)
         _heatmap(ax, r, labels, labels, f"{method.capitalize()} (metric vs metric, ordered by cluster)", low, high, p)
@@ -155,7 +155,9 @@ def metric_matrix_figure(table: pl.DataFrame, benchmark: str, methods: list[str]
                              for m in cluster.members]
         notes.append(f"{method}: " + "; ".join(f"[{c.name}] {', '.join(c.members)}" for c in clusters))
     fig.suptitle(f"Metric x metric correlation on {benchmark} across {models}", fontsize=11)
-    fig.text(0.01, 0.01, "\n".join([f"Clusters (average linkage on 1 - r, cut at mean r >= {min_correlation}):", *notes,
+    cut = f"cut into at most {n_clusters} clusters" if n_clusters else f"cut at mean r >= {min_correlation}"
+    fig.text(0.01, 0.01, "\n".join([f"Clusters (average linkage on 1 - r, {cut}; named by their members' categories):",
+                                    *notes,
                                     lower_is_better_note(labels), CI_NOTE]), fontsize=6, wrap=True)
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     return fig, cluster_rows
@@ -322,7 +324,7 @@ def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Pat
     for s in plan.sets("metric_x_metric"):
         for benchmark in plan.open_benchmarks:
             fig, rows = metric_matrix_figure(block("metric_x_metric", s), benchmark, methods, who(s),
-                                             settings.get("cluster_min_correlation", 0.7))
+                                             settings.get("cluster_min_correlation", 0.7), settings.get("clusters"))
             pages.append((f"metric_x_metric_{s}_{benchmark}", fig))
             cluster_rows += [{"model_set": s, **row} for row in rows]
     pages += [(f"benchmark_x_benchmark_{s}_{method}", benchmark_matrix_figure(block("benchmark_x_benchmark", s), method, who(s)))
