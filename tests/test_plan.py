@@ -123,3 +123,18 @@ def test_a_prompt_override_without_its_placeholder_is_a_config_error(demo_raw):
     demo_raw["benchmarks"]["demo_open_qa"] = {"prompt": "Answer the question."}
     with pytest.raises(ConfigError, match=r"^benchmarks.demo_open_qa.prompt: no \{question\} placeholder"):
         build_plan(demo_raw)
+
+
+def test_paper_sets_are_appendix_bs_and_figure_17_needs_relaxed_perplexity(paper_raw, demo_raw):
+    plan = build_plan(paper_raw)
+    sets = plan.analysis.model_sets
+    assert (len(sets["small"]), len(sets["medium"]), len(sets["b2"])) == (9, 8, 11)
+    assert plan.analysis.figure_sets["metric_x_metric"] == ("b2",)
+    assert "relaxed_perplexity_vs_all_b2" in plan.analysis.figure_names()
+    demo_raw["analysis"]["relaxed_perplexity_anchor"] = "demo_note"  # Relaxed Perplexity runs on demo_open_qa only
+    with pytest.raises(ConfigError, match="^analysis.relaxed_perplexity_anchor: 'demo_note' is not scored with Relaxed"):
+        build_plan(demo_raw)
+    demo_raw["analysis"]["relaxed_perplexity_anchor"] = None
+    demo_raw["analysis"]["model_sets"]["demo"].append("gpt-5")
+    with pytest.raises(ConfigError, match=r"^analysis.model_sets.demo: gpt-5 is not a key of `models`"):
+        build_plan(demo_raw)

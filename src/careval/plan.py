@@ -136,6 +136,10 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
 
     plan = Plan(config=config, models=models, benchmarks=benchmarks, limits=limits, skipped_families=skipped,
                 family_benchmarks=family_benchmarks, analysis=analysis, elo_warning=elo_warning)
+    anchor = analysis.relaxed_perplexity_anchor
+    if anchor is not None and "relaxed_perplexity" not in plan.families(anchor):
+        raise ConfigError(f"analysis.relaxed_perplexity_anchor: '{anchor}' is not scored with Relaxed Perplexity "
+                          f"under this config (see metrics.relaxed_perplexity.benchmarks and metrics.skip)")
     judged = any("judge" in plan.families(b) for b in open_benchmarks) and bool(models)
     judge = _judge(config, models, spec_of) if judged else None
     rephraser = _rephraser(config, models, spec_of) if analysis.resilience_benchmarks else None

@@ -99,3 +99,26 @@ def test_agreement_orients_r_by_each_metric_direction():
     assert got["word_perplexity"] == pytest.approx((-1.0, 1.0))
     assert got["relaxed_cross_entropy"] == pytest.approx((-1.0, 1.0))
     assert got["rouge1"] == pytest.approx((-1.0, -1.0))
+
+
+def test_figure_17_is_scipys_correlation_of_the_anchor_with_every_other_score():
+    from scipy import stats
+
+    from careval.analysis.correlations import relaxed_perplexity_vs_all
+
+    models = ["m1", "m2", "m3", "m4", "m5"]
+    table = {("olaph", "relaxed_perplexity"): [12.8, 11.2, 15.0, 9.5, 13.3],
+             ("olaph", "rouge1"): [0.21, 0.25, 0.18, 0.30, 0.19],
+             ("medtext", "relaxed_perplexity"): [2.1, 2.6, 3.9, 2.0, 2.2],
+             ("medtext", "bertscore_f1"): [0.80, 0.84, 0.79, 0.86, 0.81],
+             (MCQA_AVERAGE, "acc"): [0.55, 0.61, 0.48, 0.70, 0.52]}
+    rows = [{"model": m, "benchmark": b, "task": "mcqa" if b == MCQA_AVERAGE else "open", "metric": k, "value": v[i],
+             "n": 5, "n_failed": 0} for (b, k), v in table.items() for i, m in enumerate(models)]
+    got = relaxed_perplexity_vs_all(pl.DataFrame(rows, schema=SUMMARY_SCHEMA), ["pearson", "spearman"], "olaph")
+    anchor = table[("olaph", "relaxed_perplexity")]
+    assert got.height == 2 * (len(table) - 1)  # every other benchmark x metric, not the anchor itself
+    assert set(got["x"]) == {"olaph_relaxed_perplexity"}
+    for row in got.iter_rows(named=True):
+        other = table[(row["benchmark"], row["y"])]
+        expected = (stats.pearsonr if row["method"] == "pearson" else stats.spearmanr)(anchor, other)
+        assert (row["r"], row["p_value"]) == pytest.approx((expected.statistic, expected.pvalue)), row

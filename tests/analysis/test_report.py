@@ -14,7 +14,7 @@ MODELS = ["m1", "m2", "m3", "m4"]
 def _tables(tmp_path):
     rng = np.random.default_rng(1)
     samples, summary = [], []
-    for benchmark, task, metrics in (("mc", "mcqa", ["acc"]), ("qa", "open", ["rouge1", "bleu", "word_perplexity"]),
+    for benchmark, task, metrics in (("mc", "mcqa", ["acc"]), ("qa", "open", ["rouge1", "bleu", "word_perplexity", "relaxed_perplexity"]),
                                      ("note", "open", ["rouge1", "bleu"])):
         for metric in metrics:
             for i, model in enumerate(MODELS):
@@ -41,7 +41,7 @@ def _tables(tmp_path):
 def _plan(resilience, consistency, sets=None):
     sets = sets or {"all": tuple(MODELS)}
     return AnalysisPlan(["note", "qa"], ["pearson", "spearman"], resilience, consistency, elo=True, model_sets=sets,
-                        figure_sets={family: tuple(sets) for family in SET_FAMILIES})
+                        figure_sets={family: tuple(sets) for family in SET_FAMILIES}, relaxed_perplexity_anchor="qa")
 
 
 def _outputs(tmp_path):
@@ -60,7 +60,8 @@ def test_every_planned_figure_is_written_with_intervals(tmp_path):
     assert sorted(p.stem for p in outputs["figures"].glob("*.png")) == sorted(plan.figure_names())
     assert len(PdfReader(outputs["pdf"]).pages) == len(plan.figure_names())
     table = pl.read_parquet(outputs["correlations"])
-    assert set(table["analysis"]) == {"mcqa_vs_open", "metric_x_metric", "benchmark_x_benchmark", "mcqa_vs_elo"}
+    assert set(table["analysis"]) == {"mcqa_vs_open", "metric_x_metric", "benchmark_x_benchmark", "mcqa_vs_elo",
+                                      "relaxed_perplexity_vs_all"}
     defined = table.filter(pl.col("r").is_not_nan() & (pl.col("x") != pl.col("y")))
     assert defined.height and defined["ci_low"].is_not_nan().all()
     assert (defined["ci_low"] <= defined["ci_high"]).all()
@@ -88,7 +89,7 @@ def test_a_figure_over_a_model_set_uses_exactly_its_models(tmp_path):
     write_analysis_report(inputs, outputs, plan, {"bootstrap": {"resamples": 20, "seed": 3}})
     stems = {p.stem for p in outputs["figures"].glob("*.png")}
     assert {"mcqa_vs_open_trio", "metric_x_metric_trio_qa", "benchmark_x_benchmark_trio_pearson", "mcqa_vs_elo_trio",
-            "rankings_trio_qa"} <= stems
+            "rankings_trio_qa", "relaxed_perplexity_vs_all_trio"} <= stems
     summary = pl.read_parquet(inputs["summary"])
     value = {(m, b, k): v for m, b, k, v in summary.select("model", "benchmark", "metric", "value").iter_rows()}
     table = pl.read_parquet(outputs["correlations"])
@@ -119,3 +120,11 @@ def test_plan_checks_model_sets_and_figure_sets():
     config["analysis"] = {"figure_sets": {"mcqa_vs_open": ["medium"]}}
     with pytest.raises(AnalysisConfigError, match=r"^analysis.figure_sets.mcqa_vs_open: medium is not a model set"):
         analysis_plan(config, ["qa"])
+
+
+def test_figure_17_needs_a_relaxed_perplexity_benchmark():
+    config = {"models": {"a": {}}, "analysis": {"relaxed_perplexity_anchor": "olaph"}}
+    with pytest.raises(AnalysisConfigError, match="^analysis.relaxed_perplexity_anchor: 'olaph' is not an open-ended"):
+        analysis_plan(config, ["qa"])
+    config["analysis"]["relaxed_perplexity_anchor"] = "qa"
+    assert analysis_plan(config, ["qa"]).figure_names()[-1] == "relaxed_perplexity_vs_all_all"

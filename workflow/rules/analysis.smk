@@ -12,6 +12,7 @@ FIGURE_CAPTIONS = {
     "benchmark_x_benchmark": ("benchmark_x_benchmark.rst", "2. Correlations"),
     "mcqa_vs_elo": ("mcqa_vs_elo.rst", "2. Correlations"),
     "rankings": ("rankings.rst", "3. Rankings"),
+    "relaxed_perplexity_vs_all": ("relaxed_perplexity_vs_all.rst", "2. Correlations"),
     "resilience": ("resilience.rst", "4. Resilience to rephrasing"),
     "consistency": ("consistency.rst", "5. Self-consistency"),
     "consistency_cv": ("consistency_cv.rst", "5. Self-consistency"),

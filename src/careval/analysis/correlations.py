@@ -159,19 +159,42 @@ def metric_matrix(summary, benchmark: str, method: str) -> tuple[list[str], np.n
     return names, r, p
 
 
+RELAXED_PERPLEXITY = "relaxed_perplexity"
+
+
+def relaxed_perplexity_vs_all(summary, methods: list[str], anchor: str) -> pl.DataFrame:
+    """Figure 17: Relaxed Perplexity on the `anchor` benchmark (the paper: OLAPH) against every other benchmark x
+    metric of the summary (MCQA, its weighted average, and the anchor's own other metrics included)."""
+    scores = _as_scores(summary)
+    x = (anchor, RELAXED_PERPLEXITY)
+    rows = []
+    for benchmark in sorted(scores.summary["benchmark"].unique().to_list()):
+        for metric in _metrics_of(scores.summary, benchmark):
+            if (benchmark, metric) == x:
+                continue
+            for method in methods:
+                rows.append(scores.pair("relaxed_perplexity_vs_all", x, (benchmark, metric), method,
+                                        f"{anchor}_{RELAXED_PERPLEXITY}", metric, benchmark=benchmark))
+    return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
+
+
 # The correlation analyses drawn per model set (the figure families of analysis.figure_sets).
 SET_ANALYSES = {"mcqa_vs_open": mcqa_vs_open, "metric_x_metric": metric_matrices,
                 "benchmark_x_benchmark": benchmark_matrices, "mcqa_vs_elo": elo_matrix}
 SET_CORRELATION_SCHEMA = {"model_set": pl.String, **CORRELATION_SCHEMA}
 
 
-def set_correlations(scores_of, sets_of, methods: list[str]) -> pl.DataFrame:
+def set_correlations(scores_of, sets_of, methods: list[str], anchor: str | None = None) -> pl.DataFrame:
     """Every analysis over each of its model sets in one long table (results/summary/correlations.parquet).
 
-    scores_of(set name) -> Scores over exactly that set's models; sets_of(analysis) -> its set names.
+    scores_of(set name) -> Scores over exactly that set's models; sets_of(analysis) -> its set names;
+    anchor: the benchmark of figure 17's Relaxed Perplexity (None: no figure 17).
     """
     parts = [pl.DataFrame(schema=SET_CORRELATION_SCHEMA)]
-    for analysis, function in SET_ANALYSES.items():
+    analyses = dict(SET_ANALYSES)
+    if anchor is not None:
+        analyses["relaxed_perplexity_vs_all"] = lambda scores, methods: relaxed_perplexity_vs_all(scores, methods, anchor)
+    for analysis, function in analyses.items():
         for name in sets_of(analysis):
             table = function(scores_of(name), methods)
             parts.append(table.select(pl.lit(name, pl.String).alias("model_set"), *table.columns))

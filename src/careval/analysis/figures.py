@@ -114,13 +114,12 @@ def scores_figure(summary: pl.DataFrame):
     return fig
 
 
-def mcqa_vs_open_figure(table: pl.DataFrame, methods: list[str], models: str):
-    """Figure 1 over one model set; `models` says which ("9 models of set 'small'")."""
-    block = table.filter(pl.col("analysis") == "mcqa_vs_open")
+def _grid_figure(block: pl.DataFrame, methods: list[str], title: str, note: str, empty: str):
+    """One benchmark x metric heatmap per method: the coefficient of one fixed score against each of them."""
     benchmarks = sorted(block["benchmark"].unique().to_list())
     metrics = sorted(block["y"].unique().to_list())
     if not benchmarks:
-        return _empty_page(f"MCQA weighted-average accuracy vs other tasks ({models})", "no non-MCQA benchmark in the config")
+        return _empty_page(title, empty)
     fig, axes = plt.subplots(len(methods), 1, figsize=(12, 2.6 + 1.9 * len(benchmarks) * len(methods)), squeeze=False)
     for ax, method in zip(axes[:, 0], methods):
         grids = {c: np.full((len(benchmarks), len(metrics)), np.nan) for c in ("r", "ci_low", "ci_high", "p_value")}
@@ -130,11 +129,26 @@ def mcqa_vs_open_figure(table: pl.DataFrame, methods: list[str], models: str):
                 grid[benchmarks.index(row["benchmark"]), metrics.index(row["y"])] = np.nan if value is None else value
         _heatmap(ax, grids["r"], benchmarks, metrics, f"{method.capitalize()} correlation (x: metric, y: benchmark)",
                  grids["ci_low"], grids["ci_high"], grids["p_value"])
-    fig.suptitle(f"MCQA weighted-average accuracy vs open-ended benchmark x metric (and any other non-MCQA task; "
-                 f"{models})", fontsize=11)
-    fig.text(0.01, 0.005, lower_is_better_note(metrics) + " " + CI_NOTE, fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0.02, 1, 0.96))
+    fig.suptitle(title, fontsize=11)
+    fig.text(0.01, 0.005, note + " " + lower_is_better_note(metrics) + " " + CI_NOTE, fontsize=7, wrap=True)
+    fig.tight_layout(rect=(0, 0.03, 1, 0.96))
     return fig
+
+
+def mcqa_vs_open_figure(table: pl.DataFrame, methods: list[str], models: str):
+    """Figure 1 over one model set; `models` says which ("9 models of set 'small'")."""
+    block = table.filter(pl.col("analysis") == "mcqa_vs_open")
+    return _grid_figure(block, methods, f"MCQA weighted-average accuracy vs open-ended benchmark x metric (and any other "
+                        f"non-MCQA task; {models})", "", "no non-MCQA benchmark in the config")
+
+
+def relaxed_perplexity_figure(table: pl.DataFrame, methods: list[str], models: str, anchor: str):
+    """Figure 17: Relaxed Perplexity on the anchor benchmark against every other benchmark x metric."""
+    block = table.filter(pl.col("analysis") == "relaxed_perplexity_vs_all")
+    return _grid_figure(block, methods, f"{anchor} Relaxed Perplexity vs every other benchmark x metric ({models})",
+                        f"Relaxed Perplexity (lower is better) of {anchor}, scored against the target named in the "
+                        "README (OLAPH: the Must_have statements; other benchmarks: the full reference).",
+                        f"no Relaxed Perplexity on {anchor}")
 
 
 def metric_matrix_figure(table: pl.DataFrame, benchmark: str, methods: list[str], models: str,
@@ -312,7 +326,8 @@ def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Pat
         return f"{len(scores_of(name).models)} models of set '{name}'"
 
     methods = plan.methods
-    table = set_correlations(scores_of, plan.sets, methods)
+    anchor = plan.relaxed_perplexity_anchor
+    table = set_correlations(scores_of, plan.sets, methods, anchor)
 
     def block(analysis: str, name: str) -> pl.DataFrame:
         return table.filter((pl.col("analysis") == analysis) & (pl.col("model_set") == name))
@@ -338,6 +353,9 @@ def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Pat
             rankings.append(ranked.select(pl.lit(s, pl.String).alias("model_set"), *ranked.columns))
             pages.append((f"rankings_{s}_{b}", rankings_figure(ranked, b, s)))
     rankings = pl.concat(rankings)
+    pages += [(f"relaxed_perplexity_vs_all_{s}", relaxed_perplexity_figure(block("relaxed_perplexity_vs_all", s), methods,
+                                                                           who(s), anchor))
+              for s in plan.sets("relaxed_perplexity_vs_all")]
     if plan.resilience_benchmarks:
         spread = pl.read_parquet(inputs["resilience"])
         k = settings.get("resilience", {}).get("k", 0)

@@ -8,7 +8,8 @@ from careval.config import with_schema_defaults
 # The reserved model-set name: every evaluated model (the schema's default set of every figure family).
 ALL = "all"
 # The figure families drawn once per model set (analysis.figure_sets); each is also its correlation analysis' name.
-SET_FAMILIES = ("mcqa_vs_open", "metric_x_metric", "benchmark_x_benchmark", "mcqa_vs_elo", "rankings")
+SET_FAMILIES = ("mcqa_vs_open", "metric_x_metric", "benchmark_x_benchmark", "mcqa_vs_elo", "rankings",
+                "relaxed_perplexity_vs_all")
 
 
 class AnalysisConfigError(ValueError):
@@ -30,9 +31,12 @@ class AnalysisPlan:
     elo: bool
     model_sets: dict[str, tuple[str, ...]]
     figure_sets: dict[str, tuple[str, ...]]
+    # figure 17: the benchmark whose Relaxed Perplexity is correlated with everything else (None: not drawn)
+    relaxed_perplexity_anchor: str | None = None
 
     def sets(self, family: str) -> tuple[str, ...]:
-        if family == "mcqa_vs_elo" and not self.elo:
+        if (family == "mcqa_vs_elo" and not self.elo) or (family == "relaxed_perplexity_vs_all"
+                                                          and self.relaxed_perplexity_anchor is None):
             return ()
         return self.figure_sets[family]
 
@@ -43,6 +47,7 @@ class AnalysisPlan:
         names += [f"benchmark_x_benchmark_{s}_{m}" for s in self.sets("benchmark_x_benchmark") for m in self.methods]
         names += [f"mcqa_vs_elo_{s}" for s in self.sets("mcqa_vs_elo")]
         names += [f"rankings_{s}_{b}" for s in self.sets("rankings") for b in self.open_benchmarks]
+        names += [f"relaxed_perplexity_vs_all_{s}" for s in self.sets("relaxed_perplexity_vs_all")]
         names += [f"resilience_{b}" for b in self.resilience_benchmarks]
         names += [name for b in self.consistency_benchmarks for name in (f"consistency_{b}", f"consistency_cv_{b}")]
         return names
@@ -88,6 +93,10 @@ def analysis_plan(config: dict, open_benchmarks: list[str]) -> AnalysisPlan:
         raise AnalysisConfigError(f"analysis.resilience.rephraser: '{rephraser}' is not a key of `models` "
                                   f"(have: {', '.join(config['models'])})")
     model_sets, figure_sets = _model_sets(analysis, list(config["models"]))
+    anchor = analysis["relaxed_perplexity_anchor"]
+    if anchor is not None and anchor not in open_benchmarks:
+        raise AnalysisConfigError(f"analysis.relaxed_perplexity_anchor: '{anchor}' is not an open-ended benchmark of "
+                                  f"this config (open-ended: {', '.join(open_benchmarks) or 'none'})")
     return AnalysisPlan(
         open_benchmarks=list(open_benchmarks),
         methods=list(analysis["methods"]),
@@ -96,4 +105,5 @@ def analysis_plan(config: dict, open_benchmarks: list[str]) -> AnalysisPlan:
         elo=analysis["elo_csv"] is not None,
         model_sets=model_sets,
         figure_sets=figure_sets,
+        relaxed_perplexity_anchor=anchor,
     )
