@@ -138,3 +138,14 @@ def test_paper_sets_are_appendix_bs_and_figure_17_needs_relaxed_perplexity(paper
     demo_raw["analysis"]["model_sets"]["demo"].append("gpt-5")
     with pytest.raises(ConfigError, match=r"^analysis.model_sets.demo: gpt-5 is not a key of `models`"):
         build_plan(demo_raw)
+
+
+def test_paper_resilience_is_six_rephrasings_by_an_inline_qwen_on_mediqa(paper_raw):
+    plan = build_plan(paper_raw)
+    assert (plan.rephraser.name, plan.rephraser.path) == ("Qwen2.5-72B-Instruct", "Qwen/Qwen2.5-72B-Instruct")
+    assert plan.rephraser.gpus == paper_raw["model_sizes"]["medium"]["gpus"]
+    assert "Qwen2.5-72B-Instruct" not in plan.models and "Qwen2.5-72B-Instruct" in plan.entries
+    assert plan.analysis.resilience_benchmarks == ["mediqa2019"] and plan.config["analysis"]["resilience"]["k"] == 6
+    paper_raw["analysis"]["resilience"]["rephraser"] = {"source": "pypi:x==1"}
+    with pytest.raises(ConfigError, match="analysis.resilience.rephraser"):
+        build_plan(paper_raw)
