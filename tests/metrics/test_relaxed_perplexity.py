@@ -327,3 +327,33 @@ def test_demo_model_job_agrees_with_the_reference_scorer(repo_root):
                                       continuations=fast.continuations, **options)
     assert fast.log_terms == pytest.approx(reference.log_terms, abs=1e-4)
     assert targets["relaxed_perplexity"][0] == pytest.approx(fast.perplexity, rel=1e-9)
+
+
+def test_olaph_nice_to_have_is_a_second_target_set_on_a_real_row(tmp_path, shared_data_dir):
+    """A real MedLFQA row, normalised as the pipeline does: Must_have and Nice_to_have values per sample, each the
+    mean over its statements of the reference scorer's values."""
+    from careval.backends.tokenization import generation_tokens
+    from careval.datasets import get_benchmark
+    from careval.datasets.normalise import build_benchmark
+
+    entry = get_benchmark("olaph_kqa_golden", {"path": str(shared_data_dir / "medlfqa_kqa_golden" / "sample.jsonl")})
+    samples = build_benchmark(entry, tmp_path / "o.parquet").head(1)
+    meta = json.loads(samples["meta"][0])
+    assert meta["nice_to_have"]  # the row has Nice_to_have statements
+    backend = tiny_backend(max_length=512)
+    per_target = rp.relaxed_perplexity_targets(backend, samples, "{question}", OPTIONS)
+    assert per_target.filter(pl.col("target_set") == "nice_to_have")["target"].to_list() == [
+        t.strip() for t in meta["nice_to_have"]]
+    scores = {r["metric"]: r["value"] for r in rp.scores_from_targets(per_target).iter_rows(named=True)}
+    assert set(scores) == {"relaxed_perplexity", "relaxed_cross_entropy", "relaxed_perplexity_nice_to_have",
+                           "relaxed_cross_entropy_nice_to_have"}
+
+    q, _ = generation_tokens(backend.tokenizer, backend.format(samples["question"][0]), add_bos=False,
+                             max_prompt_tokens=512)
+    for name, statements in (("", meta["must_have"]), ("_nice_to_have", meta["nice_to_have"])):
+        direct = [rp.relaxed_perplexity(backend.model, q, backend.tokenizer.encode(" " + s.strip(), add_special_tokens=False),
+                                        implementation="reference", **OPTIONS) for s in statements]
+        assert scores[f"relaxed_perplexity{name}"] == pytest.approx(sum(r.perplexity for r in direct) / len(direct),
+                                                                    rel=1e-6)
+        assert scores[f"relaxed_cross_entropy{name}"] == pytest.approx(
+            sum(r.cross_entropy for r in direct) / len(direct), rel=1e-6)

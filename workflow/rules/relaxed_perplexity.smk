@@ -9,6 +9,8 @@ rule relaxed_perplexity:
         model=model_folder,
     output:
         f"{RESULTS}/scores/{{model}}/{{benchmark}}/relaxed_perplexity.parquet",
+        # every target's value (OLAPH: each Must_have and Nice_to_have statement), beside the per-sample scores
+        targets=f"{RESULTS}/relaxed_perplexity_targets/{{model}}/{{benchmark}}.parquet",
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
     params:

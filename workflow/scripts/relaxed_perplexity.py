@@ -13,4 +13,5 @@ with job_log(snakemake.log[0]):
         get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides).prompt,
         ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
         snakemake.params.options,
+        targets_path=Path(snakemake.output.targets),
     )

@@ -30,9 +30,12 @@ Choices where the paper is terse (all documented here, all exercised by the test
   of running text (``" " + target``, no special tokens); the question ids are the
   generation prompt's (see :func:`score_relaxed_perplexity`).
 * Targets (as the paper: OLAPH/MedLFQA Must_have statements, CareQA-Open answers, MedText):
-  a sample's meta ``must_have`` list when present, else ``[reference]``. The per-sample
-  value is the mean over its targets of the perplexity and of the cross-entropy (each
-  averaged separately); per-target values: :func:`relaxed_perplexity_targets`.
+  a sample's meta ``must_have`` list when present, else ``[reference]`` (the raw full
+  reference: CareQA-Open and MedText have no statements). The per-sample value is the mean
+  over its targets of the perplexity and of the cross-entropy (each averaged separately).
+  OLAPH's ``nice_to_have`` statements, where the sample has them, are a second target set
+  scored in the same pass (appendix D, table 6 reports both): metrics ``*_nice_to_have``.
+  Per-target values: :func:`relaxed_perplexity_targets` (kept in a file by the job).
 
 Two scorers give the same numbers (tests check 1e-5 in float32): ``implementation="reference"``
 (one forward pass per prefix) and ``"fast"`` (a batched pass over the cached prefix; see
@@ -59,6 +62,8 @@ DEFAULTS: dict[str, Any] = {"l": 5, "s": 10, "stride": 8, "top_p": 0.9, "max_tok
                             "skewed": True, "seed": 1234}
 IMPLEMENTATIONS = ("fast", "reference")
 METRICS = ("relaxed_perplexity", "relaxed_cross_entropy")
+# The second target set (OLAPH's Nice_to_have statements): its metrics carry this suffix.
+NICE_TO_HAVE = "nice_to_have"
 
 
 @dataclass(frozen=True)
@@ -321,22 +326,41 @@ def relaxed_perplexities_vllm(
 # ---------------------------------------------------------------------------------------
 # a benchmark job
 # ---------------------------------------------------------------------------------------
-TARGET_SCHEMA = {"id": pl.String, "target_index": pl.Int64, "target": pl.String, "relaxed_cross_entropy": pl.Float64,
-                 "relaxed_perplexity": pl.Float64, "status": pl.String}
+TARGET_SCHEMA = {"id": pl.String, "target_set": pl.String, "target_index": pl.Int64, "target": pl.String,
+                 "relaxed_cross_entropy": pl.Float64, "relaxed_perplexity": pl.Float64, "status": pl.String}
 
 
-def sample_targets(sample: dict) -> list[str]:
-    """The statements a sample is scored against: meta["must_have"] when present (OLAPH/MedLFQA), else [reference]."""
+def _meta(sample: dict) -> dict:
     meta = sample.get("meta")
     try:
         parsed = json.loads(meta) if isinstance(meta, str) and meta else (meta or {})
     except json.JSONDecodeError:
         parsed = {}
-    must_have = parsed.get("must_have") if isinstance(parsed, dict) else None
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def sample_targets(sample: dict) -> list[str]:
+    """The statements a sample is scored against: meta["must_have"] when present (OLAPH/MedLFQA), else [reference]."""
+    must_have = _meta(sample).get("must_have")
     if isinstance(must_have, list) and must_have:
         return [str(x) for x in must_have]
     reference = sample.get("reference")
     return [reference] if isinstance(reference, str) else []
+
+
+def sample_target_sets(sample: dict) -> dict[str, list[str]]:
+    """Every target set of a sample: "must_have" (or "reference", see sample_targets), and "nice_to_have" when the
+    sample's meta has that list (OLAPH; an empty list is kept, so the sample is counted as empty_target there)."""
+    has_must = isinstance(_meta(sample).get("must_have"), list) and bool(_meta(sample)["must_have"])
+    sets = {"must_have" if has_must else "reference": sample_targets(sample)}
+    nice = _meta(sample).get(NICE_TO_HAVE)
+    if has_must and isinstance(nice, list):
+        sets[NICE_TO_HAVE] = [str(x) for x in nice]
+    return sets
+
+
+def metric_name(metric: str, target_set: str) -> str:
+    return f"{metric}_{NICE_TO_HAVE}" if target_set == NICE_TO_HAVE else metric
 
 
 def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_template: str,
@@ -365,7 +389,10 @@ def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_templ
     rows: list[dict] = []
     prompts = generation_prompts(samples, prompt_template)
     for sample, prompt in zip(samples.iter_rows(named=True), prompts):
-        texts = [t.strip() for t in sample_targets(sample)]
+        # every target set of the sample in one pass: the continuations are sampled once
+        labelled = [(name, i, t.strip()) for name, texts in sample_target_sets(sample).items()
+                    for i, t in enumerate(texts)]
+        texts = [t for _, _, t in labelled]
         encoded = [list(tokenizer.encode(" " + t, add_special_tokens=False)) if t else [] for t in texts]
         statuses = ["ok" if ids else "empty_target" for ids in encoded]
         longest = max((len(ids) for ids in encoded), default=0)
@@ -386,14 +413,16 @@ def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_templ
                 values[i] = result
                 if not (math.isfinite(result.cross_entropy) and math.isfinite(result.perplexity)):
                     statuses[i] = "non_finite"
-        for i, text in enumerate(texts):
+        for i, (target_set, index, text) in enumerate(labelled):
             result = values.get(i)
             good = statuses[i] == "ok"
-            rows.append({"id": sample["id"], "target_index": i, "target": text, "status": statuses[i],
+            rows.append({"id": sample["id"], "target_set": target_set, "target_index": index, "target": text,
+                         "status": statuses[i],
                          "relaxed_cross_entropy": result.cross_entropy if good else math.nan,
                          "relaxed_perplexity": result.perplexity if good else math.nan})
-        if not texts:
-            rows.append({"id": sample["id"], "target_index": None, "target": None, "status": "empty_target",
+        for target_set in {name for name, texts in sample_target_sets(sample).items() if not texts}:
+            rows.append({"id": sample["id"], "target_set": target_set, "target_index": None, "target": None,
+                         "status": "empty_target",
                          "relaxed_cross_entropy": math.nan, "relaxed_perplexity": math.nan})
     return pl.DataFrame(rows, schema=TARGET_SCHEMA)
 
@@ -401,16 +430,20 @@ def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_templ
 def score_relaxed_perplexity(backend: Any, samples: pl.DataFrame, prompt_template: str,
                              options: dict | None = None) -> pl.DataFrame:
     """Per-sample rows in careval's score layout: the mean over the sample's targets of the
-    relaxed perplexity and of the relaxed cross-entropy (targets: see :func:`sample_targets`).
+    relaxed perplexity and of the relaxed cross-entropy, per target set (:func:`sample_target_sets`).
 
     A sample none of whose targets could be scored, or any of whose targets gave a
     non-finite value, gets NaN and the (first) failing status, so it is counted, not averaged.
     """
+    return scores_from_targets(relaxed_perplexity_targets(backend, samples, prompt_template, options))
+
+
+def scores_from_targets(per_target: pl.DataFrame) -> pl.DataFrame:
+    """The score rows of per-target values: one value per sample and target set (see score_relaxed_perplexity)."""
     from careval.scoring import SCORE_SCHEMA
 
-    per_target = relaxed_perplexity_targets(backend, samples, prompt_template, options)
     rows = []
-    for (sample_id,), group in per_target.group_by("id", maintain_order=True):
+    for (sample_id, target_set), group in per_target.group_by("id", "target_set", maintain_order=True):
         statuses = group["status"].to_list()
         ok = [s == "ok" for s in statuses]
         bad = [s for s in statuses if s not in ("ok", "empty_target")]
@@ -421,22 +454,27 @@ def score_relaxed_perplexity(backend: Any, samples: pl.DataFrame, prompt_templat
         for metric in METRICS:
             values = [v for v, good in zip(group[metric].to_list(), ok) if good]
             value = sum(values) / len(values) if status == "ok" else math.nan
-            rows.append({"id": sample_id, "metric": metric, "value": float(value), "status": status,
+            rows.append({"id": sample_id, "metric": metric_name(metric, target_set), "value": float(value), "status": status,
                          "level": "sample", "weight": 1.0})
     return pl.DataFrame(rows, schema=SCORE_SCHEMA)
 
 
 def run_relaxed_perplexity(samples_path: Path, output_path: Path, prompt_template: str, spec: dict,
-                           options: dict | None = None) -> None:
-    """One model x benchmark job: load the model once, score every sample, write the score rows."""
+                           options: dict | None = None, targets_path: Path | None = None) -> None:
+    """One model x benchmark job: load the model once, score every sample, write the score rows (and, with
+    `targets_path`, the value of every target: relaxed_perplexity_targets)."""
     from careval.backends import load_backend
 
     samples = pl.read_parquet(samples_path)
     backend = load_backend(spec)
     start = time.perf_counter()
-    scores = score_relaxed_perplexity(backend, samples, prompt_template, options)
+    per_target = relaxed_perplexity_targets(backend, samples, prompt_template, options)
+    scores = scores_from_targets(per_target)
     counts = scores.filter(pl.col("metric") == METRICS[0])["status"].value_counts(sort=True)
     print(f"relaxed perplexity of {spec['name']} on {scores['id'].n_unique()} samples in "
           f"{time.perf_counter() - start:.1f}s; statuses: {dict(zip(*counts.to_dict(as_series=False).values()))}")
     output_path.parent.mkdir(parents=True, exist_ok=True)
     scores.write_parquet(output_path)
+    if targets_path is not None:
+        targets_path.parent.mkdir(parents=True, exist_ok=True)
+        per_target.write_parquet(targets_path)
