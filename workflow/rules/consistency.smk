@@ -49,6 +49,12 @@ rule consistency:
             f"{RESULTS}/consistency_scores/{model}/{benchmark}.parquet"
             for model in MODELS
             for benchmark in PLAN.analysis.consistency_benchmarks
+        ]
+        + [
+            f"{RESULTS}/consistency_judge/{model}/{benchmark}.parquet"
+            for model in MODELS
+            for benchmark in PLAN.analysis.consistency_benchmarks
+            if repeats_judged(benchmark)
         ],
     output:
         f"{RESULTS}/summary/consistency.parquet",

@@ -7,6 +7,15 @@ def judge_spec(wildcards=None):
     return PLAN.judge
 
 
+def judge_options(repeats=False):
+    """metrics.judge as the grading code reads it; the repeats' jobs bound by repeats_limit (or limit)."""
+    judge = config["metrics"]["judge"]
+    options = {k: v for k, v in judge.items() if k not in ("benchmarks", "model", "repeats_limit")}
+    if repeats and judge.get("repeats_limit"):
+        options["limit"] = judge["repeats_limit"]
+    return options
+
+
 if PLAN.judge is not None:
 
     rule judge:
@@ -21,7 +30,7 @@ if PLAN.judge is not None:
         params:
             # only the judge's own spec: adding or editing an evaluated model must not rerun other models' grades
             spec=spec_params(PLAN.judge),
-            options={k: v for k, v in config["metrics"]["judge"].items() if k not in ("benchmarks", "model")},
+            options=judge_options(),
         log:
             f"{LOGS}/judge/{{model}}/{{benchmark}}.log",
         benchmark:
@@ -34,3 +43,39 @@ if PLAN.judge is not None:
             **llm_resources(judge_spec),
         script:
             "../scripts/judge.py"
+
+
+def repeats_judged(benchmark):
+    """Whether the judge grades this benchmark's repeats too: wherever it grades its answers (paper 3.4-3.5)."""
+    return PLAN.judge is not None and "judge" in PLAN.families(benchmark)
+
+
+if PLAN.judge is not None:
+
+    # Every rephrasing (resilience) and every sampled answer (self-consistency) graded by the judge,
+    # the first `limit` samples with all their repeats; resilience/consistency read these beside the text metrics.
+    rule judge_repeats:
+        input:
+            samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
+            generations=f"{RESULTS}/generations/{{model}}/{{benchmark}}.parquet",
+            repeats=f"{RESULTS}/{{kind}}/{{model}}/{{benchmark}}.parquet",
+            judge=prepared_marker(PLAN.judge),
+        output:
+            f"{RESULTS}/{{kind}}_judge/{{model}}/{{benchmark}}.parquet",
+        wildcard_constraints:
+            kind="rephrase|consistency",
+            benchmark=OPEN_PATTERN,
+        params:
+            spec=spec_params(PLAN.judge),
+            options=judge_options(repeats=True),
+        log:
+            f"{LOGS}/judge_repeats/{{kind}}/{{model}}/{{benchmark}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/judge_repeats/{{kind}}/{{model}}/{{benchmark}}.tsv"
+        group:
+            "llm_judge"
+        threads: PLAN.judge.threads
+        resources:
+            **llm_resources(judge_spec),
+        script:
+            "../scripts/judge_repeats.py"

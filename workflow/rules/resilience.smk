@@ -61,6 +61,12 @@ rule resilience:
             f"{RESULTS}/rephrase_scores/{model}/{benchmark}.parquet"
             for model in MODELS
             for benchmark in PLAN.analysis.resilience_benchmarks
+        ]
+        + [
+            f"{RESULTS}/rephrase_judge/{model}/{benchmark}.parquet"
+            for model in MODELS
+            for benchmark in PLAN.analysis.resilience_benchmarks
+            if repeats_judged(benchmark)
         ],
     output:
         f"{RESULTS}/summary/resilience.parquet",

@@ -1,0 +1,16 @@
+"""Grade one model's rephrasings or sampled answers on one benchmark with the Prometheus judge."""
+from pathlib import Path
+
+from careval.analysis.repeat_judge import run_repeat_judge
+from careval.joblog import job_log
+from careval.models.spec import ModelSpec
+
+with job_log(snakemake.log[0]):
+    run_repeat_judge(
+        Path(snakemake.input.samples),
+        Path(snakemake.input.generations),
+        Path(snakemake.input.repeats),
+        Path(snakemake.output[0]),
+        ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu),
+        snakemake.params.options,
+    )
