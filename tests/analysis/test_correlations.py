@@ -5,7 +5,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from careval.analysis.aggregate import MCQA_AVERAGE, SUMMARY_SCHEMA
+from careval.analysis.aggregate import MCQA_AVERAGE
+from careval.schemas import SUMMARY_SCHEMA
 from careval.analysis.correlations import correlate, mcqa_vs_open, metric_matrix
 
 

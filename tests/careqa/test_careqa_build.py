@@ -271,7 +271,7 @@ def test_built_parquet_reads_as_the_careqa_benchmarks(tmp_path, spanish):
     from careval.datasets.normalise import normalise
     from careval.datasets.loaders import read_source
     from careval.datasets.registry import UnknownBenchmarkError, get_benchmark
-    from careval.datasets.schema import SAMPLE_SCHEMA
+    from careval.schemas import DATASET_SCHEMA
 
     translate_careqa(spanish, ScriptedBackend(lambda p: f"EN {_source(p)}"), Sampling(), tmp_path / "en.parquet",
                      tmp_path / "audit.parquet", tmp_path / "translate.json")
@@ -285,7 +285,7 @@ def test_built_parquet_reads_as_the_careqa_benchmarks(tmp_path, spanish):
         except UnknownBenchmarkError:
             pytest.skip(f"the catalogue has no {name} entry yet")
         samples = normalise(read_source(entry.source), entry)
-        assert samples.height == n and dict(samples.schema) == dict(SAMPLE_SCHEMA)
+        assert samples.height == n and dict(samples.schema) == dict(DATASET_SCHEMA)
         if name == "careqa_open":
             assert samples.row(0, named=True)["reference"] == "Ferritin."
             continue

@@ -3,8 +3,8 @@ import pytest
 import yaml
 
 from careval.datasets import REGISTRY, get_benchmark, normalise
-from careval.datasets.registry import HFSource, LocalSource
-from careval.datasets.schema import CHOICE_TASKS
+from careval.datasets.benchmark import HFSource, LocalSource
+from careval.datasets.benchmark import CHOICE_TASKS
 from careval.tasks.prompts import fill_prompt
 
 # Table 1 of the paper, as benchmark names (MMLU: its six medical subjects; prescriptions: easy and hard).

@@ -5,14 +5,15 @@ from dataclasses import replace
 import polars as pl
 import pytest
 
-from careval.datasets import REGISTRY, SAMPLE_SCHEMA, SampleError, build_benchmark, get_benchmark, normalise
-from careval.datasets.registry import LocalSource
+from careval.datasets import REGISTRY, SampleError, build_benchmark, get_benchmark, normalise
+from careval.schemas import DATASET_SCHEMA
+from careval.datasets.benchmark import LocalSource
 
 
 @pytest.mark.parametrize("name, task, minimum", [("demo_mcqa", "mcqa", 20), ("demo_open_qa", "open", 20), ("demo_note", "open", 10)])
 def test_demo_benchmarks_normalise(tmp_path, repo_root, name, task, minimum):
     samples = build_benchmark(get_benchmark(name), tmp_path / f"{name}.parquet", root=repo_root)
-    assert samples.schema == pl.Schema(SAMPLE_SCHEMA)
+    assert samples.schema == pl.Schema(DATASET_SCHEMA)
     assert samples.height >= minimum
     assert samples["id"].n_unique() == samples.height
     assert (samples["task"] == task).all()

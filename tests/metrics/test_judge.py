@@ -19,7 +19,7 @@ from careval.metrics.judge import (
     rubric_text,
     score_judge,
 )
-from careval.scoring import SCORE_SCHEMA
+from careval.schemas import SCORE_SCHEMA
 
 # ---------------------------------------------------------------- prompts
 

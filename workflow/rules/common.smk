@@ -3,8 +3,7 @@ import re
 from dataclasses import asdict
 from pathlib import Path
 
-from careval.datasets.registry import LocalSource
-from careval.datasets.schema import TASKS
+from careval.datasets.benchmark import TASKS, LocalSource
 from careval.plan import EXTRA_FAMILIES
 
 RESULTS = PLAN.results_dir

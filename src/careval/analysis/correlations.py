@@ -11,10 +11,7 @@ from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.bootstrap import Resampled, correlation_interval
-
-CORRELATION_SCHEMA = {"analysis": pl.String, "benchmark": pl.String, "metric": pl.String, "x": pl.String, "y": pl.String,
-                      "method": pl.String, "r": pl.Float64, "p_value": pl.Float64, "ci_low": pl.Float64,
-                      "ci_high": pl.Float64, "n_models": pl.Int64}
+from careval.schemas import CORRELATION_SCHEMA
 
 # Lower is better for these; correlations keep the raw direction, the figures say so in their captions.
 LOWER_IS_BETTER = ("perplexity", "bits_per_byte")

@@ -8,8 +8,7 @@ import polars as pl
 from scipy import stats
 
 from careval.analysis.correlations import LOWER_IS_BETTER
-
-RANKING_SCHEMA = {"benchmark": pl.String, "metric": pl.String, "model": pl.String, "value": pl.Float64, "rank": pl.Int64}
+from careval.schemas import RANKING_SCHEMA
 
 
 def lower_is_better(metric: str) -> bool:

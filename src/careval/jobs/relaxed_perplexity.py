@@ -1,0 +1,134 @@
+"""The Relaxed Perplexity job of one model x benchmark: samples in, per-sample score rows out.
+
+The estimator (careval.metrics.relaxed_perplexity) takes token ids; this module turns a benchmark's
+samples into them (the generation prompt, the targets), loads the backend and writes the parquet.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from careval.backends import load_backend
+from careval.backends.tokenization import generation_tokens
+from careval.backends.vllm import VLLMBackend
+from careval.metrics.relaxed_perplexity import (DEFAULTS, METRICS, RelaxedPerplexity, resolve_options,
+                                                relaxed_perplexities, relaxed_perplexities_vllm)
+from careval.schemas import RELAXED_PERPLEXITY_TARGET_SCHEMA, SCORE_SCHEMA
+from careval.tasks.open import generation_prompts
+
+log = logging.getLogger(__name__)
+
+
+def sample_targets(sample: dict) -> list[str]:
+    """The statements a sample is scored against: meta["must_have"] when present (OLAPH/MedLFQA), else [reference]."""
+    meta = sample.get("meta")
+    try:
+        parsed = json.loads(meta) if isinstance(meta, str) and meta else (meta or {})
+    except json.JSONDecodeError:
+        parsed = {}
+    must_have = parsed.get("must_have") if isinstance(parsed, dict) else None
+    if isinstance(must_have, list) and must_have:
+        return [str(x) for x in must_have]
+    reference = sample.get("reference")
+    return [reference] if isinstance(reference, str) else []
+
+
+def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_template: str,
+                               options: dict | None = None) -> pl.DataFrame:
+    """Per (sample, target) values, for the first ``options["limit"]`` samples (all when unset).
+
+    The question is the generation prompt (careval.tasks.open.generation_prompts, then the
+    backend's ``format``: chat template, system prompt), encoded as for generation and
+    left-truncated to leave room for max_tokens and the longest target. A target that is
+    blank gets status ``empty_target``, one that cannot fit ``too_long``, a non-finite
+    value ``non_finite``; the value is then NaN.
+    """
+    opts = resolve_options(options, allowed=(*DEFAULTS, "limit"))
+    limit = (options or {}).get("limit")
+    if limit:
+        samples = samples.head(int(limit))
+    params = {k: opts[k] for k in DEFAULTS}
+    is_vllm = isinstance(backend, VLLMBackend)
+    if not is_vllm and not (hasattr(backend, "model") and hasattr(backend, "tokenizer")):
+        raise TypeError(f"relaxed perplexity needs an hf or vllm backend, got {type(backend).__name__}")
+    tokenizer = backend.tokenizer
+    rows: list[dict] = []
+    prompts = generation_prompts(samples, prompt_template)
+    for sample, prompt in zip(samples.iter_rows(named=True), prompts):
+        texts = [t.strip() for t in sample_targets(sample)]
+        encoded = [list(tokenizer.encode(" " + t, add_special_tokens=False)) if t else [] for t in texts]
+        statuses = ["ok" if ids else "empty_target" for ids in encoded]
+        longest = max((len(ids) for ids in encoded), default=0)
+        room = backend.max_length - opts["max_tokens"] - longest
+        scored = [i for i, st in enumerate(statuses) if st == "ok"]
+        values: dict[int, RelaxedPerplexity] = {}
+        if scored and room < 1:
+            for i in scored:
+                statuses[i] = "too_long"
+        elif scored:
+            question_ids, untruncated = generation_tokens(tokenizer, backend.format(prompt), add_bos=backend.add_bos,
+                                                          max_prompt_tokens=room)
+            if untruncated > room:
+                log.warning("%s: prompt of %d tokens left-truncated to %d", sample["id"], untruncated, room)
+            run = relaxed_perplexities_vllm if is_vllm else relaxed_perplexities
+            model = backend if is_vllm else backend.model
+            for i, result in zip(scored, run(model, question_ids, [encoded[i] for i in scored], **params)):
+                values[i] = result
+                if not (math.isfinite(result.cross_entropy) and math.isfinite(result.perplexity)):
+                    statuses[i] = "non_finite"
+        for i, text in enumerate(texts):
+            result = values.get(i)
+            good = statuses[i] == "ok"
+            rows.append({"id": sample["id"], "target_index": i, "target": text, "status": statuses[i],
+                         "relaxed_cross_entropy": result.cross_entropy if good else math.nan,
+                         "relaxed_perplexity": result.perplexity if good else math.nan})
+        if not texts:
+            rows.append({"id": sample["id"], "target_index": None, "target": None, "status": "empty_target",
+                         "relaxed_cross_entropy": math.nan, "relaxed_perplexity": math.nan})
+    return pl.DataFrame(rows, schema=RELAXED_PERPLEXITY_TARGET_SCHEMA)
+
+
+def score_relaxed_perplexity(backend: Any, samples: pl.DataFrame, prompt_template: str,
+                             options: dict | None = None) -> pl.DataFrame:
+    """Per-sample rows in careval's score layout: the mean over the sample's targets of the
+    relaxed perplexity and of the relaxed cross-entropy (targets: see :func:`sample_targets`).
+
+    A sample none of whose targets could be scored, or any of whose targets gave a
+    non-finite value, gets NaN and the (first) failing status, so it is counted, not averaged.
+    """
+    per_target = relaxed_perplexity_targets(backend, samples, prompt_template, options)
+    rows = []
+    for (sample_id,), group in per_target.group_by("id", maintain_order=True):
+        statuses = group["status"].to_list()
+        ok = [s == "ok" for s in statuses]
+        bad = [s for s in statuses if s not in ("ok", "empty_target")]
+        if bad or not any(ok):
+            status = bad[0] if bad else "empty_target"
+        else:
+            status = "ok"
+        for metric in METRICS:
+            values = [v for v, good in zip(group[metric].to_list(), ok) if good]
+            value = sum(values) / len(values) if status == "ok" else math.nan
+            rows.append({"id": sample_id, "metric": metric, "value": float(value), "status": status,
+                         "level": "sample", "weight": 1.0})
+    return pl.DataFrame(rows, schema=SCORE_SCHEMA)
+
+
+def run_relaxed_perplexity(samples_path: Path, output_path: Path, prompt_template: str, spec: dict,
+                           options: dict | None = None) -> None:
+    """One model x benchmark job: load the model once, score every sample, write the score rows."""
+    samples = pl.read_parquet(samples_path)
+    backend = load_backend(spec)
+    start = time.perf_counter()
+    scores = score_relaxed_perplexity(backend, samples, prompt_template, options)
+    counts = scores.filter(pl.col("metric") == METRICS[0])["status"].value_counts(sort=True)
+    print(f"relaxed perplexity of {spec['name']} on {scores['id'].n_unique()} samples in "
+          f"{time.perf_counter() - start:.1f}s; statuses: {dict(zip(*counts.to_dict(as_series=False).values()))}")
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    scores.write_parquet(output_path)
