@@ -9,11 +9,19 @@ import polars as pl
 
 from careval.backends import load_backend
 from careval.backends.base import Backend, Sampling
-from careval.checkpoint import (Checkpoint, batches_keeping_duplicates, contiguous_batches, digest,
-                                fingerprint, input_order, write_atomic)
+from careval.checkpoint import (
+    Checkpoint,
+    batches_keeping_duplicates,
+    contiguous_batches,
+    digest,
+    fingerprint,
+    input_order,
+    write_atomic,
+)
 from careval.datasets.benchmark import CHOICE_TASKS, Benchmark
 from careval.schemas import GENERATION_SCHEMA, LOGLIK_SCHEMA
 from careval.tasks import mcqa, open as open_task
+
 
 def sampling_for(benchmark: Benchmark, generation: dict) -> Sampling:
     settings = dict(generation)

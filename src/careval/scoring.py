@@ -18,6 +18,7 @@ from careval.tasks.classification import score_classification
 from careval.tasks.extraction import score_extraction
 from careval.tasks.mcqa import score_mcqa
 
+
 def _frame(rows: list[dict]) -> pl.DataFrame:
     rows = [{"level": "sample", "weight": 1.0, **row} for row in rows]
     return pl.DataFrame(rows, schema=SCORE_SCHEMA)

@@ -7,9 +7,13 @@ import pytest
 from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE, ScoreFile, build_sample_table, build_summary
+from careval.analysis.bootstrap import (
+    correlation_interval,
+    resample_indices,
+    resample_model_scores,
+    rowwise_correlation,
+)
 from careval.schemas import SUMMARY_SAMPLE_SCHEMA
-from careval.analysis.bootstrap import (correlation_interval, resample_indices, resample_model_scores,
-                                        rowwise_correlation)
 from careval.scoring import score_perplexity
 
 MODELS = ["m1", "m2", "m3", "m4", "m5"]

@@ -6,8 +6,8 @@ import polars as pl
 import pytest
 
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.schemas import SUMMARY_SCHEMA
 from careval.analysis.correlations import correlate, mcqa_vs_open, metric_matrix
+from careval.schemas import SUMMARY_SCHEMA
 
 
 def _pearson_by_hand(x, y):

@@ -4,10 +4,9 @@ import polars as pl
 import pytest
 
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.schemas import SUMMARY_SAMPLE_SCHEMA, SUMMARY_SCHEMA
 from careval.analysis.figures import write_analysis_report
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
-from careval.schemas import SPREAD_SCHEMA
+from careval.schemas import SPREAD_SCHEMA, SUMMARY_SAMPLE_SCHEMA, SUMMARY_SCHEMA
 
 MODELS = ["m1", "m2", "m3", "m4"]
 

@@ -5,8 +5,8 @@ import polars as pl
 import pytest
 
 from careval.datasets import build_benchmark, get_benchmark
-from careval.schemas import DATASET_SCHEMA
 from careval.datasets.benchmark import CHOICE_TASKS
+from careval.schemas import DATASET_SCHEMA
 
 # benchmark -> (sample folder, overrides, first row's expected question, first row's expected gold)
 # The expected values are read from the raw row by hand-written expressions, another way than the

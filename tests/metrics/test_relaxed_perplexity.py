@@ -78,7 +78,7 @@ def test_select_keeps_the_most_likely_distinct_continuations():
 
 
 def test_unknown_option_is_a_clear_error():
-    with pytest.raises(TypeError, match="unknown option.*beams"):
+    with pytest.raises(TypeError, match=r"unknown option.*beams"):
         rp.relaxed_perplexity(tiny_llama(), [0, 1], [2], beams=3)
 
 

@@ -6,9 +6,8 @@ import polars as pl
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from careval.schemas import DATASET_SCHEMA
+from careval.schemas import DATASET_SCHEMA, GENERATION_SCHEMA
 from careval.tasks.classification import loglik_requests, macro_f1, parse_label, score_classification
-from careval.schemas import GENERATION_SCHEMA
 
 CLASSES = ["neoplasms", "digestive system diseases", "nervous system diseases", "cardiovascular diseases",
            "general pathological conditions"]

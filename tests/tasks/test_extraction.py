@@ -5,9 +5,8 @@ import math
 import polars as pl
 import pytest
 
-from careval.schemas import DATASET_SCHEMA
+from careval.schemas import DATASET_SCHEMA, GENERATION_SCHEMA
 from careval.tasks.extraction import pair_accuracy, parse_triples, score_extraction, true_positives
-from careval.schemas import GENERATION_SCHEMA
 
 # concepts: G (SCN5A), D1 (long QT syndrome / LQTS), D2 (bradycardia), C (lidocaine)
 ENTITIES = {"G": ["SCN5A"], "D1": ["long QT syndrome", "LQTS"], "D2": ["bradycardia"], "C": ["lidocaine"]}

@@ -6,10 +6,10 @@ import pytest
 
 from careval.analysis.aggregate import MCQA_AVERAGE, ScoreFile, build_summary
 from careval.datasets import REGISTRY, get_benchmark
-from careval.metrics.registry import TASK_FAMILIES as TASK_METRICS
 from careval.datasets.benchmark import TASKS
-from careval.schemas import DATASET_SCHEMA
 from careval.inference import loglik_requests
+from careval.metrics.registry import TASK_FAMILIES as TASK_METRICS
+from careval.schemas import DATASET_SCHEMA
 from careval.scoring import family_scores
 
 

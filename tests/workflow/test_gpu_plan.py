@@ -31,7 +31,7 @@ def _llm_jobs(configfile: Path, workdir: Path, target: str) -> list:
         workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
         workflow._build_dag()
         return [(job.rule.name, dict(job.wildcards), job.params.spec, job.resources["gpu"])
-                for job in workflow.dag.jobs if "spec" in job.params.keys()]
+                for job in workflow.dag.jobs if "spec" in job.params.keys()]  # noqa: SIM118  (`in` a Namedlist tests its values)
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import polars as pl
 
-from careval.datasets.loaders import SourceError, SourceRow, hf_name, read_source
 from careval.datasets.benchmark import CHOICE_TASKS, Benchmark, LocalSource
+from careval.datasets.loaders import SourceError, SourceRow, hf_name, read_source
 from careval.datasets.transforms import apply_transform
 from careval.schemas import DATASET_SCHEMA
 

@@ -17,8 +17,14 @@ import polars as pl
 from careval.backends import load_backend
 from careval.backends.tokenization import generation_tokens
 from careval.backends.vllm import VLLMBackend
-from careval.metrics.relaxed_perplexity import (DEFAULTS, METRICS, RelaxedPerplexity, resolve_options,
-                                                relaxed_perplexities, relaxed_perplexities_vllm)
+from careval.metrics.relaxed_perplexity import (
+    DEFAULTS,
+    METRICS,
+    RelaxedPerplexity,
+    relaxed_perplexities,
+    relaxed_perplexities_vllm,
+    resolve_options,
+)
 from careval.schemas import RELAXED_PERPLEXITY_TARGET_SCHEMA, SCORE_SCHEMA
 from careval.tasks.open import generation_prompts
 

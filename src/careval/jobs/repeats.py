@@ -8,8 +8,15 @@ from pathlib import Path
 import polars as pl
 
 from careval.backends.base import Backend, Sampling
-from careval.checkpoint import (Checkpoint, batches_keeping_duplicates, contiguous_batches, digest,
-                                fingerprint, input_order, write_atomic)
+from careval.checkpoint import (
+    Checkpoint,
+    batches_keeping_duplicates,
+    contiguous_batches,
+    digest,
+    fingerprint,
+    input_order,
+    write_atomic,
+)
 from careval.datasets.benchmark import Benchmark
 from careval.inference import OnDemandBackend, model_facts, score_logliks
 from careval.schemas import CONSISTENCY_LOGLIK_SCHEMA, REPEAT_GENERATION_SCHEMA

@@ -15,9 +15,11 @@ from careval.metrics.perplexity import (
     count_words,
     per_sample_perplexities,
 )
-from careval.metrics.radgraph import F1RadGraphScorer
-from careval.metrics.radgraph import metric_name as radgraph_metric_name
-from careval.metrics.radgraph import reward_levels as radgraph_reward_levels
+from careval.metrics.radgraph import (
+    F1RadGraphScorer,
+    metric_name as radgraph_metric_name,
+    reward_levels as radgraph_reward_levels,
+)
 from careval.metrics.relaxed_perplexity import RelaxedPerplexity, relaxed_perplexity
 from careval.metrics.semantic import BertScorer, default_model_path
 

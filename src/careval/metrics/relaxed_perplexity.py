@@ -92,7 +92,7 @@ def step_prefixes(continuations: Sequence[Sequence[int]], steps: Sequence[int]) 
     return out
 
 
-def select_continuations(continuations: Sequence[Sequence[int]], logprobs: Sequence[float], l: int) -> list[int]:
+def select_continuations(continuations: Sequence[Sequence[int]], logprobs: Sequence[float], l: int) -> list[int]:  # noqa: E741  (the paper's l)
     """Indices of the ``l`` most likely distinct continuations (ties: the earlier sample)."""
     first: dict[Prefix, int] = {}
     for i, c in enumerate(continuations):
