@@ -3,10 +3,6 @@
 # its own) decides the job's resources. Planned only when some benchmark is judged. No science here.
 
 
-def judge_spec(wildcards=None):
-    return PLAN.judge
-
-
 if PLAN.judge is not None:
 
     rule judge:
@@ -31,6 +27,6 @@ if PLAN.judge is not None:
             "llm_judge"
         threads: PLAN.judge.threads
         resources:
-            **llm_resources(judge_spec),
+            **llm_resources(lambda wildcards: PLAN.judge),
         script:
             "../scripts/judge.py"
