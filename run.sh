@@ -2,6 +2,8 @@
 # One entry point for a fresh machine; each command does its own set-up first.
 #   bash run.sh demo    -> results/correlations.pdf from the embedded demo (3 small real models, CPU)
 #   bash run.sh test    -> the test-suite
+#   bash run.sh lint    -> ruff (lint, format check) and snakefmt --check, as CI runs them
+#   bash run.sh format  -> ruff's safe fixes, ruff format and snakefmt, in place
 # Extra arguments are passed on (to snakemake for `demo`, to pytest for `test`).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -41,8 +43,20 @@ case "${1:-}" in
         setup
         exec "$VENV/bin/python" -m pytest "$@"
         ;;
+    lint)
+        setup
+        "$VENV/bin/ruff" check src tests workflow
+        "$VENV/bin/ruff" format --check src tests workflow
+        "$VENV/bin/snakefmt" --check Snakefile workflow/rules
+        ;;
+    format)
+        setup
+        "$VENV/bin/ruff" check --fix src tests workflow
+        "$VENV/bin/ruff" format src tests workflow
+        "$VENV/bin/snakefmt" Snakefile workflow/rules
+        ;;
     *)
-        echo "usage: bash run.sh demo|test [extra arguments]" >&2
+        echo "usage: bash run.sh demo|test|lint|format [extra arguments]" >&2
         exit 2
         ;;
 esac

@@ -13,12 +13,12 @@ from careval.plan import build_plan
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture()
+@pytest.fixture
 def demo_raw() -> dict:
     return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 
 
-@pytest.fixture()
+@pytest.fixture
 def paper_raw() -> dict:
     return yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
 

@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 from rouge_score import rouge_scorer
 
-from careval.datasets.schema import SAMPLE_SCHEMA
+from careval.schemas import DATASET_SCHEMA
 from careval.scoring import score_perplexity, score_text
 from careval.tasks.open import generation_rows, loglik_requests
 
@@ -14,7 +14,7 @@ def _samples(references):
     return pl.DataFrame([
         {"id": f"s{i}", "benchmark": "b", "task": "open", "question": f"Question {i}?", "context": None,
          "options": None, "answer": None, "reference": ref, "meta": "{}"} for i, ref in enumerate(references)
-    ], schema=SAMPLE_SCHEMA)
+    ], schema=DATASET_SCHEMA)
 
 
 def test_empty_output_is_nan_with_status_and_others_match_rouge_score():

@@ -28,8 +28,9 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import polars as pl
 

@@ -9,14 +9,18 @@ import polars as pl
 
 from careval.backends import load_backend
 from careval.backends.base import Backend, Sampling
-from careval.checkpoint import (Checkpoint, batches_keeping_duplicates, contiguous_batches, digest,
-                                fingerprint, input_order, write_atomic)
-from careval.datasets.registry import Benchmark
-from careval.datasets.schema import CHOICE_TASKS
+from careval.checkpoint import (
+    Checkpoint,
+    batches_keeping_duplicates,
+    contiguous_batches,
+    digest,
+    fingerprint,
+    input_order,
+    write_atomic,
+)
+from careval.datasets.benchmark import CHOICE_TASKS, Benchmark
+from careval.schemas import GENERATION_SCHEMA, LOGLIK_SCHEMA
 from careval.tasks import mcqa, open as open_task
-
-LOGLIK_SCHEMA = {"id": pl.String, "kind": pl.String, "option": pl.Int64,
-                 "context": pl.String, "continuation": pl.String, "loglik": pl.Float64}
 
 
 def sampling_for(benchmark: Benchmark, generation: dict) -> Sampling:
@@ -105,7 +109,7 @@ def checkpointed_generations(backend: OnDemandBackend, samples: pl.DataFrame, be
         return open_task.generation_rows(samples[batch], [prompts[i] for i in batch], outputs)
 
     checkpoint = Checkpoint(output, key, f"{benchmark.name} generations")
-    frame = checkpoint.run(batches, compute, open_task.GENERATION_SCHEMA)
+    frame = checkpoint.run(batches, compute, GENERATION_SCHEMA)
     return frame[input_order(batches)], checkpoint
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.config import ConfigError, prepare_config
-from careval.datasets.registry import Benchmark, UnknownBenchmarkError, get_benchmark
+from careval.datasets.benchmark import Benchmark
+from careval.datasets.registry import UnknownBenchmarkError, get_benchmark
 from careval.metrics.registry import FAMILIES, TASK_FAMILIES
 from careval.models.spec import ModelSpec, endpoint_spec, model_spec
 from careval.tasks.prompts import PromptTemplateError

@@ -13,12 +13,10 @@ from pathlib import Path
 import polars as pl
 
 from careval import metrics
+from careval.schemas import SCORE_SCHEMA
 from careval.tasks.classification import score_classification
 from careval.tasks.extraction import score_extraction
 from careval.tasks.mcqa import score_mcqa
-
-SCORE_SCHEMA = {"id": pl.String, "metric": pl.String, "value": pl.Float64, "status": pl.String,
-                "level": pl.String, "weight": pl.Float64}
 
 
 def _frame(rows: list[dict]) -> pl.DataFrame:

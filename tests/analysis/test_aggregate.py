@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 from careval.analysis.aggregate import MCQA_AVERAGE, ScoreFile, build_summary, summarise_scores
-from careval.scoring import SCORE_SCHEMA
+from careval.schemas import SCORE_SCHEMA
 
 
 def _scores(rows):

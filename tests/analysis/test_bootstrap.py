@@ -6,9 +6,14 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from careval.analysis.aggregate import MCQA_AVERAGE, SAMPLE_SCHEMA, ScoreFile, build_sample_table, build_summary
-from careval.analysis.bootstrap import (correlation_interval, resample_indices, resample_model_scores,
-                                        rowwise_correlation)
+from careval.analysis.aggregate import MCQA_AVERAGE, ScoreFile, build_sample_table, build_summary
+from careval.analysis.bootstrap import (
+    correlation_interval,
+    resample_indices,
+    resample_model_scores,
+    rowwise_correlation,
+)
+from careval.schemas import SUMMARY_SAMPLE_SCHEMA
 from careval.scoring import score_perplexity
 
 MODELS = ["m1", "m2", "m3", "m4", "m5"]
@@ -21,7 +26,7 @@ def _table(acc: np.ndarray, rouge: np.ndarray) -> pl.DataFrame:
                   "value": float(v), "status": "ok", "weight": 1.0} for j, v in enumerate(acc[i])]
         rows += [{"model": model, "benchmark": "bench_b", "task": "open", "metric": "rouge1", "id": f"b{j:02d}",
                   "value": float(v), "status": "ok", "weight": 1.0} for j, v in enumerate(rouge[i])]
-    return pl.DataFrame(rows, schema=SAMPLE_SCHEMA)
+    return pl.DataFrame(rows, schema=SUMMARY_SAMPLE_SCHEMA)
 
 
 def _pearson_across_models(a, b, axis=-1):
@@ -88,7 +93,7 @@ def test_failed_samples_are_left_out_of_every_resample():
     rows = [{"model": m, "benchmark": "qa", "task": "open", "metric": "rouge1", "id": i, "value": v, "status": s, "weight": 1.0}
             for m, i, v, s in [("m1", "a", 0.2, "ok"), ("m1", "b", float("nan"), "empty_output"), ("m1", "c", 0.6, "ok"),
                                ("m2", "a", 0.1, "ok"), ("m2", "b", 0.3, "ok"), ("m2", "c", 0.5, "ok")]]
-    resampled = resample_model_scores(pl.DataFrame(rows, schema=SAMPLE_SCHEMA), n_resamples=50, seed=5)
+    resampled = resample_model_scores(pl.DataFrame(rows, schema=SUMMARY_SAMPLE_SCHEMA), n_resamples=50, seed=5)
     scores = resampled.scores[("qa", "rouge1")]
     assert scores[0] == pytest.approx([0.4, 0.3])  # m1: mean of a and c only, as in the summary
     index = resample_indices([3], 50, seed=5)[0]

@@ -5,8 +5,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from careval.analysis.aggregate import MCQA_AVERAGE, SUMMARY_SCHEMA
+from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.correlations import correlate, mcqa_vs_open, metric_matrix
+from careval.schemas import SUMMARY_SCHEMA
 
 
 def _pearson_by_hand(x, y):

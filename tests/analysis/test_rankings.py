@@ -1,8 +1,8 @@
 """Model rankings per metric, by hand: 1 is best, perplexity ranks low values first, ties share a rank."""
 import polars as pl
 
-from careval.analysis.aggregate import SUMMARY_SCHEMA
 from careval.analysis.rankings import rank_models
+from careval.schemas import SUMMARY_SCHEMA
 
 
 def test_ranks_by_hand():

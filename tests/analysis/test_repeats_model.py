@@ -6,8 +6,8 @@ from careval.analysis.spread import per_sample_spread, score_repeat_perplexity, 
 from careval.backends import load_backend
 from careval.backends.base import Sampling
 from careval.datasets.registry import get_benchmark
-from careval.tasks import repeats as repeats_module
-from careval.tasks.repeats import REPHRASE_SYSTEM_PROMPT, consistency_logliks, consistency_samples, rephrase_outputs
+from careval.jobs import repeats as repeats_module
+from careval.jobs.repeats import REPHRASE_SYSTEM_PROMPT, consistency_logliks, consistency_samples, rephrase_outputs
 
 SAMPLES = pl.DataFrame({
     "id": ["q1", "q2"],

@@ -3,10 +3,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from careval.analysis.aggregate import MCQA_AVERAGE, SAMPLE_SCHEMA, SUMMARY_SCHEMA
+from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.figures import write_analysis_report
 from careval.analysis.plan import SET_FAMILIES, AnalysisConfigError, AnalysisPlan, analysis_plan
-from careval.analysis.spread import SPREAD_SCHEMA
+from careval.schemas import SPREAD_SCHEMA, SUMMARY_SAMPLE_SCHEMA, SUMMARY_SCHEMA
 
 MODELS = ["m1", "m2", "m3", "m4"]
 
@@ -31,7 +31,7 @@ def _tables(tmp_path):
     paths = {"summary": tmp_path / "scores.parquet", "samples": tmp_path / "samples.parquet",
              "resilience": tmp_path / "res.parquet", "consistency": tmp_path / "con.parquet", "elo": tmp_path / "elo.csv"}
     pl.DataFrame(summary, schema=SUMMARY_SCHEMA).write_parquet(paths["summary"])
-    pl.DataFrame(samples, schema=SAMPLE_SCHEMA).write_parquet(paths["samples"])
+    pl.DataFrame(samples, schema=SUMMARY_SAMPLE_SCHEMA).write_parquet(paths["samples"])
     pl.DataFrame(spread, schema=SPREAD_SCHEMA).drop("cv").write_parquet(paths["resilience"])
     pl.DataFrame(spread, schema=SPREAD_SCHEMA).write_parquet(paths["consistency"])
     paths["elo"].write_text("model,elo\nm1,1000\nm2,1010\nm3,1100\nm4,1090\n")

@@ -6,7 +6,8 @@ import pytest
 
 from careval.analysis.consistency import consistency_table, cv_excluded_metrics
 from careval.analysis.resilience import resilience_table
-from careval.analysis.spread import REPEAT_SCORE_SCHEMA, per_sample_spread, score_repeats
+from careval.analysis.spread import per_sample_spread, score_repeats
+from careval.schemas import REPEAT_SCORE_SCHEMA
 from careval.scoring import score_text
 
 

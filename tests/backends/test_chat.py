@@ -5,7 +5,6 @@ import pytest
 
 from careval.backends.chat import ChatTemplateError, format_prompt
 
-
 # a Gemma-like template that rejects the system role
 NO_SYSTEM = (
     "{% for m in messages %}{% if m['role'] == 'system' %}"
@@ -15,7 +14,7 @@ NO_SYSTEM = (
 )
 
 
-@pytest.fixture()
+@pytest.fixture
 def chat_tokenizer(tiny_chat_dir):
     from transformers import AutoTokenizer
 
@@ -42,7 +41,7 @@ def test_template_disabled_ignores_the_template(chat_tokenizer):
 
 
 def test_clear_error_when_the_tokenizer_has_no_template(tiny_tokenizer):
-    with pytest.raises(ChatTemplateError, match="has no chat template.*chat_template: false"):
+    with pytest.raises(ChatTemplateError, match=r"has no chat template.*chat_template: false"):
         format_prompt(tiny_tokenizer, "What is BP?", True)
 
 

@@ -21,12 +21,18 @@ import os
 
 import pytest
 from backend_reference import token_logprobs
-from vllm_worker.client import RemoteBackend, vllm_python
 
 from careval.backends import Sampling, load_backend
 from careval.backends.tokenization import generation_tokens
-from careval.metrics.judge import ABS_SYSTEM_PROMPT, backend_generate, grade_with_retries, judge_prompt, \
-    judge_settings, rubric_text
+from careval.metrics.judge import (
+    ABS_SYSTEM_PROMPT,
+    backend_generate,
+    grade_with_retries,
+    judge_prompt,
+    judge_settings,
+    rubric_text,
+)
+from vllm_worker.client import RemoteBackend, vllm_python
 
 rp = importlib.import_module("careval.metrics.relaxed_perplexity")  # careval.metrics exports a function of that name
 
@@ -185,8 +191,9 @@ def test_prompt_logprobs_equal_a_forward_pass(engines, kqa):
     got = remote.token_logprobs(sequences, starts)
     want = [token_logprobs(hf.model, seq)[start - 1:] for seq, start in zip(sequences, starts)]
     assert [len(g) for g in got] == [len(s) - start for s, start in zip(sequences, starts)]
-    report("prompt logprobs", remote.name, sum(got, []), sum(want, []))
-    assert sum(got, []) == pytest.approx(sum(want, []), abs=LOGLIK_TOL)
+    flat_got, flat_want = [v for g in got for v in g], [v for w in want for v in w]
+    report("prompt logprobs", remote.name, flat_got, flat_want)
+    assert flat_got == pytest.approx(flat_want, abs=LOGLIK_TOL)
 
 
 def test_sampled_continuations_have_their_model_logprobs(engines, kqa):

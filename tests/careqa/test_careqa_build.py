@@ -245,8 +245,8 @@ def test_acquire_local_copy_and_clear_errors(tmp_path):
 
 def test_acquire_downloads_and_reports_http_errors(tmp_path):
     import threading
-    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
     from functools import partial
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
     (tmp_path / "served").mkdir()
     (tmp_path / "served" / "Cuaderno_2024_M_0_C.pdf").write_bytes(b"%PDF-1.4 booklet")
@@ -268,10 +268,10 @@ def test_acquire_downloads_and_reports_http_errors(tmp_path):
 
 
 def test_built_parquet_reads_as_the_careqa_benchmarks(tmp_path, spanish):
-    from careval.datasets.normalise import normalise
     from careval.datasets.loaders import read_source
+    from careval.datasets.normalise import normalise
     from careval.datasets.registry import UnknownBenchmarkError, get_benchmark
-    from careval.datasets.schema import SAMPLE_SCHEMA
+    from careval.schemas import DATASET_SCHEMA
 
     translate_careqa(spanish, ScriptedBackend(lambda p: f"EN {_source(p)}"), Sampling(), tmp_path / "en.parquet",
                      tmp_path / "audit.parquet", tmp_path / "translate.json")
@@ -285,7 +285,7 @@ def test_built_parquet_reads_as_the_careqa_benchmarks(tmp_path, spanish):
         except UnknownBenchmarkError:
             pytest.skip(f"the catalogue has no {name} entry yet")
         samples = normalise(read_source(entry.source), entry)
-        assert samples.height == n and dict(samples.schema) == dict(SAMPLE_SCHEMA)
+        assert samples.height == n and dict(samples.schema) == dict(DATASET_SCHEMA)
         if name == "careqa_open":
             assert samples.row(0, named=True)["reference"] == "Ferritin."
             continue
@@ -310,7 +310,7 @@ def test_careqa_llms_from_config(tmp_path):
     assert spec.chat_template is True and spec.system_prompt == "Translate."
     endpoint = plan.careqa_llms["rephraser"].backend_kwargs()
     assert (endpoint["backend"], endpoint["path"], endpoint["base_url"]) == ("openai", "gpt-4", "http://host/v1")
-    with pytest.raises(ConfigError, match="careqa.rephraser.model: 'missing' is not a key of `models`"):
+    with pytest.raises(ConfigError, match=r"careqa.rephraser.model: 'missing' is not a key of `models`"):
         build_plan({**base, "careqa": {"rephraser": {"model": "missing"}}})
     step = plan.config["careqa"]["translator"]
     assert llm_sampling(step) == Sampling(max_new_tokens=256, temperature=0.0, seed=1234)
@@ -321,9 +321,9 @@ def test_careqa_llms_from_config(tmp_path):
     assert filled["careqa"]["translator"]["endpoint"]["api_key_env"] == "OPENAI_API_KEY"
     assert filled["careqa"]["review"] == {"confidence": 0.95, "margin": 0.05, "seed": 0, "min_reviewers": 3,
                                           "filled_sheets": "resources/careqa_review"}
-    with pytest.raises(ConfigError, match="careqa.translator"):
+    with pytest.raises(ConfigError, match=r"careqa\.translator"):
         prepare_config({**base, "careqa": {"translator": {"model": "tiny", "endpoint": {"model": "gpt-4"}}}},
                        load_schema())
-    with pytest.raises(ConfigError, match="careqa.editions.0"):
+    with pytest.raises(ConfigError, match=r"careqa\.editions\.0"):
         prepare_config({**base, "careqa": {"editions": [{"year": 2024, "category": "surgery", "booklet": "b",
                                                          "key": "k"}]}}, load_schema())

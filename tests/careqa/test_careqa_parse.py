@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from careval.careqa.pdf import read_exam_text, render_text_pdf
 from careval.careqa.parse import extract_pdf_text, parse_answer_key, parse_booklet, parse_exam, parse_exam_pdf
+from careval.careqa.pdf import read_exam_text, render_text_pdf
 
 # Laid out like a MIR booklet: a cover with its own numbered instructions, a page footer and a repeated
 # title inside question 2, a question over three lines, an annulled question (3), one with only three

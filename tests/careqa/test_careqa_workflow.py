@@ -79,7 +79,7 @@ def test_agreement_without_filled_sheets_names_the_folder(repo_root, tmp_path):
 
 @pytest.mark.slow
 def test_careqa_builds_on_the_demo_exam(repo_root, tmp_path, demo_model_dirs):
-    work, config = _workdir(repo_root, tmp_path, booklet_pdf=True)
+    work, _ = _workdir(repo_root, tmp_path, booklet_pdf=True)
     result = _run(["--cores", "2", *TARGETS, "results/careqa/stage_counts.json",
                    "results/careqa/review/translation/sheet.csv", "results/careqa/review/rephrasing/sheet.csv"],
                   work, timeout=1800)

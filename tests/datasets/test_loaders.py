@@ -14,7 +14,7 @@ def _write_jsonl(path, rows):
 def test_hf_datasets_path_reads_repo_config_split(tmp_path, shared_data):
     # `datasets.load_dataset(repo, config, split)` is the real code path; a local folder stands in
     # for the hub repo, with the real MeQSum rows as its train split.
-    rows = [json.loads(line) for line in open(shared_data / "meqsum" / "sample.jsonl")][:20]
+    rows = [json.loads(line) for line in (shared_data / "meqsum" / "sample.jsonl").read_text().splitlines()][:20]
     repo = tmp_path / "meqsum_repo"
     (repo / "data").mkdir(parents=True)
     _write_jsonl(repo / "data" / "train.jsonl", rows)

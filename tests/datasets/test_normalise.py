@@ -5,14 +5,15 @@ from dataclasses import replace
 import polars as pl
 import pytest
 
-from careval.datasets import REGISTRY, SAMPLE_SCHEMA, SampleError, build_benchmark, get_benchmark, normalise
-from careval.datasets.registry import LocalSource
+from careval.datasets import REGISTRY, SampleError, build_benchmark, get_benchmark, normalise
+from careval.datasets.benchmark import LocalSource
+from careval.schemas import DATASET_SCHEMA
 
 
 @pytest.mark.parametrize("name, task, minimum", [("demo_mcqa", "mcqa", 20), ("demo_open_qa", "open", 20), ("demo_note", "open", 10)])
 def test_demo_benchmarks_normalise(tmp_path, repo_root, name, task, minimum):
     samples = build_benchmark(get_benchmark(name), tmp_path / f"{name}.parquet", root=repo_root)
-    assert samples.schema == pl.Schema(SAMPLE_SCHEMA)
+    assert samples.schema == pl.Schema(DATASET_SCHEMA)
     assert samples.height >= minimum
     assert samples["id"].n_unique() == samples.height
     assert (samples["task"] == task).all()
@@ -36,7 +37,7 @@ def test_limit_keeps_the_first_rows(tmp_path, repo_root):
 def test_real_medqa_sample_through_a_letter_answer_entry(shared_data):
     # MedQA's real rows: options as a dict keyed by letter, gold answer as a letter (answer_idx).
     entry = replace(get_benchmark("medqa"), source=LocalSource(str(shared_data / "medqa" / "sample.jsonl")))
-    rows = [json.loads(line) for line in open(shared_data / "medqa" / "sample.jsonl")]
+    rows = [json.loads(line) for line in (shared_data / "medqa" / "sample.jsonl").read_text().splitlines()]
     samples = normalise(rows, entry)
     assert samples.height == len(rows) == 200
     for row, sample in zip(rows, samples.iter_rows(named=True)):
@@ -45,7 +46,7 @@ def test_real_medqa_sample_through_a_letter_answer_entry(shared_data):
 
 
 def test_real_meqsum_sample(shared_data):
-    rows = [json.loads(line) for line in open(shared_data / "meqsum" / "sample.jsonl")]
+    rows = [json.loads(line) for line in (shared_data / "meqsum" / "sample.jsonl").read_text().splitlines()]
     samples = normalise(rows, REGISTRY["meqsum"])
     assert samples.height == len(rows)
     assert samples["reference"].to_list() == [row["Summary"].strip() for row in rows]
@@ -67,5 +68,5 @@ def test_out_of_range_answer_and_duplicate_id_are_named():
 
 
 def test_unknown_benchmark_lists_the_known_ones():
-    with pytest.raises(KeyError, match="unknown benchmark 'demo_mcq'.*demo_mcqa"):
+    with pytest.raises(KeyError, match=r"unknown benchmark 'demo_mcq'.*demo_mcqa"):
         get_benchmark("demo_mcq")

@@ -4,8 +4,9 @@ import json
 import polars as pl
 import pytest
 
-from careval.datasets import SAMPLE_SCHEMA, build_benchmark, get_benchmark
-from careval.datasets.schema import CHOICE_TASKS
+from careval.datasets import build_benchmark, get_benchmark
+from careval.datasets.benchmark import CHOICE_TASKS
+from careval.schemas import DATASET_SCHEMA
 
 # benchmark -> (sample folder, overrides, first row's expected question, first row's expected gold)
 # The expected values are read from the raw row by hand-written expressions, another way than the
@@ -43,7 +44,7 @@ def test_real_sample_loads_through_its_entry(tmp_path, shared_data, name):
     samples = build_benchmark(entry, tmp_path / f"{name}.parquet")
     raw = _raw(shared_data, folder)
 
-    assert samples.schema == pl.Schema(SAMPLE_SCHEMA)
+    assert samples.schema == pl.Schema(DATASET_SCHEMA)
     assert samples.height >= 30 and samples["id"].n_unique() == samples.height
     assert (samples["question"].str.strip_chars().str.len_chars() > 0).all()
     first = samples.row(0, named=True)

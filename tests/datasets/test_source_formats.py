@@ -6,9 +6,10 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from careval.datasets import SampleError, build_benchmark, get_benchmark, normalise
+from careval.datasets.benchmark import LocalSource
 from careval.datasets.loaders import SourceError, read_source
 from careval.datasets.normalise import normalise_report, resolve
-from careval.datasets.registry import LocalSource, UnknownBenchmarkError
+from careval.datasets.registry import UnknownBenchmarkError
 
 
 def _raw(shared_data, folder):

@@ -19,7 +19,7 @@ from careval.metrics.judge import (
     rubric_text,
     score_judge,
 )
-from careval.scoring import SCORE_SCHEMA
+from careval.schemas import SCORE_SCHEMA
 
 # ---------------------------------------------------------------- prompts
 
@@ -244,7 +244,6 @@ def test_bad_judge_config_is_one_line(demo_config, judge):
 def test_real_small_judge_gives_a_grade_or_a_parse_error(demo_model_dirs, demo_config, capsys):
     from careval.backends import load_backend
     from careval.backends.chat import format_prompt
-
     from careval.models.spec import model_spec
 
     name = "smollm2-135m-instruct"

@@ -72,6 +72,7 @@ def test_identical_sentences_score_one(scorer, meqsum):
     assert got == pytest.approx([1.0] * len(summaries), abs=1e-12)
 
 
+@pytest.mark.slow  # ~5 s of encoder passes; test_related_pairs_beat_unrelated stays in the quick loop
 def test_swapping_sides_is_symmetric(scorer, meqsum):
     # Swapping the whole lists moves each side's own-corpus IDF along with it, and the Euclidean
     # cost is symmetric, so the scores are equal (up to solver rounding).
@@ -96,6 +97,7 @@ def test_related_pairs_beat_unrelated(scorer, meqsum):
     assert aligned[0] > shuffled[0]
 
 
+@pytest.mark.slow  # ~5 s of encoder passes
 def test_deterministic_and_input_checks(scorer, meqsum):
     chq, summ = meqsum
     first = scorer.score(summ, chq)["moverscore"]

@@ -182,7 +182,7 @@ def test_radgraph_encoder_path_runs_under_transformers5(tmp_path):
     from radgraph.utils import preprocess_reports
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    words = "a b 1 2 no acute cardiopulmonary process moderate hiatal hernia".split()
+    words = ["a", "b", "1", "2", "no", "acute", "cardiopulmonary", "process", "moderate", "hiatal", "hernia"]
     (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *words, "##s"]) + "\n")
     torch.manual_seed(0)
     bert = BertModel(BertConfig(vocab_size=len(words) + 7, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,

@@ -15,6 +15,7 @@ transformers = pytest.importorskip("transformers")
 
 # careval.metrics.relaxed_perplexity is also the exported function's name, so fetch the module itself
 rp = importlib.import_module("careval.metrics.relaxed_perplexity")
+job = importlib.import_module("careval.jobs.relaxed_perplexity")
 rp_hf = importlib.import_module("careval.metrics.relaxed_perplexity_hf")
 
 VOCAB = 5
@@ -77,7 +78,7 @@ def test_select_keeps_the_most_likely_distinct_continuations():
 
 
 def test_unknown_option_is_a_clear_error():
-    with pytest.raises(TypeError, match="unknown option.*beams"):
+    with pytest.raises(TypeError, match=r"unknown option.*beams"):
         rp.relaxed_perplexity(tiny_llama(), [0, 1], [2], beams=3)
 
 
@@ -218,7 +219,7 @@ def tiny_backend(max_length=128):
                                       num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
                                       bos_token_id=6, eos_token_id=7, pad_token_id=0)
     model = transformers.LlamaForCausalLM(config).eval().double()
-    # an hf-backend stand-in: what score_relaxed_perplexity reads from HFBackend
+    # an hf-backend stand-in: what the job's score_relaxed_perplexity reads from HFBackend
     return SimpleNamespace(model=model, tokenizer=tokenizer, format=lambda p: f"e {p}", add_bos=False,
                            max_length=max_length)
 
@@ -237,11 +238,11 @@ def samples_frame():
 
 def test_job_rows_average_the_targets_and_count_blank_ones():
     from careval.backends.tokenization import generation_tokens
-    from careval.scoring import SCORE_SCHEMA
+    from careval.schemas import SCORE_SCHEMA
 
     backend = tiny_backend()
     template = "d {question}"
-    scores = rp.score_relaxed_perplexity(backend, samples_frame(), template, OPTIONS)
+    scores = job.score_relaxed_perplexity(backend, samples_frame(), template, OPTIONS)
     assert scores.schema == pl.Schema(SCORE_SCHEMA)
     assert scores.height == 6 and set(scores["metric"]) == set(rp.METRICS)
     assert set(scores["level"]) == {"sample"} and set(scores["weight"]) == {1.0}
@@ -264,13 +265,13 @@ def test_job_rows_average_the_targets_and_count_blank_ones():
     assert by[("olaph", "relaxed_cross_entropy")]["value"] == pytest.approx(
         sum(r.cross_entropy for r in olaph) / 2, rel=1e-9)
 
-    targets = rp.relaxed_perplexity_targets(backend, samples_frame(), template, OPTIONS)
+    targets = job.relaxed_perplexity_targets(backend, samples_frame(), template, OPTIONS)
     assert targets.filter(pl.col("id") == "olaph")["status"].to_list() == ["ok", "ok", "empty_target"]
 
 
 def test_job_counts_non_finite_and_too_long_samples(monkeypatch):
     backend = tiny_backend(max_length=5)  # max_tokens 4 + a 2-token target leaves no room
-    scores = rp.score_relaxed_perplexity(backend, samples_frame().head(1), "d {question}", OPTIONS)
+    scores = job.score_relaxed_perplexity(backend, samples_frame().head(1), "d {question}", OPTIONS)
     assert set(scores["status"]) == {"too_long"} and scores["value"].is_nan().all()
 
     backend = tiny_backend()
@@ -280,17 +281,17 @@ def test_job_counts_non_finite_and_too_long_samples(monkeypatch):
         return [rp.RelaxedPerplexity(math.inf, math.inf, r.steps, r.log_terms, r.n_max, r.target_tokens, r.skewed)
                 for r in real(*args, **kwargs)]
 
-    monkeypatch.setattr(rp, "relaxed_perplexities", overflowing)
-    scores = rp.score_relaxed_perplexity(backend, samples_frame(), "d {question}", {**OPTIONS, "limit": 2})
+    monkeypatch.setattr(job, "relaxed_perplexities", overflowing)  # the name the job calls
+    scores = job.score_relaxed_perplexity(backend, samples_frame(), "d {question}", {**OPTIONS, "limit": 2})
     assert scores["id"].unique(maintain_order=True).to_list() == ["plain", "olaph"]  # limit
     assert set(scores["status"]) == {"non_finite"} and scores["value"].is_nan().all()
 
 
 def test_sample_targets_prefer_must_have():
-    assert rp.sample_targets({"reference": "r", "meta": json.dumps({"must_have": ["x", "y"]})}) == ["x", "y"]
-    assert rp.sample_targets({"reference": "r", "meta": json.dumps({"must_have": []})}) == ["r"]
-    assert rp.sample_targets({"reference": "r", "meta": None}) == ["r"]
-    assert rp.sample_targets({"reference": "r", "meta": "not json"}) == ["r"]
+    assert job.sample_targets({"reference": "r", "meta": json.dumps({"must_have": ["x", "y"]})}) == ["x", "y"]
+    assert job.sample_targets({"reference": "r", "meta": json.dumps({"must_have": []})}) == ["r"]
+    assert job.sample_targets({"reference": "r", "meta": None}) == ["r"]
+    assert job.sample_targets({"reference": "r", "meta": "not json"}) == ["r"]
 
 
 @pytest.mark.parametrize("implementation", ["reference", "fast"])
@@ -317,7 +318,7 @@ def test_demo_model_job_agrees_with_the_reference_scorer(repo_root):
     samples = pl.DataFrame({"id": ["a"], "question": ["What is hypertension?"], "reference": ["High blood pressure."],
                             "meta": [json.dumps({"must_have": ["Hypertension is high blood pressure."]})]})
     options = {"l": 2, "s": 3, "stride": 4, "max_tokens": 8, "seed": 1}
-    targets = rp.relaxed_perplexity_targets(backend, samples, "Question: {question}\nAnswer:", options)
+    targets = job.relaxed_perplexity_targets(backend, samples, "Question: {question}\nAnswer:", options)
     formatted = backend.format("Question: What is hypertension?\nAnswer:")
     assert formatted.startswith("<|im_start|>")  # the chat template was applied
     q, _ = generation_tokens(backend.tokenizer, formatted, add_bos=backend.add_bos, max_prompt_tokens=1000)
@@ -341,10 +342,10 @@ def test_olaph_nice_to_have_is_a_second_target_set_on_a_real_row(tmp_path, share
     meta = json.loads(samples["meta"][0])
     assert meta["nice_to_have"]  # the row has Nice_to_have statements
     backend = tiny_backend(max_length=512)
-    per_target = rp.relaxed_perplexity_targets(backend, samples, "{question}", OPTIONS)
+    per_target = job.relaxed_perplexity_targets(backend, samples, "{question}", OPTIONS)
     assert per_target.filter(pl.col("target_set") == "nice_to_have")["target"].to_list() == [
         t.strip() for t in meta["nice_to_have"]]
-    scores = {r["metric"]: r["value"] for r in rp.scores_from_targets(per_target).iter_rows(named=True)}
+    scores = {r["metric"]: r["value"] for r in job.scores_from_targets(per_target).iter_rows(named=True)}
     assert set(scores) == {"relaxed_perplexity", "relaxed_cross_entropy", "relaxed_perplexity_nice_to_have",
                            "relaxed_cross_entropy_nice_to_have"}
 

@@ -20,6 +20,7 @@ transformers = pytest.importorskip("transformers")
 from careval.backends.vllm import VLLMBackend  # noqa: E402
 
 rp = importlib.import_module("careval.metrics.relaxed_perplexity")
+job = importlib.import_module("careval.jobs.relaxed_perplexity")
 
 
 class FakeSamplingParams:
@@ -119,7 +120,7 @@ def test_job_dispatches_a_vllm_backend_to_prompt_logprobs():
                                         bos_token=None, bos_token_id=None, eos_token_id=4, decode=lambda ids: "")
     samples = pl.DataFrame({"id": ["x"], "question": ["52"], "reference": ["31"], "meta": ["{}"]})
     options = {"l": 2, "s": 4, "stride": 2, "max_tokens": 4, "seed": 3}
-    scores = rp.score_relaxed_perplexity(backend, samples, "0{question}", options)
+    scores = job.score_relaxed_perplexity(backend, samples, "0{question}", options)
     assert scores["status"].to_list() == ["ok", "ok"]
     kept = rp.relaxed_perplexities_vllm(fake_backend(model), [0, 5, 2], [[3, 1]], **options)[0].continuations
     reference = rp.relaxed_perplexity(model, [0, 5, 2], [3, 1], implementation="reference", continuations=kept, **options)

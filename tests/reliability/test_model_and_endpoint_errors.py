@@ -7,9 +7,9 @@ import pytest
 
 from careval.backends import Sampling, load_backend
 from careval.backends.openai_compat import EndpointError
-from careval.models.spec import endpoint_spec
 from careval.joblog import job_log
 from careval.models import ModelSourceError, model_source, needs_preparation, resolve_model_path
+from careval.models.spec import endpoint_spec
 
 KEY = "sk-live-0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -44,7 +44,7 @@ class _EchoServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's naming)
+            def do_POST(self):
                 outer.requests += 1
                 self.rfile.read(int(self.headers["Content-Length"]))
                 echoed = json.dumps({"headers": dict(self.headers)})

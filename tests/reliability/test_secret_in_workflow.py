@@ -15,7 +15,7 @@ import yaml
 from test_model_and_endpoint_errors import KEY, _EchoServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
-from workflow_runs import make_workdir, snakemake  # noqa: E402  (tests/workflow's helpers)
+from workflow_runs import make_workdir, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,7 @@ def test_an_echoed_key_is_nowhere_under_results_or_snakemake_state(repo_root, tm
         assert server.requests > 0
     assert (result.returncode != 0) == (status == 401), result.stderr[-3000:]
     # a fragment long enough to be the key, short enough to survive any cut of an excerpt
-    fragments = [KEY[i:i + 12] for i in range(0, len(KEY) - 12)]
+    fragments = [KEY[i:i + 12] for i in range(len(KEY) - 12)]
     leaked = [str(path.relative_to(work)) for folder in ("results", ".snakemake") for path in (work / folder).rglob("*")
               if path.is_file() and any(f.encode() in path.read_bytes() for f in fragments)]
     assert leaked == []

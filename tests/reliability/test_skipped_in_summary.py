@@ -7,7 +7,7 @@ import pytest
 from careval.analysis.aggregate import MCQA_AVERAGE, ScoreFile, write_summary
 from careval.datasets import build_benchmark, get_benchmark
 from careval.datasets.normalise import report_path
-from careval.scoring import SCORE_SCHEMA
+from careval.schemas import SCORE_SCHEMA
 
 
 def _benchmark(tmp_path, name, answers):

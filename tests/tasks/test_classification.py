@@ -6,9 +6,8 @@ import polars as pl
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from careval.datasets.schema import SAMPLE_SCHEMA
+from careval.schemas import DATASET_SCHEMA, GENERATION_SCHEMA
 from careval.tasks.classification import loglik_requests, macro_f1, parse_label, score_classification
-from careval.tasks.open import GENERATION_SCHEMA
 
 CLASSES = ["neoplasms", "digestive system diseases", "nervous system diseases", "cardiovascular diseases",
            "general pathological conditions"]
@@ -17,7 +16,7 @@ CLASSES = ["neoplasms", "digestive system diseases", "nervous system diseases", 
 def _samples(golds):
     return pl.DataFrame([{"id": f"s{i}", "benchmark": "b", "task": "classification", "question": f"text {i}",
                           "context": None, "options": CLASSES, "answer": g, "reference": None, "meta": "{}"}
-                         for i, g in enumerate(golds)], schema=SAMPLE_SCHEMA)
+                         for i, g in enumerate(golds)], schema=DATASET_SCHEMA)
 
 
 @pytest.mark.parametrize("seed", range(5))

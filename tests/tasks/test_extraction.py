@@ -5,9 +5,8 @@ import math
 import polars as pl
 import pytest
 
-from careval.datasets.schema import SAMPLE_SCHEMA
+from careval.schemas import DATASET_SCHEMA, GENERATION_SCHEMA
 from careval.tasks.extraction import pair_accuracy, parse_triples, score_extraction, true_positives
-from careval.tasks.open import GENERATION_SCHEMA
 
 # concepts: G (SCN5A), D1 (long QT syndrome / LQTS), D2 (bradycardia), C (lidocaine)
 ENTITIES = {"G": ["SCN5A"], "D1": ["long QT syndrome", "LQTS"], "D2": ["bradycardia"], "C": ["lidocaine"]}
@@ -37,7 +36,7 @@ def test_counts_by_hand():
 def test_score_extraction_rows_and_corpus_micro_average():
     samples = pl.DataFrame([{"id": d, "benchmark": "biored", "task": "extraction", "question": "abstract", "context": None,
                              "options": None, "answer": None, "reference": "r", "meta": json.dumps({"relations": GOLD, "entities": ENTITIES})}
-                            for d in ("d1", "d2", "d3")], schema=SAMPLE_SCHEMA)
+                            for d in ("d1", "d2", "d3")], schema=DATASET_SCHEMA)
     outputs = ["SCN5A | long QT syndrome | Association\nSCN5A | bradycardia | Bind", "lidocaine | bradycardia | Negative_Correlation",
                "no idea"]
     generations = pl.DataFrame({"id": ["d1", "d2", "d3"], "prompt": ["p"] * 3, "output": outputs, "status": ["ok"] * 3},

@@ -3,7 +3,7 @@ import math
 
 import polars as pl
 
-from careval.datasets.schema import SAMPLE_SCHEMA
+from careval.schemas import DATASET_SCHEMA
 from careval.tasks.mcqa import loglik_requests, score_mcqa
 
 
@@ -13,7 +13,7 @@ def _samples():
          "options": ["Liver", "Pancreas", "Spleen"], "answer": 1, "reference": None, "meta": "{}"},
         {"id": "q2", "benchmark": "b", "task": "mcqa", "question": "First-line drug for anaphylaxis?", "context": None,
          "options": ["Adrenaline", "An oral antihistamine"], "answer": 0, "reference": None, "meta": "{}"},
-    ], schema=SAMPLE_SCHEMA)
+    ], schema=DATASET_SCHEMA)
 
 
 def test_one_request_per_option_with_the_prompt_as_context():

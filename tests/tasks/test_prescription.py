@@ -2,7 +2,15 @@
 import polars as pl
 
 from careval.datasets import get_benchmark, normalise
-from careval.tasks.prescription import FAKE_DURATIONS, FAKE_FREQUENCIES, diagnosis, easy_rows, hard_rows, medicines, parse_results
+from careval.tasks.prescription import (
+    FAKE_DURATIONS,
+    FAKE_FREQUENCIES,
+    diagnosis,
+    easy_rows,
+    hard_rows,
+    medicines,
+    parse_results,
+)
 
 ROWS = [
     {"results": str({"procedure": {"chief_complaints_diagnosis": "Acid reflux"},

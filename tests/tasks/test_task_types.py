@@ -6,16 +6,17 @@ import pytest
 
 from careval.analysis.aggregate import MCQA_AVERAGE, ScoreFile, build_summary
 from careval.datasets import REGISTRY, get_benchmark
-from careval.metrics.registry import TASK_FAMILIES as TASK_METRICS
-from careval.datasets.schema import SAMPLE_SCHEMA, TASKS
+from careval.datasets.benchmark import TASKS
 from careval.inference import loglik_requests
+from careval.metrics.registry import TASK_FAMILIES as TASK_METRICS
+from careval.schemas import DATASET_SCHEMA
 from careval.scoring import family_scores
 
 
 def _choice_samples(task, n_options=3):
     options = [f"option {i}" for i in range(n_options)]
     return pl.DataFrame([{"id": "a", "benchmark": "b", "task": task, "question": "q", "context": None,
-                          "options": options, "answer": 1, "reference": None, "meta": "{}"}], schema=SAMPLE_SCHEMA)
+                          "options": options, "answer": 1, "reference": None, "meta": "{}"}], schema=DATASET_SCHEMA)
 
 
 def test_every_entry_has_a_known_task_and_metric_families():

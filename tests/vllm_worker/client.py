@@ -52,7 +52,7 @@ class RemoteBackend:
         # machine shared by several test runs, and the demo models need far less.
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         env.pop("VIRTUAL_ENV", None)
-        self._log = open(self.log_path, "w")
+        self._log = open(self.log_path, "w")  # noqa: SIM115  (open while the worker runs; closed in close())
         self.process = subprocess.Popen([str(python), str(HERE / "worker.py"), json.dumps(self.spec)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
                                         env=env, cwd=REPO, start_new_session=True)

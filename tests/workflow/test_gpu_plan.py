@@ -31,7 +31,7 @@ def _llm_jobs(configfile: Path, workdir: Path, target: str) -> list:
         workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
         workflow._build_dag()
         return [(job.rule.name, dict(job.wildcards), job.params.spec, job.resources["gpu"])
-                for job in workflow.dag.jobs if "spec" in job.params.keys()]
+                for job in workflow.dag.jobs if "spec" in job.params.keys()]  # noqa: SIM118  (`in` a Namedlist tests its values)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def test_every_llm_job_of_the_paper_plan_asks_for_the_gpus_its_backend_uses(pape
     mismatched = [(rule, wildcards, spec["gpus"], gpu) for rule, wildcards, spec, gpu in paper_jobs if spec["gpus"] != gpu]
     assert mismatched == []
     assert {rule for rule, *_ in paper_jobs} >= {"infer_open", "infer_closed", "relaxed_perplexity", "judge",
-                                                 "sample_consistency"}
+                                                 "judge_repeats", "rephrase", "sample_consistency"}
 
 
 def test_size_classes_reach_every_job_kind(paper_jobs):
@@ -52,8 +52,11 @@ def test_size_classes_reach_every_job_kind(paper_jobs):
     sizes = {name: paper["model_sizes"][entry["size"]]["gpus"] for name, entry in paper["models"].items()}
     for rule, wildcards, spec, gpu in paper_jobs:
         loaded = spec["name"]
-        if rule == "judge":  # the inline prometheus-7b-v2.0 judge of size class small
+        if rule in ("judge", "judge_repeats"):  # the inline prometheus-7b-v2.0 judge of size class small
             assert (loaded, gpu) == ("prometheus-7b-v2.0", paper["model_sizes"]["small"]["gpus"])
+        elif rule == "rephrase":  # the inline Qwen2.5-72B-Instruct rephraser of its own size class
+            rephraser = paper["analysis"]["resilience"]["rephraser"]
+            assert (loaded, gpu) == ("Qwen2.5-72B-Instruct", paper["model_sizes"][rephraser["size"]]["gpus"])
         else:
             assert (loaded, gpu) == (wildcards["model"], sizes[wildcards["model"]]), (rule, wildcards)
     seventy_b = Counter(rule for rule, wildcards, spec, gpu in paper_jobs if wildcards.get("model") == "Llama-3.1-70B-Instruct")

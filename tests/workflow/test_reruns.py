@@ -10,7 +10,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-
 from workflow_runs import file_states, jobs_run, make_workdir, reduced_config, snakemake, write_config
 
 pytestmark = pytest.mark.slow

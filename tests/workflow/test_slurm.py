@@ -13,7 +13,6 @@ import polars as pl
 import pytest
 import yaml
 from polars.testing import assert_frame_equal
-
 from workflow_runs import jobs_run, make_workdir, reduced_config, snakemake
 
 pytestmark = pytest.mark.slow

@@ -1,40 +1,6 @@
 # The tidy score tables, then every analysis figure (correlations with bootstrap intervals, metric
 # clusters, rankings, resilience, self-consistency) in one PDF, as PNGs, and in the Snakemake report.
-
-from careval.analysis.elo import resolve_elo_path
-
-ANALYSIS = config["analysis"]
-# figure name prefix -> (caption, report category); the longest matching prefix wins
-FIGURE_CAPTIONS = {
-    "scores": ("scores.rst", "1. Scores"),
-    "mcqa_vs_open": ("mcqa_vs_open.rst", "2. Correlations"),
-    "metric_x_metric": ("metric_x_metric.rst", "2. Correlations"),
-    "benchmark_x_benchmark": ("benchmark_x_benchmark.rst", "2. Correlations"),
-    "mcqa_vs_elo": ("mcqa_vs_elo.rst", "2. Correlations"),
-    "rankings": ("rankings.rst", "3. Rankings"),
-    "relaxed_perplexity_vs_all": ("relaxed_perplexity_vs_all.rst", "2. Correlations"),
-    "resilience": ("resilience.rst", "4. Resilience to rephrasing"),
-    "consistency": ("consistency.rst", "5. Self-consistency"),
-    "consistency_cv": ("consistency_cv.rst", "5. Self-consistency"),
-}
-
-
-def figure_output(name):
-    prefix = max((p for p in FIGURE_CAPTIONS if name == p or name.startswith(p + "_")), key=len)
-    caption, category = FIGURE_CAPTIONS[prefix]
-    return report(f"{RESULTS}/figures/{name}.png", caption=f"../report/{caption}", category=category)
-
-
-def analysis_inputs(wildcards):
-    inputs = {"summary": f"{RESULTS}/summary/scores.parquet", "samples": f"{RESULTS}/summary/sample_scores.parquet"}
-    if PLAN.analysis.resilience_benchmarks:
-        inputs["resilience"] = f"{RESULTS}/summary/resilience.parquet"
-    if PLAN.analysis.consistency_benchmarks:
-        inputs["consistency"] = f"{RESULTS}/summary/consistency.parquet"
-    if PLAN.analysis.elo:
-        inputs["elo"] = str(resolve_elo_path(ANALYSIS["elo_csv"]))
-    return inputs
-
+# Their input functions and figure captions: common.smk.
 
 rule aggregate_scores:
     input:
@@ -67,7 +33,8 @@ rule correlations:
     params:
         plan=PLAN.analysis,
         settings=ANALYSIS,
-        figures_dir=f"{RESULTS}/figures",
+        # the folder of the planned figures (scores.png is always one), where figures.py writes them
+        figures_dir=lambda wildcards, output: os.path.dirname(output.figures[0]),
     log:
         f"{LOGS}/correlations.log",
     threads: 1

@@ -2,13 +2,10 @@
 # Not an input of `all`: it needs the MIR exams (or the demo exam) and an LLM translator/rephraser.
 # acquire -> parse (CareQA_es) -> translate (CareQA_en) -> negative filter -> two rephrasings + selection
 # -> unique-answer validation (CareQA_en_open); stage_counts.json; human-review sheets and agreement.
+# Its input functions: common.smk.
 import glob
 
-from careval.careqa.acquire import edition_name, is_url
-
-CAREQA = config["careqa"]
 CAREQA_DIR = f"{RESULTS}/careqa"
-CAREQA_EDITIONS = {edition_name(e): e for e in CAREQA["editions"]}
 CAREQA_REPORTS = [f"{CAREQA_DIR}/reports/{stage}.json"
                   for stage in ("parse", "translate", "negative_filter", "rephrase_select", "validate_unique_answer")]
 
@@ -16,29 +13,6 @@ CAREQA_REPORTS = [f"{CAREQA_DIR}/reports/{stage}.json"
 wildcard_constraints:
     edition="|".join(re.escape(e) for e in CAREQA_EDITIONS) or "(?!)",
     review_kind="translation|rephrasing",
-
-
-def careqa_step(step):
-    if step not in CAREQA:
-        raise ValueError(f"careval config error: careqa.{step} is not set (a model of `models` or an endpoint)")
-    return CAREQA[step]
-
-
-def careqa_llm(step):
-    """The translator's or rephraser's spec (plan): a model of `models` or an OpenAI-compatible endpoint."""
-    careqa_step(step)
-    return PLAN.careqa_llms[step]
-
-
-def careqa_model_folder(step):
-    """The prepared-model marker of a local translator/rephraser (an endpoint needs nothing)."""
-    return lambda wildcards: prepared_marker(careqa_llm(step))
-
-
-def careqa_local_documents(wildcards):
-    """Local booklets and keys are inputs, so editing one re-parses; addresses are fetched in the job."""
-    edition = CAREQA_EDITIONS[wildcards.edition]
-    return [edition[part] for part in ("booklet", "key") if not is_url(edition[part])]
 
 
 rule careqa:

@@ -1,10 +1,13 @@
-# Names, paths and input functions shared by the rule modules, all read from the plan (Snakefile). No science here.
+# Names, paths and input functions of the rule modules, all read from the plan (Snakefile). No science here.
+# Every function a rule file uses is defined here, so the rule files hold rules only (snakemake --lint).
+import os
 import re
 from dataclasses import asdict
 from pathlib import Path
 
-from careval.datasets.registry import LocalSource
-from careval.datasets.schema import TASKS
+from careval.analysis.elo import resolve_elo_path
+from careval.careqa.acquire import edition_name, is_url
+from careval.datasets.benchmark import TASKS, LocalSource
 from careval.plan import EXTRA_FAMILIES
 
 RESULTS = PLAN.results_dir
@@ -83,3 +86,90 @@ def benchmark_source_files(wildcards):
     one-line error says how to provide it, so the rest of the study still plans and runs."""
     source = BENCHMARKS[wildcards.benchmark].source
     return [source.path] if isinstance(source, LocalSource) and Path(source.path).exists() else []
+
+
+# --- scoring.smk
+def score_inputs(wildcards):
+    inputs = {
+        "samples": f"{DATASETS_DIR}/{wildcards.benchmark}.parquet",
+        "loglik": f"{RESULTS}/loglik/{wildcards.model}/{wildcards.benchmark}.parquet",
+    }
+    if BENCHMARKS[wildcards.benchmark].generates:
+        inputs["generations"] = f"{RESULTS}/generations/{wildcards.model}/{wildcards.benchmark}.parquet"
+    return inputs
+
+
+# --- analysis.smk
+ANALYSIS = config["analysis"]
+# figure name prefix -> (caption, report category); the longest matching prefix wins
+FIGURE_CAPTIONS = {
+    "scores": ("scores.rst", "1. Scores"),
+    "mcqa_vs_open": ("mcqa_vs_open.rst", "2. Correlations"),
+    "metric_x_metric": ("metric_x_metric.rst", "2. Correlations"),
+    "benchmark_x_benchmark": ("benchmark_x_benchmark.rst", "2. Correlations"),
+    "mcqa_vs_elo": ("mcqa_vs_elo.rst", "2. Correlations"),
+    "rankings": ("rankings.rst", "3. Rankings"),
+    "relaxed_perplexity_vs_all": ("relaxed_perplexity_vs_all.rst", "2. Correlations"),
+    "resilience": ("resilience.rst", "4. Resilience to rephrasing"),
+    "consistency": ("consistency.rst", "5. Self-consistency"),
+    "consistency_cv": ("consistency_cv.rst", "5. Self-consistency"),
+}
+
+
+def figure_output(name):
+    prefix = max((p for p in FIGURE_CAPTIONS if name == p or name.startswith(f"{p}_")), key=len)
+    caption, category = FIGURE_CAPTIONS[prefix]
+    return report(f"{RESULTS}/figures/{name}.png", caption=f"../report/{caption}", category=category)
+
+
+def analysis_inputs(wildcards):
+    inputs = {"summary": f"{RESULTS}/summary/scores.parquet", "samples": f"{RESULTS}/summary/sample_scores.parquet"}
+    if PLAN.analysis.resilience_benchmarks:
+        inputs["resilience"] = f"{RESULTS}/summary/resilience.parquet"
+    if PLAN.analysis.consistency_benchmarks:
+        inputs["consistency"] = f"{RESULTS}/summary/consistency.parquet"
+    if PLAN.analysis.elo:
+        inputs["elo"] = str(resolve_elo_path(ANALYSIS["elo_csv"]))
+    return inputs
+
+
+# --- careqa.smk
+CAREQA = config["careqa"]
+CAREQA_EDITIONS = {edition_name(e): e for e in CAREQA["editions"]}
+
+
+def careqa_step(step):
+    if step not in CAREQA:
+        raise ValueError(f"careval config error: careqa.{step} is not set (a model of `models` or an endpoint)")
+    return CAREQA[step]
+
+
+def careqa_llm(step):
+    """The translator's or rephraser's spec (plan): a model of `models` or an OpenAI-compatible endpoint."""
+    careqa_step(step)
+    return PLAN.careqa_llms[step]
+
+
+def careqa_model_folder(step):
+    """The prepared-model marker of a local translator/rephraser (an endpoint needs nothing)."""
+    return lambda wildcards: prepared_marker(careqa_llm(step))
+
+
+def careqa_local_documents(wildcards):
+    """Local booklets and keys are inputs, so editing one re-parses; addresses are fetched in the job."""
+    edition = CAREQA_EDITIONS[wildcards.edition]
+    return [edition[part] for part in ("booklet", "key") if not is_url(edition[part])]
+
+
+def judge_options(repeats=False):
+    """metrics.judge as the grading code reads it; the repeats' jobs bound by repeats_limit (or limit)."""
+    judge = config["metrics"]["judge"]
+    options = {k: v for k, v in judge.items() if k not in ("benchmarks", "model", "repeats_limit")}
+    if repeats and judge.get("repeats_limit"):
+        options["limit"] = judge["repeats_limit"]
+    return options
+
+
+def repeats_judged(benchmark):
+    """Whether the judge grades this benchmark's repeats too: wherever it grades its answers (paper 3.4-3.5)."""
+    return PLAN.judge is not None and "judge" in PLAN.families(benchmark)

@@ -3,19 +3,6 @@
 # its own) decides the job's resources. Planned only when some benchmark is judged. No science here.
 
 
-def judge_spec(wildcards=None):
-    return PLAN.judge
-
-
-def judge_options(repeats=False):
-    """metrics.judge as the grading code reads it; the repeats' jobs bound by repeats_limit (or limit)."""
-    judge = config["metrics"]["judge"]
-    options = {k: v for k, v in judge.items() if k not in ("benchmarks", "model", "repeats_limit")}
-    if repeats and judge.get("repeats_limit"):
-        options["limit"] = judge["repeats_limit"]
-    return options
-
-
 if PLAN.judge is not None:
 
     rule judge:
@@ -40,14 +27,9 @@ if PLAN.judge is not None:
             "llm_judge"
         threads: PLAN.judge.threads
         resources:
-            **llm_resources(judge_spec),
+            **llm_resources(lambda wildcards: PLAN.judge),
         script:
             "../scripts/judge.py"
-
-
-def repeats_judged(benchmark):
-    """Whether the judge grades this benchmark's repeats too: wherever it grades its answers (paper 3.4-3.5)."""
-    return PLAN.judge is not None and "judge" in PLAN.families(benchmark)
 
 
 if PLAN.judge is not None:
@@ -76,6 +58,6 @@ if PLAN.judge is not None:
             "llm_judge"
         threads: PLAN.judge.threads
         resources:
-            **llm_resources(judge_spec),
+            **llm_resources(lambda wildcards: PLAN.judge),
         script:
             "../scripts/judge_repeats.py"

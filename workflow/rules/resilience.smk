@@ -4,10 +4,6 @@
 RESILIENCE = config["analysis"]["resilience"]
 
 
-def rephraser_spec(wildcards=None):
-    return PLAN.rephraser
-
-
 if PLAN.rephraser is not None:
 
     rule rephrase:
@@ -29,7 +25,7 @@ if PLAN.rephraser is not None:
             f"{RESULTS}/benchmarks/rephrase/{{model}}/{{benchmark}}.tsv"
         threads: PLAN.rephraser.threads
         resources:
-            **llm_resources(rephraser_spec),
+            **llm_resources(lambda wildcards: PLAN.rephraser),
         script:
             "../scripts/rephrase.py"
 

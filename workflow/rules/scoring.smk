@@ -1,17 +1,7 @@
 # Per-sample metric values with a status: one job per model x benchmark (models such as the
 # BERTScore encoder load once), one file per metric family of the benchmark's task. One rule per
 # task type (score_open, score_mcqa, score_classification, ...); the generations are an input
-# only where the benchmark generates.
-
-
-def score_inputs(wildcards):
-    inputs = {
-        "samples": f"{DATASETS_DIR}/{wildcards.benchmark}.parquet",
-        "loglik": f"{RESULTS}/loglik/{wildcards.model}/{wildcards.benchmark}.parquet",
-    }
-    if BENCHMARKS[wildcards.benchmark].generates:
-        inputs["generations"] = f"{RESULTS}/generations/{wildcards.model}/{wildcards.benchmark}.parquet"
-    return inputs
+# only where the benchmark generates (score_inputs, common.smk).
 
 
 for _task in TASKS:

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from careval.datasets import get_benchmark
 from careval.joblog import job_log
-from careval.metrics.relaxed_perplexity import run_relaxed_perplexity
+from careval.jobs.relaxed_perplexity import run_relaxed_perplexity
 from careval.models.spec import ModelSpec
 
 with job_log(snakemake.log[0]):

@@ -2,8 +2,8 @@
 from pathlib import Path
 
 from careval.joblog import job_log
+from careval.jobs.repeats import run_rephrasing
 from careval.models.spec import ModelSpec
-from careval.tasks.repeats import run_rephrasing
 
 with job_log(snakemake.log[0]):
     settings = snakemake.params.settings

@@ -3,8 +3,8 @@ from pathlib import Path
 
 from careval.datasets import get_benchmark
 from careval.joblog import job_log
+from careval.jobs.repeats import run_consistency
 from careval.models.spec import ModelSpec
-from careval.tasks.repeats import run_consistency
 
 with job_log(snakemake.log[0]):
     settings = snakemake.params.settings

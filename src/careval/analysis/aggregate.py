@@ -10,17 +10,9 @@ import polars as pl
 
 from careval.metrics.accuracy import weighted_average
 from careval.metrics.registry import metric_spec
-
-# n_skipped: source rows dropped at normalisation (`on_bad_row: skip`), the same for every model of a
-# benchmark; null where the normalisation reports were not given (unknown is not zero).
-SUMMARY_SCHEMA = {"model": pl.String, "benchmark": pl.String, "task": pl.String, "metric": pl.String,
-                  "value": pl.Float64, "n": pl.Int64, "n_failed": pl.Int64, "n_skipped": pl.Int64}
+from careval.schemas import SUMMARY_SAMPLE_SCHEMA, SUMMARY_SCHEMA
 
 MCQA_AVERAGE = "mcqa_weighted_average"
-
-# The per-sample table the bootstrap resamples: every sample-level score row, labelled.
-SAMPLE_SCHEMA = {"model": pl.String, "benchmark": pl.String, "task": pl.String, "metric": pl.String,
-                 "id": pl.String, "value": pl.Float64, "status": pl.String, "weight": pl.Float64}
 
 
 @dataclass(frozen=True)
@@ -106,7 +98,7 @@ def build_sample_table(score_files: list[ScoreFile]) -> pl.DataFrame:
         rows = pl.read_parquet(item.path).filter(pl.col("level") == "sample")
         frames.append(rows.select(model=pl.lit(item.model), benchmark=pl.lit(item.benchmark), task=pl.lit(item.task),
                                   metric="metric", id="id", value="value", status="status", weight="weight"))
-    return pl.concat(frames).cast(SAMPLE_SCHEMA) if frames else pl.DataFrame(schema=SAMPLE_SCHEMA)
+    return pl.concat(frames).cast(SUMMARY_SAMPLE_SCHEMA) if frames else pl.DataFrame(schema=SUMMARY_SAMPLE_SCHEMA)
 
 
 def write_summary(score_files: list[ScoreFile], output: Path, samples_output: Path | None = None,

@@ -12,10 +12,7 @@ from scipy import stats
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.bootstrap import Resampled, correlation_interval
 from careval.metrics.registry import higher_is_better
-
-CORRELATION_SCHEMA = {"analysis": pl.String, "benchmark": pl.String, "metric": pl.String, "x": pl.String, "y": pl.String,
-                      "method": pl.String, "r": pl.Float64, "p_value": pl.Float64, "ci_low": pl.Float64,
-                      "ci_high": pl.Float64, "n_models": pl.Int64, "agreement": pl.Float64}
+from careval.schemas import CORRELATION_SCHEMA, SET_CORRELATION_SCHEMA
 
 ELO = ("chatbot_arena", "elo")
 Key = tuple[str, str]
@@ -181,7 +178,6 @@ def relaxed_perplexity_vs_all(summary, methods: list[str], anchor: str) -> pl.Da
 # The correlation analyses drawn per model set (the figure families of analysis.figure_sets).
 SET_ANALYSES = {"mcqa_vs_open": mcqa_vs_open, "metric_x_metric": metric_matrices,
                 "benchmark_x_benchmark": benchmark_matrices, "mcqa_vs_elo": elo_matrix}
-SET_CORRELATION_SCHEMA = {"model_set": pl.String, **CORRELATION_SCHEMA}
 
 
 def set_correlations(scores_of, sets_of, methods: list[str], anchor: str | None = None) -> pl.DataFrame:

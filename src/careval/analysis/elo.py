@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from careval.datasets.registry import REPO_ROOT
+from careval.datasets.benchmark import REPO_ROOT
 from careval.textio import TextDecodeError, read_text
 
 REQUIRED_COLUMNS = ("model", "elo")

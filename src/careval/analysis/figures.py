@@ -19,14 +19,12 @@ from careval.analysis.consistency import cv_excluded_metrics  # noqa: E402
 from careval.analysis.correlations import ELO, Scores, set_correlations, square  # noqa: E402
 from careval.analysis.elo import read_elo, resolve_elo_path  # noqa: E402
 from careval.analysis.plan import AnalysisPlan  # noqa: E402
-from careval.analysis.rankings import RANKING_SCHEMA, rank_models  # noqa: E402
+from careval.analysis.rankings import rank_models  # noqa: E402
 from careval.analysis.spread import across_models  # noqa: E402
 from careval.metrics.registry import higher_is_better  # noqa: E402
+from careval.schemas import CLUSTER_SCHEMA, SET_RANKING_SCHEMA  # noqa: E402
 
 CMAP = "RdBu_r"
-CLUSTER_SCHEMA = {"model_set": pl.String, "benchmark": pl.String, "method": pl.String, "cluster": pl.String,
-                  "metric": pl.String}
-RANKINGS_SCHEMA = {"model_set": pl.String, **RANKING_SCHEMA}
 
 
 def _cell(r: float, low: float | None, high: float | None, p: float | None) -> str:
@@ -346,7 +344,7 @@ def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Pat
               for s in plan.sets("benchmark_x_benchmark") for method in methods]
     pages += [(f"mcqa_vs_elo_{s}", elo_figure(block("mcqa_vs_elo", s), methods, str(inputs["elo"]), s))
               for s in plan.sets("mcqa_vs_elo")]
-    rankings = [pl.DataFrame(schema=RANKINGS_SCHEMA)]
+    rankings = [pl.DataFrame(schema=SET_RANKING_SCHEMA)]
     for s in plan.sets("rankings"):
         for b in plan.open_benchmarks:
             ranked = rank_models(scores_of(s).summary, b)

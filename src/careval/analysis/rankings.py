@@ -8,8 +8,7 @@ import polars as pl
 from scipy import stats
 
 from careval.metrics.registry import higher_is_better
-
-RANKING_SCHEMA = {"benchmark": pl.String, "metric": pl.String, "model": pl.String, "value": pl.Float64, "rank": pl.Int64}
+from careval.schemas import RANKING_SCHEMA
 
 
 def rank_models(summary: pl.DataFrame, benchmark: str) -> pl.DataFrame:

@@ -6,11 +6,9 @@ from pathlib import Path
 
 import polars as pl
 
+from careval.schemas import REPEAT_SCORE_SCHEMA, SPREAD_SCHEMA
 from careval.scoring import score_perplexity, score_text
 
-REPEAT_SCORE_SCHEMA = {"id": pl.String, "repeat": pl.Int64, "metric": pl.String, "value": pl.Float64, "status": pl.String}
-SPREAD_SCHEMA = {"model": pl.String, "benchmark": pl.String, "id": pl.String, "metric": pl.String, "n": pl.Int64,
-                 "mean": pl.Float64, "variance": pl.Float64, "scaled_variance": pl.Float64, "cv": pl.Float64}
 # A separator no sample id contains: repeats are scored in one call per family as "<id>\x1f<repeat>".
 SEPARATOR = "\x1f"
 

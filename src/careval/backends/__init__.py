@@ -9,7 +9,7 @@ from typing import Any
 
 from .base import Backend, Sampling
 
-__all__ = ["Backend", "Sampling", "load_backend", "BACKENDS"]
+__all__ = ["BACKENDS", "Backend", "Sampling", "load_backend"]
 
 BACKENDS = ("hf", "vllm", "openai")
 

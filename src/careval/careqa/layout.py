@@ -7,21 +7,10 @@ from pathlib import Path
 import polars as pl
 
 from careval.careqa.parse import ExamQuestion
+from careval.schemas import CAREQA_CLOSE_SCHEMA
 
-# Column order of the published HPAI-BSC/CareQA close-ended split.
-COLUMNS = ("exam_id", "question", "op1", "op2", "op3", "op4", "cop", "year", "category", "unique_id")
-SCHEMA = {
-    "exam_id": pl.Int64,
-    "question": pl.String,
-    "op1": pl.String,
-    "op2": pl.String,
-    "op3": pl.String,
-    "op4": pl.String,
-    "cop": pl.Int64,
-    "year": pl.Int64,
-    "category": pl.String,
-    "unique_id": pl.String,
-}
+# Column order of the published HPAI-BSC/CareQA close-ended split (careval.schemas).
+COLUMNS = tuple(CAREQA_CLOSE_SCHEMA)
 
 
 def unique_id(question: ExamQuestion) -> str:
@@ -42,7 +31,7 @@ def to_frame(questions: Iterable[ExamQuestion]) -> pl.DataFrame:
         }
         for q in questions
     ]
-    frame = pl.DataFrame(rows, schema=SCHEMA) if rows else pl.DataFrame(schema=SCHEMA)
+    frame = pl.DataFrame(rows, schema=CAREQA_CLOSE_SCHEMA) if rows else pl.DataFrame(schema=CAREQA_CLOSE_SCHEMA)
     duplicated = frame.filter(pl.col("unique_id").is_duplicated())["unique_id"].unique().to_list()
     if duplicated:
         raise ValueError(f"duplicate unique_id {sorted(duplicated)[:5]}: the same exam question was given twice")

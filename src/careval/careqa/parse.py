@@ -32,7 +32,7 @@ DEFAULT_IGNORE = (
 )
 
 # Key cells that mean the question was annulled (impugned) after the exam.
-_ANNULLED = {"0", "-", "–", "—", "anulada", "anulado", "anul."}
+_ANNULLED = {"0", "-", "–", "—", "anulada", "anulado", "anul."}  # noqa: RUF001  (the booklets use en and em dashes)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import polars as pl
 from careval.backends.base import Backend, Sampling
 from careval.careqa.filters import screen_question
 from careval.careqa.llm import as_backend, verdict_sampling
+from careval.schemas import CAREQA_OPEN_SCHEMA
 
 # Appendix A.2 describes the prompts without printing them: rephrase into an open-ended question,
 # "only rephrase questions that could be effectively transformed", exclude questions that "require a
@@ -50,9 +51,7 @@ VALIDATION_PROMPT = (
     "Question: {question}\nReference answer: {answer}\n\nReply YES or NO."
 )
 
-OPEN_COLUMNS = ("exam_id", "question", "answer", "year", "category", "unique_id")
-OPEN_SCHEMA = {"exam_id": pl.Int64, "question": pl.String, "answer": pl.String, "year": pl.Int64,
-               "category": pl.String, "unique_id": pl.String}
+OPEN_COLUMNS = tuple(CAREQA_OPEN_SCHEMA)
 
 # Markdown bold around the label ("**Question:**") is common in chat replies.
 _FIELD = re.compile(r"^\s*\**\s*(question|answer)\s*\**\s*:\s*\**\s*(.*)$", re.IGNORECASE)
@@ -250,7 +249,7 @@ def build_open(english_path: Path, iteration1_path: Path, backend: Backend | dic
     meta = pl.read_parquet(english_path).select("exam_id", "year", "category", "unique_id")
     open_set = (valid.join(meta, on="unique_id", how="left")
                 .rename({"open_question": "question", "open_answer": "answer"})
-                .select(OPEN_COLUMNS).cast(OPEN_SCHEMA))
+                .select(OPEN_COLUMNS).cast(CAREQA_OPEN_SCHEMA))
     _write(open_set, open_path)
     return _report(report_path, {
         "stage": "validate_unique_answer",

@@ -7,8 +7,9 @@ from pathlib import Path
 import polars as pl
 
 from careval.backends.base import Backend, Sampling
-from careval.careqa.layout import COLUMNS, SCHEMA
+from careval.careqa.layout import COLUMNS
 from careval.careqa.llm import as_backend
+from careval.schemas import CAREQA_CLOSE_SCHEMA, CAREQA_TRANSLATION_AUDIT_SCHEMA
 
 TEXT_FIELDS = ("question", "op1", "op2", "op3", "op4")
 
@@ -20,10 +21,6 @@ TRANSLATION_PROMPT = (
     "Spanish: {text}\n"
     "English:"
 )
-
-AUDIT_SCHEMA = {"unique_id": pl.String, "field": pl.String, "source": pl.String, "output": pl.String,
-                "status": pl.String}
-
 
 def clean_translation(output: str) -> tuple[str, str]:
     """(text, status): the first paragraph of the reply, without a label the model may echo."""
@@ -46,13 +43,13 @@ def translate_frame(spanish: pl.DataFrame, backend: Backend, sampling: Sampling)
         text, status = clean_translation(output)
         audit_rows.append({"unique_id": uid, "field": field, "source": source, "output": output, "status": status})
         translated.setdefault(uid, {})[field] = text if status == "ok" else None
-    audit = pl.DataFrame(audit_rows, schema=AUDIT_SCHEMA)
+    audit = pl.DataFrame(audit_rows, schema=CAREQA_TRANSLATION_AUDIT_SCHEMA)
     english = [
         {**row, **translated[row["unique_id"]]}
         for row in spanish.iter_rows(named=True)
         if all(translated[row["unique_id"]][f] is not None for f in TEXT_FIELDS)
     ]
-    frame = pl.DataFrame(english, schema=SCHEMA) if english else pl.DataFrame(schema=SCHEMA)
+    frame = pl.DataFrame(english, schema=CAREQA_CLOSE_SCHEMA) if english else pl.DataFrame(schema=CAREQA_CLOSE_SCHEMA)
     return frame.select(COLUMNS), audit
 
 

@@ -1,9 +1,9 @@
 """Benchmarks: the registry, source loaders and normalisation to the canonical sample schema."""
+from careval.datasets.benchmark import Benchmark, HFSource, LocalSource
 from careval.datasets.normalise import SampleError, build_benchmark, normalise
-from careval.datasets.registry import REGISTRY, Benchmark, HFSource, LocalSource, get_benchmark
-from careval.datasets.schema import SAMPLE_SCHEMA
+from careval.datasets.registry import REGISTRY, get_benchmark
 
 __all__ = [
-    "REGISTRY", "SAMPLE_SCHEMA", "Benchmark", "HFSource", "LocalSource", "SampleError",
+    "REGISTRY", "Benchmark", "HFSource", "LocalSource", "SampleError",
     "build_benchmark", "get_benchmark", "normalise",
 ]

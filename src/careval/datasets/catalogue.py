@@ -9,7 +9,7 @@ says how to get it. `formats` describe the layouts of the real samples in ../sha
 """
 from __future__ import annotations
 
-from careval.datasets.registry import DEMO_DIR, Benchmark, HFSource, LocalSource
+from careval.datasets.benchmark import DEMO_DIR, Benchmark, HFSource, LocalSource
 
 # bigbio's datasets are loading scripts; their parquet export (same configs and fields) is on this branch.
 PARQUET = "refs/convert/parquet"

@@ -7,10 +7,10 @@ import io
 import json
 import re
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
-from careval.datasets.registry import HFSource, LocalSource
+from careval.datasets.benchmark import HFSource, LocalSource
 from careval.textio import TextDecodeError, decode_text, read_text
 
 

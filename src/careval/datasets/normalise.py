@@ -9,10 +9,10 @@ from pathlib import Path
 
 import polars as pl
 
+from careval.datasets.benchmark import CHOICE_TASKS, Benchmark, LocalSource
 from careval.datasets.loaders import SourceError, SourceRow, hf_name, read_source
-from careval.datasets.registry import Benchmark, LocalSource
-from careval.datasets.schema import CHOICE_TASKS, SAMPLE_SCHEMA
 from careval.datasets.transforms import apply_transform
+from careval.schemas import DATASET_SCHEMA
 
 
 class SampleError(ValueError):
@@ -274,7 +274,7 @@ def normalise_report(rows: list[dict], entry: Benchmark, limit: int | None = Non
         samples.append(sample)
     if not samples:
         raise EmptyBenchmarkError(f"{entry.name}: no samples: {_why_empty(entry, rows, selected, transformed, skipped)}")
-    return Normalisation(pl.DataFrame(samples, schema=SAMPLE_SCHEMA), len(rows), len(selected), len(transformed), skipped)
+    return Normalisation(pl.DataFrame(samples, schema=DATASET_SCHEMA), len(rows), len(selected), len(transformed), skipped)
 
 
 def _log_skipped(entry: Benchmark, result: Normalisation) -> None:

@@ -1,80 +1,13 @@
 """The benchmark registry: one declarative entry per benchmark (source, field mapping, task, prompt, metrics)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 
-from careval.datasets.schema import CHOICE_TASKS
+from careval.datasets.benchmark import CHOICE_TASKS, Benchmark, LocalSource
+from careval.datasets.catalogue import CATALOGUE
 from careval.tasks.prompts import check_prompt
 
-# Demo data ships with the repository (resources/demo), found from the package so that a run
-# in any working directory reads it.
-REPO_ROOT = Path(__file__).resolve().parents[3]
-DEMO_DIR = REPO_ROOT / "resources" / "demo"
-
-# Tasks whose every benchmark generates text; classification generates only in `mode: generate`.
-GENERATING_TASKS: tuple[str, ...] = ("open", "extraction")
-
-
-@dataclass(frozen=True)
-class HFSource:
-    """A Hugging Face `datasets` source: the real code path on a machine with the hub."""
-
-    repo: str
-    split: str
-    config: str | None = None
-    data_files: str | None = None  # one file of the repo, for repos that hold one file per subset
-    # a branch or commit: bigbio's datasets are loading scripts, which `datasets` >= 4 no longer runs;
-    # the hub's parquet export of them lives on the branch refs/convert/parquet
-    revision: str | None = None
-
-
-@dataclass(frozen=True)
-class LocalSource:
-    """A local jsonl, json, csv, xml or parquet file; `hint` says how to obtain it when it is missing."""
-
-    path: str
-    hint: str = ""
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    """How one benchmark maps onto the canonical sample schema and what is done with it.
-
-    `fields` maps canonical columns (id, question, context, options, answer, reference) to source
-    fields; a field may be a path into nested data ("QUESTION.AnswerList[0].Answer.AnswerText",
-    "answers[].atext"). `options` may name one field holding a list (or a dict keyed by letter)
-    or several fields (op1..op4); `choices` gives options shared by every row instead (class names,
-    yes/no/maybe). `answer_format` says how the gold answer is written in the source: index0,
-    index1, letter or text (matched against the options). `meta_fields` copies source fields into
-    the sample's meta (a tuple keeps their names, a dict renames: meta key -> source path).
-    `transform` names a function of datasets/transforms.py that reshapes a raw row first (or drops
-    it, returning None). `formats` are alternative layouts of the same data (another file format
-    or re-host), selected by the config override `format:`; each replaces the entry's own keys.
-    """
-
-    name: str
-    task: str
-    source: HFSource | LocalSource
-    fields: dict[str, str | list[str]]
-    prompt: str
-    answer_format: str = "index0"
-    description: str = ""
-    max_new_tokens: int | None = None
-    meta_fields: tuple[str, ...] | dict[str, str] = field(default_factory=tuple)
-    choices: tuple[str, ...] | None = None
-    transform: str | None = None
-    mode: str = "loglik"  # classification: the label by option log-likelihood, or parsed from a generation
-    on_bad_row: str = "error"  # or "skip": a malformed row is dropped and counted
-    select: dict[str, str] = field(default_factory=dict)  # keep rows whose field equals the value
-    formats: dict[str, dict] = field(default_factory=dict)
-    # families with job "extra" in careval.metrics.registry this benchmark is scored with too (F1-RadGraph)
-    extra_metrics: tuple[str, ...] = ()
-
-    @property
-    def generates(self) -> bool:
-        """Whether the model generates text on this benchmark (else it is scored by log-likelihood only)."""
-        return self.task in GENERATING_TASKS or (self.task == "classification" and self.mode == "generate")
+REGISTRY: dict[str, Benchmark] = {entry.name: entry for entry in CATALOGUE}
 
 
 class UnknownBenchmarkError(KeyError):
@@ -105,9 +38,3 @@ def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
     check_prompt(entry.prompt, entry.task, has_context="context" in entry.fields,
                  has_options=entry.task in CHOICE_TASKS, key=key)
     return entry
-
-
-# The catalogue imports the classes above, so it is read last.
-from careval.datasets.catalogue import CATALOGUE  # noqa: E402
-
-REGISTRY: dict[str, Benchmark] = {entry.name: entry for entry in CATALOGUE}

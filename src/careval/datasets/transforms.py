@@ -7,7 +7,7 @@ row keeps the place its source row was read from (loaders.located), so errors st
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from careval.datasets.loaders import located
 from careval.tasks import prescription

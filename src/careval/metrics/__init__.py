@@ -1,8 +1,8 @@
 """Evaluation metrics: n-gram overlap, BERTScore, BLEURT, F1-RadGraph, perplexity, multiple-choice accuracy and the Prometheus judge;
 careval.metrics.registry knows every metric's family, direction and range."""
 
-# careval.metrics.judge (the Prometheus judge) is imported by its users: it builds on careval.scoring,
-# which imports this package.
+# careval.metrics.judge (the Prometheus judge) is imported by its users: it pulls prometheus-eval and the
+# backends in. Metrics never import careval.scoring (the layer above them); their row layout is careval.schemas.
 
 # Only light modules are imported here; BertScorer pulls torch/transformers in on construction.
 from careval.metrics.accuracy import accuracy, mcqa_predictions, weighted_average
@@ -15,10 +15,12 @@ from careval.metrics.perplexity import (
     count_words,
     per_sample_perplexities,
 )
-from careval.metrics.radgraph import F1RadGraphScorer
-from careval.metrics.radgraph import metric_name as radgraph_metric_name
-from careval.metrics.radgraph import reward_levels as radgraph_reward_levels
-from careval.metrics.relaxed_perplexity import RelaxedPerplexity, relaxed_perplexity, score_relaxed_perplexity
+from careval.metrics.radgraph import (
+    F1RadGraphScorer,
+    metric_name as radgraph_metric_name,
+    reward_levels as radgraph_reward_levels,
+)
+from careval.metrics.relaxed_perplexity import RelaxedPerplexity, relaxed_perplexity
 from careval.metrics.semantic import BertScorer, default_model_path
 
 __all__ = [
@@ -41,6 +43,5 @@ __all__ = [
     "radgraph_reward_levels",
     "relaxed_perplexity",
     "rouge",
-    "score_relaxed_perplexity",
     "weighted_average",
 ]

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from transformers import PreTrainedModel, PretrainedConfig
+from transformers import PretrainedConfig, PreTrainedModel
 from transformers.activations import ACT2FN
 
 
@@ -238,7 +238,7 @@ class BleurtModel(BleurtPreTrainedModel):
 
 class BleurtForSequenceClassification(BleurtPreTrainedModel):
     # The converted checkpoints were saved while bleurt-pytorch's position_ids was a persistent buffer.
-    _keys_to_ignore_on_load_unexpected = [r"bleurt\.embeddings\.position_ids"]
+    _keys_to_ignore_on_load_unexpected = [r"bleurt\.embeddings\.position_ids"]  # noqa: RUF012  (transformers reads a list)
 
     def __init__(self, config: BleurtConfig):
         super().__init__(config)

@@ -25,7 +25,7 @@ from prometheus_eval.parser import parse_output
 from prometheus_eval.prompts import ABS_SYSTEM_PROMPT, ABSOLUTE_PROMPT, SCORE_RUBRIC_TEMPLATE, load_rubric
 
 from careval.backends.base import Backend, Sampling
-from careval.scoring import SCORE_SCHEMA
+from careval.schemas import SCORE_SCHEMA
 
 # The rubric names prometheus_eval.prompts.load_rubric knows.
 PREDEFINED_RUBRICS = ("helpfulness", "harmlessness", "honesty", "factual_validity", "reasoning")

@@ -28,14 +28,14 @@ Choices where the paper is terse (all documented here, all exercised by the test
   settings, 128/256 tokens with stride 8/16, always divide).
 * Lengths are in tokens of the evaluated model. The target is tokenized as a continuation
   of running text (``" " + target``, no special tokens); the question ids are the
-  generation prompt's (see :func:`score_relaxed_perplexity`).
+  generation prompt's (see careval.jobs.relaxed_perplexity).
 * Targets (as the paper: OLAPH/MedLFQA Must_have statements, CareQA-Open answers, MedText):
   a sample's meta ``must_have`` list when present, else ``[reference]`` (the raw full
   reference: CareQA-Open and MedText have no statements). The per-sample value is the mean
   over its targets of the perplexity and of the cross-entropy (each averaged separately).
   OLAPH's ``nice_to_have`` statements, where the sample has them, are a second target set
   scored in the same pass (appendix D, table 6 reports both): metrics ``*_nice_to_have``.
-  Per-target values: :func:`relaxed_perplexity_targets` (kept in a file by the job).
+  The benchmark job, with the per-target values kept in a file: careval.jobs.relaxed_perplexity.
 
 Two scorers give the same numbers (tests check 1e-5 in float32): ``implementation="reference"``
 (one forward pass per prefix) and ``"fast"`` (a batched pass over the cached prefix; see
@@ -43,18 +43,10 @@ relaxed_perplexity_hf.py). vLLM backends use prompt log-probabilities (:func:`re
 """
 from __future__ import annotations
 
-import json
-import logging
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import polars as pl
-
-log = logging.getLogger(__name__)
 
 Prefix = tuple[int, ...]
 
@@ -105,7 +97,7 @@ def step_prefixes(continuations: Sequence[Sequence[int]], steps: Sequence[int]) 
     return out
 
 
-def select_continuations(continuations: Sequence[Sequence[int]], logprobs: Sequence[float], l: int) -> list[int]:
+def select_continuations(continuations: Sequence[Sequence[int]], logprobs: Sequence[float], l: int) -> list[int]:  # noqa: E741  (the paper's l)
     """Indices of the ``l`` most likely distinct continuations (ties: the earlier sample)."""
     first: dict[Prefix, int] = {}
     for i, c in enumerate(continuations):
@@ -148,7 +140,7 @@ def combine(
                              skewed, tuple(tuple(c) for c in continuations), tokens_run)
 
 
-def _options(options: dict | None, allowed: Sequence[str] = tuple(DEFAULTS)) -> dict[str, Any]:
+def resolve_options(options: dict | None, allowed: Sequence[str] = tuple(DEFAULTS)) -> dict[str, Any]:
     unknown = sorted(set(options or {}) - set(allowed))
     if unknown:
         raise TypeError(f"relaxed perplexity: unknown option(s) {', '.join(unknown)}; known are {', '.join(allowed)}")
@@ -198,7 +190,7 @@ def relaxed_perplexities(
 
     if implementation not in IMPLEMENTATIONS:
         raise ValueError(f"relaxed perplexity: implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
-    opts = _options(options)
+    opts = resolve_options(options)
     if not question_ids:
         raise ValueError("relaxed perplexity: the question encodes to zero tokens")
     if any(len(t) == 0 for t in targets):
@@ -284,7 +276,7 @@ def relaxed_perplexities_vllm(
 ) -> list[RelaxedPerplexity]:
     """As :func:`relaxed_perplexities`, on a VLLMBackend: vLLM samples (``n=s``, ``min_tokens``
     holds EOS back) and scores each ``q + p + t`` prompt by its prompt log-probabilities."""
-    opts = _options(options)
+    opts = resolve_options(options)
     if any(len(t) == 0 for t in targets):
         raise ValueError("relaxed perplexity: a target encodes to zero tokens")
     steps = stride_points(opts["max_tokens"], opts["stride"])
@@ -321,160 +313,3 @@ def relaxed_perplexities_vllm(
         results.append(combine(prefixes, target_ll, prefix_ll, len(target), n_max=opts["max_tokens"],
                                skewed=opts["skewed"], continuations=kept, tokens_run=run))
     return results
-
-
-# ---------------------------------------------------------------------------------------
-# a benchmark job
-# ---------------------------------------------------------------------------------------
-TARGET_SCHEMA = {"id": pl.String, "target_set": pl.String, "target_index": pl.Int64, "target": pl.String,
-                 "relaxed_cross_entropy": pl.Float64, "relaxed_perplexity": pl.Float64, "status": pl.String}
-
-
-def _meta(sample: dict) -> dict:
-    meta = sample.get("meta")
-    try:
-        parsed = json.loads(meta) if isinstance(meta, str) and meta else (meta or {})
-    except json.JSONDecodeError:
-        parsed = {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def sample_targets(sample: dict) -> list[str]:
-    """The statements a sample is scored against: meta["must_have"] when present (OLAPH/MedLFQA), else [reference]."""
-    must_have = _meta(sample).get("must_have")
-    if isinstance(must_have, list) and must_have:
-        return [str(x) for x in must_have]
-    reference = sample.get("reference")
-    return [reference] if isinstance(reference, str) else []
-
-
-def sample_target_sets(sample: dict) -> dict[str, list[str]]:
-    """Every target set of a sample: "must_have" (or "reference", see sample_targets), and "nice_to_have" when the
-    sample's meta has that list (OLAPH; an empty list is kept, so the sample is counted as empty_target there)."""
-    has_must = isinstance(_meta(sample).get("must_have"), list) and bool(_meta(sample)["must_have"])
-    sets = {"must_have" if has_must else "reference": sample_targets(sample)}
-    nice = _meta(sample).get(NICE_TO_HAVE)
-    if has_must and isinstance(nice, list):
-        sets[NICE_TO_HAVE] = [str(x) for x in nice]
-    return sets
-
-
-def metric_name(metric: str, target_set: str) -> str:
-    return f"{metric}_{NICE_TO_HAVE}" if target_set == NICE_TO_HAVE else metric
-
-
-def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_template: str,
-                               options: dict | None = None) -> pl.DataFrame:
-    """Per (sample, target) values, for the first ``options["limit"]`` samples (all when unset).
-
-    The question is the generation prompt (careval.tasks.open.generation_prompts, then the
-    backend's ``format``: chat template, system prompt), encoded as for generation and
-    left-truncated to leave room for max_tokens and the longest target. A target that is
-    blank gets status ``empty_target``, one that cannot fit ``too_long``, a non-finite
-    value ``non_finite``; the value is then NaN.
-    """
-    from careval.backends.tokenization import generation_tokens
-    from careval.backends.vllm import VLLMBackend
-    from careval.tasks.open import generation_prompts
-
-    opts = _options(options, allowed=(*DEFAULTS, "limit"))
-    limit = (options or {}).get("limit")
-    if limit:
-        samples = samples.head(int(limit))
-    params = {k: opts[k] for k in DEFAULTS}
-    is_vllm = isinstance(backend, VLLMBackend)
-    if not is_vllm and not (hasattr(backend, "model") and hasattr(backend, "tokenizer")):
-        raise TypeError(f"relaxed perplexity needs an hf or vllm backend, got {type(backend).__name__}")
-    tokenizer = backend.tokenizer
-    rows: list[dict] = []
-    prompts = generation_prompts(samples, prompt_template)
-    for sample, prompt in zip(samples.iter_rows(named=True), prompts):
-        # every target set of the sample in one pass: the continuations are sampled once
-        labelled = [(name, i, t.strip()) for name, texts in sample_target_sets(sample).items()
-                    for i, t in enumerate(texts)]
-        texts = [t for _, _, t in labelled]
-        encoded = [list(tokenizer.encode(" " + t, add_special_tokens=False)) if t else [] for t in texts]
-        statuses = ["ok" if ids else "empty_target" for ids in encoded]
-        longest = max((len(ids) for ids in encoded), default=0)
-        room = backend.max_length - opts["max_tokens"] - longest
-        scored = [i for i, st in enumerate(statuses) if st == "ok"]
-        values: dict[int, RelaxedPerplexity] = {}
-        if scored and room < 1:
-            for i in scored:
-                statuses[i] = "too_long"
-        elif scored:
-            question_ids, untruncated = generation_tokens(tokenizer, backend.format(prompt), add_bos=backend.add_bos,
-                                                          max_prompt_tokens=room)
-            if untruncated > room:
-                log.warning("%s: prompt of %d tokens left-truncated to %d", sample["id"], untruncated, room)
-            run = relaxed_perplexities_vllm if is_vllm else relaxed_perplexities
-            model = backend if is_vllm else backend.model
-            for i, result in zip(scored, run(model, question_ids, [encoded[i] for i in scored], **params)):
-                values[i] = result
-                if not (math.isfinite(result.cross_entropy) and math.isfinite(result.perplexity)):
-                    statuses[i] = "non_finite"
-        for i, (target_set, index, text) in enumerate(labelled):
-            result = values.get(i)
-            good = statuses[i] == "ok"
-            rows.append({"id": sample["id"], "target_set": target_set, "target_index": index, "target": text,
-                         "status": statuses[i],
-                         "relaxed_cross_entropy": result.cross_entropy if good else math.nan,
-                         "relaxed_perplexity": result.perplexity if good else math.nan})
-        for target_set in {name for name, texts in sample_target_sets(sample).items() if not texts}:
-            rows.append({"id": sample["id"], "target_set": target_set, "target_index": None, "target": None,
-                         "status": "empty_target",
-                         "relaxed_cross_entropy": math.nan, "relaxed_perplexity": math.nan})
-    return pl.DataFrame(rows, schema=TARGET_SCHEMA)
-
-
-def score_relaxed_perplexity(backend: Any, samples: pl.DataFrame, prompt_template: str,
-                             options: dict | None = None) -> pl.DataFrame:
-    """Per-sample rows in careval's score layout: the mean over the sample's targets of the
-    relaxed perplexity and of the relaxed cross-entropy, per target set (:func:`sample_target_sets`).
-
-    A sample none of whose targets could be scored, or any of whose targets gave a
-    non-finite value, gets NaN and the (first) failing status, so it is counted, not averaged.
-    """
-    return scores_from_targets(relaxed_perplexity_targets(backend, samples, prompt_template, options))
-
-
-def scores_from_targets(per_target: pl.DataFrame) -> pl.DataFrame:
-    """The score rows of per-target values: one value per sample and target set (see score_relaxed_perplexity)."""
-    from careval.scoring import SCORE_SCHEMA
-
-    rows = []
-    for (sample_id, target_set), group in per_target.group_by("id", "target_set", maintain_order=True):
-        statuses = group["status"].to_list()
-        ok = [s == "ok" for s in statuses]
-        bad = [s for s in statuses if s not in ("ok", "empty_target")]
-        if bad or not any(ok):
-            status = bad[0] if bad else "empty_target"
-        else:
-            status = "ok"
-        for metric in METRICS:
-            values = [v for v, good in zip(group[metric].to_list(), ok) if good]
-            value = sum(values) / len(values) if status == "ok" else math.nan
-            rows.append({"id": sample_id, "metric": metric_name(metric, target_set), "value": float(value), "status": status,
-                         "level": "sample", "weight": 1.0})
-    return pl.DataFrame(rows, schema=SCORE_SCHEMA)
-
-
-def run_relaxed_perplexity(samples_path: Path, output_path: Path, prompt_template: str, spec: dict,
-                           options: dict | None = None, targets_path: Path | None = None) -> None:
-    """One model x benchmark job: load the model once, score every sample, write the score rows (and, with
-    `targets_path`, the value of every target: relaxed_perplexity_targets)."""
-    from careval.backends import load_backend
-
-    samples = pl.read_parquet(samples_path)
-    backend = load_backend(spec)
-    start = time.perf_counter()
-    per_target = relaxed_perplexity_targets(backend, samples, prompt_template, options)
-    scores = scores_from_targets(per_target)
-    counts = scores.filter(pl.col("metric") == METRICS[0])["status"].value_counts(sort=True)
-    print(f"relaxed perplexity of {spec['name']} on {scores['id'].n_unique()} samples in "
-          f"{time.perf_counter() - start:.1f}s; statuses: {dict(zip(*counts.to_dict(as_series=False).values()))}")
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    scores.write_parquet(output_path)
-    if targets_path is not None:
-        targets_path.parent.mkdir(parents=True, exist_ok=True)
-        per_target.write_parquet(targets_path)

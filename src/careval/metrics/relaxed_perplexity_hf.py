@@ -119,7 +119,7 @@ def sample_continuations(
     logits = logits.expand(s, -1)
     key = " ".join(map(str, q))
     sampler = _SeededSampler(request_seeds(seed, [key] * s), temperature=1.0, top_p=top_p)
-    suppress = torch.tensor(sorted(set(int(i) for i in suppress_ids)), dtype=torch.long)
+    suppress = torch.tensor(sorted({int(i) for i in suppress_ids}), dtype=torch.long)
     tokens: list[list[int]] = [[] for _ in range(s)]
     logps: list[list[float]] = [[] for _ in range(s)]
     for step in range(max_tokens):

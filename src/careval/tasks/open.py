@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from careval.schemas import GENERATION_SCHEMA
 from careval.tasks.prompts import fill_prompt
-
-GENERATION_SCHEMA = {"id": pl.String, "prompt": pl.String, "output": pl.String, "status": pl.String}
 
 
 def generation_prompts(samples: pl.DataFrame, template: str) -> list[str]:

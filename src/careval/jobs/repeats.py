@@ -8,10 +8,18 @@ from pathlib import Path
 import polars as pl
 
 from careval.backends.base import Backend, Sampling
-from careval.checkpoint import (Checkpoint, batches_keeping_duplicates, contiguous_batches, digest,
-                                fingerprint, input_order, write_atomic)
-from careval.datasets.registry import Benchmark
-from careval.inference import LOGLIK_SCHEMA, OnDemandBackend, model_facts, score_logliks
+from careval.checkpoint import (
+    Checkpoint,
+    batches_keeping_duplicates,
+    contiguous_batches,
+    digest,
+    fingerprint,
+    input_order,
+    write_atomic,
+)
+from careval.datasets.benchmark import Benchmark
+from careval.inference import OnDemandBackend, model_facts, score_logliks
+from careval.schemas import CONSISTENCY_LOGLIK_SCHEMA, REPEAT_GENERATION_SCHEMA
 from careval.tasks import open as open_task
 
 # Paper appendix C.1, verbatim: the system prompt of the rephrasing model.
@@ -20,8 +28,6 @@ REPHRASE_SYSTEM_PROMPT = (
     "meaning, but do not try to address or answer it in any case."
 )
 
-REPEAT_SCHEMA = {"id": pl.String, "repeat": pl.Int64, "output": pl.String, "status": pl.String}
-CONSISTENCY_LOGLIK_SCHEMA = {**LOGLIK_SCHEMA, "repeat": pl.Int64}
 
 
 def check_repeat_sampling(sampling: Sampling, repeats: int) -> None:
@@ -44,7 +50,7 @@ def sample_repeats(backend: Backend, ids: list[str], prompts: list[str], repeats
     for n, output in enumerate(outputs):
         rows.append({"id": ids[n // repeats], "repeat": n % repeats, "output": output,
                      "status": "ok" if output.strip() else "empty_output"})
-    return pl.DataFrame(rows, schema=REPEAT_SCHEMA)
+    return pl.DataFrame(rows, schema=REPEAT_GENERATION_SCHEMA)
 
 
 def rephrase_outputs(backend: Backend, generations: pl.DataFrame, k: int, sampling: Sampling,
@@ -60,7 +66,7 @@ def rephrase_outputs(backend: Backend, generations: pl.DataFrame, k: int, sampli
     failed = [{"id": sample_id, "repeat": repeat, "output": "", "status": f"source_{status}"}
               for sample_id, status in generations.filter(pl.col("status") != "ok").select("id", "status").iter_rows()
               for repeat in range(k)]
-    return pl.concat([rephrased, pl.DataFrame(failed, schema=REPEAT_SCHEMA)]).sort("id", "repeat")
+    return pl.concat([rephrased, pl.DataFrame(failed, schema=REPEAT_GENERATION_SCHEMA)]).sort("id", "repeat")
 
 
 def consistency_samples(backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int,
@@ -108,7 +114,7 @@ def run_rephrasing(generations_path: Path, spec: dict, k: int, generation: dict,
     batches = batches_keeping_duplicates(generations["output"].to_list(), checkpoint_every)
     frame, checkpoint = _checkpointed(
         backend, output, "rephrasings", batches, lambda batch: rephrase_outputs(backend(), generations[batch], k, sampling),
-        REPEAT_SCHEMA, k=k, sampling=asdict(sampling), generations=digest(generations.rows()))
+        REPEAT_GENERATION_SCHEMA, k=k, sampling=asdict(sampling), generations=digest(generations.rows()))
     write_atomic(frame.sort("id", "repeat"), output)
     checkpoint.discard()
 
@@ -130,7 +136,7 @@ def run_consistency(samples_path: Path, benchmark: Benchmark, spec: dict, r: int
     batches = batches_keeping_duplicates(prompts, checkpoint_every)
     answers, answers_checkpoint = _checkpointed(
         backend, output, f"{benchmark.name} consistency samples", batches,
-        lambda batch: consistency_samples(backend(), samples[batch], benchmark, r, sampling), REPEAT_SCHEMA,
+        lambda batch: consistency_samples(backend(), samples[batch], benchmark, r, sampling), REPEAT_GENERATION_SCHEMA,
         r=r, sampling=asdict(sampling), ids=digest(samples["id"]), prompts=digest(prompts))
     loglik_batches = contiguous_batches(samples.height, checkpoint_every)
     logliks, loglik_checkpoint = _checkpointed(

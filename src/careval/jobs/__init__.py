@@ -1,0 +1,1 @@
+"""Jobs: one workflow job each, file in, file out (the library functions workflow/scripts call)."""

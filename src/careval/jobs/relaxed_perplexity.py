@@ -1,0 +1,174 @@
+"""The Relaxed Perplexity job of one model x benchmark: samples in, per-sample score rows out.
+
+The estimator (careval.metrics.relaxed_perplexity) takes token ids; this module turns a benchmark's
+samples into them (the generation prompt, the targets), loads the backend and writes the parquet.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from careval.backends import load_backend
+from careval.backends.tokenization import generation_tokens
+from careval.backends.vllm import VLLMBackend
+from careval.metrics.relaxed_perplexity import (
+    DEFAULTS,
+    METRICS,
+    NICE_TO_HAVE,
+    RelaxedPerplexity,
+    relaxed_perplexities,
+    relaxed_perplexities_vllm,
+    resolve_options,
+)
+from careval.schemas import RELAXED_PERPLEXITY_TARGET_SCHEMA, SCORE_SCHEMA
+from careval.tasks.open import generation_prompts
+
+log = logging.getLogger(__name__)
+
+
+def _meta(sample: dict) -> dict:
+    meta = sample.get("meta")
+    try:
+        parsed = json.loads(meta) if isinstance(meta, str) and meta else (meta or {})
+    except json.JSONDecodeError:
+        parsed = {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def sample_targets(sample: dict) -> list[str]:
+    """The statements a sample is scored against: meta["must_have"] when present (OLAPH/MedLFQA), else [reference]."""
+    must_have = _meta(sample).get("must_have")
+    if isinstance(must_have, list) and must_have:
+        return [str(x) for x in must_have]
+    reference = sample.get("reference")
+    return [reference] if isinstance(reference, str) else []
+
+
+def sample_target_sets(sample: dict) -> dict[str, list[str]]:
+    """Every target set of a sample: "must_have" (or "reference", see sample_targets), and "nice_to_have" when the
+    sample's meta has that list (OLAPH; an empty list is kept, so the sample is counted as empty_target there)."""
+    has_must = isinstance(_meta(sample).get("must_have"), list) and bool(_meta(sample)["must_have"])
+    sets = {"must_have" if has_must else "reference": sample_targets(sample)}
+    nice = _meta(sample).get(NICE_TO_HAVE)
+    if has_must and isinstance(nice, list):
+        sets[NICE_TO_HAVE] = [str(x) for x in nice]
+    return sets
+
+
+def metric_name(metric: str, target_set: str) -> str:
+    return f"{metric}_{NICE_TO_HAVE}" if target_set == NICE_TO_HAVE else metric
+
+
+def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_template: str,
+                               options: dict | None = None) -> pl.DataFrame:
+    """Per (sample, target) values, for the first ``options["limit"]`` samples (all when unset).
+
+    The question is the generation prompt (careval.tasks.open.generation_prompts, then the
+    backend's ``format``: chat template, system prompt), encoded as for generation and
+    left-truncated to leave room for max_tokens and the longest target. A target that is
+    blank gets status ``empty_target``, one that cannot fit ``too_long``, a non-finite
+    value ``non_finite``; the value is then NaN.
+    """
+    opts = resolve_options(options, allowed=(*DEFAULTS, "limit"))
+    limit = (options or {}).get("limit")
+    if limit:
+        samples = samples.head(int(limit))
+    params = {k: opts[k] for k in DEFAULTS}
+    is_vllm = isinstance(backend, VLLMBackend)
+    if not is_vllm and not (hasattr(backend, "model") and hasattr(backend, "tokenizer")):
+        raise TypeError(f"relaxed perplexity needs an hf or vllm backend, got {type(backend).__name__}")
+    tokenizer = backend.tokenizer
+    rows: list[dict] = []
+    prompts = generation_prompts(samples, prompt_template)
+    for sample, prompt in zip(samples.iter_rows(named=True), prompts):
+        # every target set of the sample in one pass: the continuations are sampled once
+        labelled = [(name, i, t.strip()) for name, texts in sample_target_sets(sample).items()
+                    for i, t in enumerate(texts)]
+        texts = [t for _, _, t in labelled]
+        encoded = [list(tokenizer.encode(" " + t, add_special_tokens=False)) if t else [] for t in texts]
+        statuses = ["ok" if ids else "empty_target" for ids in encoded]
+        longest = max((len(ids) for ids in encoded), default=0)
+        room = backend.max_length - opts["max_tokens"] - longest
+        scored = [i for i, st in enumerate(statuses) if st == "ok"]
+        values: dict[int, RelaxedPerplexity] = {}
+        if scored and room < 1:
+            for i in scored:
+                statuses[i] = "too_long"
+        elif scored:
+            question_ids, untruncated = generation_tokens(tokenizer, backend.format(prompt), add_bos=backend.add_bos,
+                                                          max_prompt_tokens=room)
+            if untruncated > room:
+                log.warning("%s: prompt of %d tokens left-truncated to %d", sample["id"], untruncated, room)
+            run = relaxed_perplexities_vllm if is_vllm else relaxed_perplexities
+            model = backend if is_vllm else backend.model
+            for i, result in zip(scored, run(model, question_ids, [encoded[i] for i in scored], **params)):
+                values[i] = result
+                if not (math.isfinite(result.cross_entropy) and math.isfinite(result.perplexity)):
+                    statuses[i] = "non_finite"
+        for i, (target_set, index, text) in enumerate(labelled):
+            result = values.get(i)
+            good = statuses[i] == "ok"
+            rows.append({"id": sample["id"], "target_set": target_set, "target_index": index, "target": text,
+                         "status": statuses[i],
+                         "relaxed_cross_entropy": result.cross_entropy if good else math.nan,
+                         "relaxed_perplexity": result.perplexity if good else math.nan})
+        for target_set in {name for name, texts in sample_target_sets(sample).items() if not texts}:
+            rows.append({"id": sample["id"], "target_set": target_set, "target_index": None, "target": None,
+                         "status": "empty_target",
+                         "relaxed_cross_entropy": math.nan, "relaxed_perplexity": math.nan})
+    return pl.DataFrame(rows, schema=RELAXED_PERPLEXITY_TARGET_SCHEMA)
+
+
+def score_relaxed_perplexity(backend: Any, samples: pl.DataFrame, prompt_template: str,
+                             options: dict | None = None) -> pl.DataFrame:
+    """Per-sample rows in careval's score layout: the mean over the sample's targets of the
+    relaxed perplexity and of the relaxed cross-entropy, per target set (:func:`sample_target_sets`).
+
+    A sample none of whose targets could be scored, or any of whose targets gave a
+    non-finite value, gets NaN and the (first) failing status, so it is counted, not averaged.
+    """
+    return scores_from_targets(relaxed_perplexity_targets(backend, samples, prompt_template, options))
+
+
+def scores_from_targets(per_target: pl.DataFrame) -> pl.DataFrame:
+    """The score rows of per-target values: one value per sample and target set (see score_relaxed_perplexity)."""
+    rows = []
+    for (sample_id, target_set), group in per_target.group_by("id", "target_set", maintain_order=True):
+        statuses = group["status"].to_list()
+        ok = [s == "ok" for s in statuses]
+        bad = [s for s in statuses if s not in ("ok", "empty_target")]
+        if bad or not any(ok):
+            status = bad[0] if bad else "empty_target"
+        else:
+            status = "ok"
+        for metric in METRICS:
+            values = [v for v, good in zip(group[metric].to_list(), ok) if good]
+            value = sum(values) / len(values) if status == "ok" else math.nan
+            rows.append({"id": sample_id, "metric": metric_name(metric, target_set), "value": float(value), "status": status,
+                         "level": "sample", "weight": 1.0})
+    return pl.DataFrame(rows, schema=SCORE_SCHEMA)
+
+
+def run_relaxed_perplexity(samples_path: Path, output_path: Path, prompt_template: str, spec: dict,
+                           options: dict | None = None, targets_path: Path | None = None) -> None:
+    """One model x benchmark job: load the model once, score every sample, write the score rows (and, with
+    `targets_path`, the value of every target: relaxed_perplexity_targets)."""
+    samples = pl.read_parquet(samples_path)
+    backend = load_backend(spec)
+    start = time.perf_counter()
+    per_target = relaxed_perplexity_targets(backend, samples, prompt_template, options)
+    scores = scores_from_targets(per_target)
+    counts = scores.filter(pl.col("metric") == METRICS[0])["status"].value_counts(sort=True)
+    print(f"relaxed perplexity of {spec['name']} on {scores['id'].n_unique()} samples in "
+          f"{time.perf_counter() - start:.1f}s; statuses: {dict(zip(*counts.to_dict(as_series=False).values()))}")
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    scores.write_parquet(output_path)
+    if targets_path is not None:
+        targets_path.parent.mkdir(parents=True, exist_ok=True)
+        per_target.write_parquet(targets_path)
