@@ -14,9 +14,13 @@ from careval.careqa.build import merge_stage_counts, parse_editions
 from careval.careqa.layout import COLUMNS
 from careval.careqa.rephrase import (
     REPHRASE_PROMPTS,
+    UNIQUE_REPHRASE_PROMPT,
+    VALIDATION_PROMPT,
     build_iteration1,
+    build_iteration2,
     build_open,
     build_screened,
+    build_validation,
     parse_choice,
     parse_rephrasing,
     parse_verdict,
@@ -126,16 +130,24 @@ def test_open_stages_count_every_question(tmp_path, spanish):
     # Scripted rephraser, by question: medicine 1 -> both prompts parse, selector picks 2; medicine 4 ->
     # prompt 1 SKIPs, prompt 2 parses, selector says NONE; nursing 1 -> both garbage (no candidate);
     # everything else -> prompt 1 parses, prompt 2 garbage, selector picks 1.
-    # Validator: "NO" for pharmacology 3, an unparseable reply for pharmacology 4, YES otherwise.
+    # Iteration-1 validator: "NO" for pharmacology 3 (paracetamol) and nursing 4 (compresiones), an unparseable
+    # reply for pharmacology 4 (aminoglucósidos), YES otherwise.
+    # Iteration-2 rephraser (its own prompt): SKIP for nursing 4, "unique <stem>" otherwise; its validator: YES
+    # for pharmacology 3, NO for pharmacology 4.
     def reply(prompt):
         if prompt.startswith("Below is a multiple-choice"):
             if "¿Cuál es el principal reservorio" in prompt:
                 return "NONE"
             return "2" if "Candidate 2" in prompt else "Candidate 1."
         if prompt.startswith("Below is an open-ended"):
-            if "paracetamol" in prompt:
+            if "Question: unique " in prompt:
+                return "YES" if "paracetamol" in prompt else "NO"
+            if "paracetamol" in prompt or "compresiones" in prompt:
                 return "NO"
             return "I cannot tell." if "aminoglucósidos" in prompt else "YES"
+        if prompt.startswith("A previous open-ended rewrite"):
+            stem = prompt.split("Multiple-choice question: ", 1)[1].split("\n", 1)[0]
+            return "SKIP" if "compresiones" in stem else f"Question: unique {stem}\nAnswer: U"
         first = prompt.startswith(REPHRASE_PROMPTS[0][:30])
         stem = prompt.split("question: " if first else "Exam item: ", 1)[1].split("\n", 1)[0]
         if "intramuscular" in stem:
@@ -149,31 +161,75 @@ def test_open_stages_count_every_question(tmp_path, spanish):
     backend = ScriptedBackend(reply)
     sampling = Sampling(max_new_tokens=64)
     iteration1 = build_iteration1(tmp_path / "en.parquet", tmp_path / "screened.parquet", backend, sampling,
-                                  tmp_path / "rephrasings.parquet", tmp_path / "rephrase.json")
+                                  tmp_path / "rephrasings1.parquet", tmp_path / "rephrase1.json")
     assert iteration1["input"] == 9
     assert iteration1["rephrasing_status"] == {"prompt_1": {"ok": 7, "skipped": 1, "parse_error": 1},
                                                "prompt_2": {"ok": 2, "parse_error": 7}}
     assert iteration1["selection_status"] == {"ok": 7, "none": 1, "no_candidate": 1}
-    assert iteration1["selected"] == 7
-    audit = pl.read_parquet(tmp_path / "rephrasings.parquet")
+    assert (iteration1["rephrased"], iteration1["selected"]) == (8, 7)
+    audit = pl.read_parquet(tmp_path / "rephrasings1.parquet")
     chosen = audit.filter(pl.col("unique_id") == "2024_medicine_1").row(0, named=True)
     assert chosen["choice"] == 2 and chosen["open_question"].startswith("open2 ") and chosen["open_answer"] == "A2"
     # A question whose prompts both failed is never put to the selector.
     assert sum("Candidate" in p and "intramuscular" in p for p in backend.prompts) == 0
 
-    final = build_open(tmp_path / "en.parquet", tmp_path / "rephrasings.parquet", backend, sampling,
-                       tmp_path / "open.parquet", tmp_path / "validation.parquet", tmp_path / "validate.json")
-    assert final == {"stage": "validate_unique_answer", "model": "scripted", "input": 7,
-                     "validation_status": {"ok": 6, "parse_error": 1}, "rejected_multiple_answers": 1, "open": 5}
+    validation1 = build_validation(tmp_path / "rephrasings1.parquet", backend, sampling, 1,
+                                   tmp_path / "validation1.parquet", tmp_path / "validate1.json")
+    assert validation1 == {"stage": "validate_iteration1", "model": "scripted", "input": 7,
+                           "validation_status": {"ok": 6, "parse_error": 1}, "validated": 4,
+                           "rejected_multiple_answers": 2, "rejected_no_verdict": 1}
+
+    asked_before = len(backend.prompts)
+    iteration2 = build_iteration2(tmp_path / "en.parquet", tmp_path / "validation1.parquet", backend, sampling,
+                                  tmp_path / "rephrasings2.parquet", tmp_path / "rephrase2.json")
+    assert iteration2 == {"stage": "rephrase_iteration2", "model": "scripted", "input": 3,
+                          "input_status": {"multiple_answers": 2, "no_verdict": 1},
+                          "rephrasing_status": {"ok": 2, "skipped": 1}, "rephrased": 2}
+    # Only the three rejected pairs are rephrased again, each with the iteration-2 prompt, which shows the pair
+    # iteration 1 failed with; nothing validated in iteration 1, nothing it never selected, is re-asked.
+    asked = backend.prompts[asked_before:]
+    assert len(asked) == 3 and all(p.startswith("A previous open-ended rewrite") for p in asked)
+    english = pl.read_parquet(tmp_path / "en.parquet")
+    paracetamol = english.filter(pl.col("unique_id") == "2023_pharmacology_3").row(0, named=True)
+    # In CareQA_en order: nursing 4, pharmacology 3, pharmacology 4.
+    assert asked[1] == UNIQUE_REPHRASE_PROMPT.format(
+        **paracetamol, answer="N-acetilcisteína.", previous_question=f"open1 {paracetamol['question']}",
+        previous_answer="A1")
+    assert "compresiones" in asked[0] and "aminoglucósidos" in asked[2]
+    for once in ("Varón de 58", "neumonía", "omeprazol", "reservorio", "intramuscular", "Glasgow"):
+        assert not any(once in p for p in asked), once
+
+    validation2 = build_validation(tmp_path / "rephrasings2.parquet", backend, sampling, 2,
+                                   tmp_path / "validation2.parquet", tmp_path / "validate2.json")
+    assert validation2 == {"stage": "validate_iteration2", "model": "scripted", "input": 2,
+                           "validation_status": {"ok": 2}, "validated": 1, "rejected_multiple_answers": 1,
+                           "rejected_no_verdict": 0}
+    # The validator saw the iteration-2 pair of pharmacology 3, not its first one again.
+    assert backend.prompts[-2] == VALIDATION_PROMPT.format(question=f"unique {paracetamol['question']}", answer="U")
+
+    final = build_open(tmp_path / "en.parquet", [tmp_path / "validation1.parquet", tmp_path / "validation2.parquet"],
+                       tmp_path / "open.parquet", tmp_path / "open.json")
+    assert final == {"stage": "open", "per_iteration": {"iteration1": 4, "iteration2": 1}, "open": 5}
     open_set = pl.read_parquet(tmp_path / "open.parquet")
-    assert sorted(open_set["unique_id"]) == ["2023_pharmacology_1", "2024_medicine_1", "2024_medicine_7",
-                                             "2024_nursing_3", "2024_nursing_4"]
+    # In CareQA_en order, each pair with its iteration.
+    assert open_set.select("unique_id", "iteration").rows() == [
+        ("2024_medicine_1", 1), ("2024_medicine_7", 1), ("2024_nursing_3", 1), ("2023_pharmacology_1", 1),
+        ("2023_pharmacology_3", 2)]
+    assert open_set.columns == ["exam_id", "question", "answer", "year", "category", "unique_id", "iteration"]
+    assert open_set.filter(pl.col("unique_id") == "2023_pharmacology_3").row(0, named=True)["answer"] == "U"
     assert open_set.filter(pl.col("unique_id") == "2024_nursing_3")["category"].to_list() == ["nursing"]
 
-    counts = merge_stage_counts([tmp_path / n for n in ("parse.json", "translate.json", "neg.json", "rephrase.json",
-                                                         "validate.json")], tmp_path / "stage_counts.json")
-    assert [counts[k] for k in ("close_es", "close_en", "after_negative_filter", "open_iteration1",
-                                "open_iteration2")] == [13, 13, 9, 7, 5]
+    counts = merge_stage_counts([tmp_path / n for n in ("parse.json", "translate.json", "neg.json", "rephrase1.json",
+                                                         "validate1.json", "rephrase2.json", "validate2.json",
+                                                         "open.json")], tmp_path / "stage_counts.json")
+    assert [counts[k] for k in ("close_es", "close_en", "after_negative_filter", "after_rephrasing", "open")] == [
+        13, 13, 9, 7, 5]
+    # By hand, from the script above.
+    assert counts["iterations"] == {
+        "iteration1": {"input": 9, "rephrased": 8, "selected": 7, "validated": 4, "rejected": 3, "final": 4},
+        "iteration2": {"input": 3, "rephrased": 2, "selected": 2, "validated": 1, "rejected": 1, "final": 1},
+    }
+    assert json.loads((tmp_path / "stage_counts.json").read_text())["iterations"] == counts["iterations"]
 
     # Review sheets: every translated question is in a 13-item population; at 95% / 5% all 13 are drawn.
     summary = export_review("translation", tmp_path / "en.parquet", spanish, tmp_path / "open.parquet",
@@ -203,6 +259,16 @@ def test_merge_stage_counts_names_a_missing_stage(tmp_path):
     (tmp_path / "parse.json").write_text(json.dumps({"stage": "parse", "parsed": 1}))
     with pytest.raises(ValueError, match="no report for translate, negative_filter"):
         merge_stage_counts([tmp_path / "parse.json"], tmp_path / "out.json")
+
+
+def test_open_set_refuses_a_pair_validated_in_both_iterations(tmp_path, spanish):
+    schema = {"unique_id": pl.String, "open_question": pl.String, "open_answer": pl.String, "unique_answer": pl.Boolean}
+    for n in (1, 2):
+        pl.DataFrame({"unique_id": ["2024_medicine_1"], "open_question": [f"q{n}"], "open_answer": ["a"],
+                      "unique_answer": [True]}, schema=schema).write_parquet(tmp_path / f"v{n}.parquet")
+    with pytest.raises(ValueError, match="2024_medicine_1 is validated in two iterations"):
+        build_open(spanish, [tmp_path / "v1.parquet", tmp_path / "v2.parquet"], tmp_path / "open.parquet",
+                   tmp_path / "open.json")
 
 
 def test_agreement_from_filled_sheets_per_category(tmp_path):
@@ -275,8 +341,10 @@ def test_built_parquet_reads_as_the_careqa_benchmarks(tmp_path, spanish):
 
     translate_careqa(spanish, ScriptedBackend(lambda p: f"EN {_source(p)}"), Sampling(), tmp_path / "en.parquet",
                      tmp_path / "audit.parquet", tmp_path / "translate.json")
+    # As the build writes it: the published columns plus the iteration each pair comes from.
     open_set = pl.DataFrame({"exam_id": [1], "question": ["What is the iron store?"], "answer": ["Ferritin."],
-                             "year": [2024], "category": ["medicine"], "unique_id": ["2024_medicine_4"]})
+                             "year": [2024], "category": ["medicine"], "unique_id": ["2024_medicine_4"],
+                             "iteration": [2]})
     open_set.write_parquet(tmp_path / "open.parquet")
     for name, path, n in [("careqa_en", tmp_path / "en.parquet", 13), ("careqa_es", spanish, 13),
                           ("careqa_open", tmp_path / "open.parquet", 1)]:

@@ -62,8 +62,9 @@ def test_careqa_is_planned_on_demand_and_not_part_of_all(repo_root, tmp_path):
     n_editions = len(config["careqa"]["editions"])
     assert counts["careqa_acquire"] == n_editions
     for rule in ("careqa_parse", "careqa_translate", "careqa_filter_negative", "careqa_rephrase",
-                 "careqa_validate", "careqa_stage_counts"):
+                 "careqa_rephrase_iteration2", "careqa_open", "careqa_stage_counts"):
         assert counts[rule] == 1, rule
+    assert counts["careqa_validate"] == 2  # iteration 1 and iteration 2
     assert counts["careqa_review_sheet"] == 2  # translation and rephrasing
     everything = _run(["-n", "--cores", "2"], work, timeout=120)
     assert everything.returncode == 0, everything.stderr[-3000:]
@@ -114,19 +115,27 @@ def test_careqa_builds_on_the_demo_exam(repo_root, tmp_path, demo_model_dirs):
     assert negative["kept"] == english.height - negative["negative_filtered"] == counts["after_negative_filter"]
     assert negative["negative_filtered"] >= negative["negative_flagged_es"]
 
-    rephrase = stages["rephrase_select"]
+    rephrase = stages["rephrase_iteration1"]
     assert rephrase["input"] == negative["kept"]
     for prompt_status in rephrase["rephrasing_status"].values():
         assert sum(prompt_status.values()) == rephrase["input"]
     assert sum(rephrase["selection_status"].values()) == rephrase["input"]
-    assert rephrase["selected"] == rephrase["selection_status"].get("ok", 0) == counts["open_iteration1"]
+    assert rephrase["selected"] == rephrase["selection_status"].get("ok", 0) == counts["after_rephrasing"]
+    assert rephrase["input"] - rephrase["rephrased"] == rephrase["selection_status"].get("no_candidate", 0)
 
-    validate = stages["validate_unique_answer"]
-    assert validate["input"] == rephrase["selected"]
-    assert sum(validate["validation_status"].values()) == validate["input"]
+    # Each iteration's chain adds up; iteration 2 takes exactly what iteration 1's validator did not accept.
+    one, two = counts["iterations"]["iteration1"], counts["iterations"]["iteration2"]
+    for n, chain in ((1, one), (2, two)):
+        validate = stages[f"validate_iteration{n}"]
+        assert validate["input"] == chain["selected"] == chain["validated"] + chain["rejected"]
+        assert sum(validate["validation_status"].values()) == validate["input"]
+        assert chain["input"] >= chain["rephrased"] >= chain["selected"] and chain["final"] == chain["validated"]
+    assert two["input"] == one["rejected"] and two["selected"] == two["rephrased"]
+    assert sum(stages["rephrase_iteration2"]["rephrasing_status"].values()) == two["input"]
     open_set = pl.read_parquet(out / "CareQA_en_open.parquet")
-    assert open_set.height == validate["open"] == counts["open_iteration2"] <= rephrase["selected"]
-    assert open_set.columns == ["exam_id", "question", "answer", "year", "category", "unique_id"]
+    assert open_set.height == counts["open"] == one["final"] + two["final"] <= rephrase["selected"]
+    assert open_set.columns == ["exam_id", "question", "answer", "year", "category", "unique_id", "iteration"]
+    assert (open_set["iteration"] == 2).sum() == two["final"]
     assert set(open_set["unique_id"]) <= set(english["unique_id"]) - negatives_es
 
     translation_review = json.loads((out / "review" / "translation" / "sample.json").read_text())

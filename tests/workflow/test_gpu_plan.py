@@ -72,4 +72,4 @@ def test_careqa_llm_jobs_take_their_models_gpus(tmp_path):
     path.write_text(yaml.safe_dump(config))
     jobs = _llm_jobs(path, tmp_path, "results/careqa/CareQA_en_open.parquet")
     careqa = {rule: gpu for rule, _, spec, gpu in jobs if rule.startswith("careqa_")}
-    assert careqa == {"careqa_translate": 2, "careqa_rephrase": 2, "careqa_validate": 2}
+    assert careqa == {"careqa_translate": 2, "careqa_rephrase": 2, "careqa_rephrase_iteration2": 2, "careqa_validate": 2}

@@ -1,18 +1,25 @@
 # The CareQA build (paper section 2.1, appendix A), on demand: `snakemake --cores 2 careqa`.
 # Not an input of `all`: it needs the MIR exams (or the demo exam) and an LLM translator/rephraser.
-# acquire -> parse (CareQA_es) -> translate (CareQA_en) -> negative filter -> two rephrasings + selection
-# -> unique-answer validation (CareQA_en_open); stage_counts.json; human-review sheets and agreement.
+# acquire -> parse (CareQA_es) -> translate (CareQA_en) -> negative filter
+# -> iteration 1: two rephrasings + selection (careqa_rephrase), unique-answer validation (careqa_validate)
+# -> iteration 2: the pairs iteration 1's validator did not accept, rephrased again for a single valid answer
+#    (careqa_rephrase_iteration2), the same validation (careqa_validate)
+# -> CareQA_en_open: the validated pairs of both iterations (careqa_open); stage_counts.json (per-iteration
+#    input, rephrased, selected, validated, rejected, final); human-review sheets and agreement.
 # Its input functions: common.smk.
 import glob
 
+from careval.careqa.build import STAGES as CAREQA_STAGES
+
 CAREQA_DIR = f"{RESULTS}/careqa"
-CAREQA_REPORTS = [f"{CAREQA_DIR}/reports/{stage}.json"
-                  for stage in ("parse", "translate", "negative_filter", "rephrase_select", "validate_unique_answer")]
+CAREQA_REPORTS = [f"{CAREQA_DIR}/reports/{stage}.json" for stage in CAREQA_STAGES]
+CAREQA_ITERATIONS = (1, 2)
 
 
 wildcard_constraints:
     edition="|".join(re.escape(e) for e in CAREQA_EDITIONS) or "(?!)",
     review_kind="translation|rephrasing",
+    iteration="1|2",
 
 
 rule careqa:
@@ -94,13 +101,13 @@ rule careqa_rephrase:
         screened=f"{CAREQA_DIR}/audit/negative_filter.parquet",
         model=careqa_model_folder("rephraser"),
     output:
-        iteration1=f"{CAREQA_DIR}/audit/rephrasings.parquet",
-        report=f"{CAREQA_DIR}/reports/rephrase_select.json",
+        audit=f"{CAREQA_DIR}/audit/rephrasings_iteration1.parquet",
+        report=f"{CAREQA_DIR}/reports/rephrase_iteration1.json",
     params:
         step=lambda w: careqa_step("rephraser"),
         spec=lambda w: spec_params(careqa_llm("rephraser")),
     log:
-        f"{LOGS}/careqa/rephrase.log",
+        f"{LOGS}/careqa/rephrase_iteration1.log",
     threads: lambda w: careqa_llm("rephraser").threads
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
@@ -110,23 +117,54 @@ rule careqa_rephrase:
 
 rule careqa_validate:
     input:
-        english=f"{CAREQA_DIR}/CareQA_en.parquet",
-        iteration1=f"{CAREQA_DIR}/audit/rephrasings.parquet",
+        candidates=f"{CAREQA_DIR}/audit/rephrasings_iteration{{iteration}}.parquet",
         model=careqa_model_folder("rephraser"),
     output:
-        open=f"{CAREQA_DIR}/CareQA_en_open.parquet",
-        audit=f"{CAREQA_DIR}/audit/validation.parquet",
-        report=f"{CAREQA_DIR}/reports/validate_unique_answer.json",
+        audit=f"{CAREQA_DIR}/audit/validation_iteration{{iteration}}.parquet",
+        report=f"{CAREQA_DIR}/reports/validate_iteration{{iteration}}.json",
     params:
         step=lambda w: careqa_step("rephraser"),
         spec=lambda w: spec_params(careqa_llm("rephraser")),
     log:
-        f"{LOGS}/careqa/validate.log",
+        f"{LOGS}/careqa/validate_iteration{{iteration}}.log",
     threads: lambda w: careqa_llm("rephraser").threads
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
     script:
         "../scripts/careqa_validate.py"
+
+
+rule careqa_rephrase_iteration2:
+    input:
+        english=f"{CAREQA_DIR}/CareQA_en.parquet",
+        validation=f"{CAREQA_DIR}/audit/validation_iteration1.parquet",
+        model=careqa_model_folder("rephraser"),
+    output:
+        audit=f"{CAREQA_DIR}/audit/rephrasings_iteration2.parquet",
+        report=f"{CAREQA_DIR}/reports/rephrase_iteration2.json",
+    params:
+        step=lambda w: careqa_step("rephraser"),
+        spec=lambda w: spec_params(careqa_llm("rephraser")),
+    log:
+        f"{LOGS}/careqa/rephrase_iteration2.log",
+    threads: lambda w: careqa_llm("rephraser").threads
+    resources:
+        **llm_resources(lambda w: careqa_llm("rephraser")),
+    script:
+        "../scripts/careqa_rephrase_iteration2.py"
+
+
+rule careqa_open:
+    input:
+        english=f"{CAREQA_DIR}/CareQA_en.parquet",
+        validation=[f"{CAREQA_DIR}/audit/validation_iteration{n}.parquet" for n in CAREQA_ITERATIONS],
+    output:
+        open=f"{CAREQA_DIR}/CareQA_en_open.parquet",
+        report=f"{CAREQA_DIR}/reports/open.json",
+    log:
+        f"{LOGS}/careqa/open.log",
+    script:
+        "../scripts/careqa_open.py"
 
 
 rule careqa_stage_counts:

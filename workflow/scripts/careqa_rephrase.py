@@ -10,5 +10,5 @@ with job_log(snakemake.log[0]):
         snakemake.input.english, snakemake.input.screened,
         ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
         llm_sampling(step),
-        snakemake.output.iteration1, snakemake.output.report,
+        snakemake.output.audit, snakemake.output.report,
     )

@@ -50,23 +50,43 @@ def parse_editions(editions: list[dict], booklets: list[Path | str], keys: list[
     return report
 
 
+STAGES = ("parse", "translate", "negative_filter", "rephrase_iteration1", "validate_iteration1",
+          "rephrase_iteration2", "validate_iteration2", "open")
+
+
+def iteration_counts(stages: dict, n: int) -> dict:
+    """One rephrasing iteration as a chain: input -> rephrased (a parseable rewrite) -> selected (sent to the
+    validator) -> validated (YES) + rejected (NO or no verdict); final: its pairs in CareQA_en_open."""
+    rephrase, validate = stages[f"rephrase_iteration{n}"], stages[f"validate_iteration{n}"]
+    return {
+        "input": rephrase["input"],
+        # Iteration 2 has one prompt and no selection: every parseable rewrite goes to the validator.
+        "rephrased": rephrase["rephrased"],
+        "selected": rephrase.get("selected", rephrase["rephrased"]),
+        "validated": validate["validated"],
+        "rejected": validate["input"] - validate["validated"],
+        "final": stages["open"]["per_iteration"][f"iteration{n}"],
+    }
+
+
 def merge_stage_counts(reports: list[Path | str], out_path: Path | str) -> dict:
-    """One file with every stage's counts, in build order, and the paper's headline chain
-    (close-ended -> after rephrasing -> after the second iteration; paper: 5,621 -> 3,730 -> 2,769)."""
+    """One file with every stage's counts, in build order, each iteration's chain, and the paper's headline
+    chain (close-ended -> after rephrasing -> the open set after the second iteration; paper: 5,621 -> 3,730
+    -> 2,769)."""
     stages = {}
     for path in reports:
         report = json.loads(Path(path).read_text())
         stages[report.pop("stage")] = report
-    missing = [s for s in ("parse", "translate", "negative_filter", "rephrase_select", "validate_unique_answer")
-               if s not in stages]
+    missing = [s for s in STAGES if s not in stages]
     if missing:
         raise ValueError(f"stage counts: no report for {', '.join(missing)} among {[str(p) for p in reports]}")
     counts = {
         "close_es": stages["parse"]["parsed"],
         "close_en": stages["translate"]["translated"],
         "after_negative_filter": stages["negative_filter"]["kept"],
-        "open_iteration1": stages["rephrase_select"]["selected"],
-        "open_iteration2": stages["validate_unique_answer"]["open"],
+        "after_rephrasing": stages["rephrase_iteration1"]["selected"],
+        "open": stages["open"]["open"],
+        "iterations": {f"iteration{n}": iteration_counts(stages, n) for n in (1, 2)},
         "stages": stages,
     }
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)

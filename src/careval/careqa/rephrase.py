@@ -1,4 +1,5 @@
-"""CareQA-open from CareQA-close: negative filter, two rephrasing prompts + LLM selection, unique-answer validation."""
+"""CareQA-open from CareQA-close: negative filter; iteration 1 (two rephrasing prompts + LLM selection, then
+unique-answer validation); iteration 2 (a new rephrasing of the pairs iteration 1 failed, then the same validation)."""
 from __future__ import annotations
 
 import json
@@ -42,8 +43,9 @@ SELECTION_PROMPT = (
     "Reply with the number of the best candidate, or NONE."
 )
 
-# Second iteration (A.2): "the model was instructed to validate only questions that could be answered
-# exclusively using the ground truth, ensuring there were no alternative correct answers".
+# Both iterations end with this check. A.2 on the second iteration: "the model was instructed to validate only
+# questions that could be answered exclusively using the ground truth, ensuring there were no alternative
+# correct answers".
 VALIDATION_PROMPT = (
     "Below is an open-ended medical question and its reference answer. Reply YES if the reference answer is "
     "the only correct answer to the question, so that no different answer would also be valid. Reply NO if "
@@ -51,6 +53,24 @@ VALIDATION_PROMPT = (
     "Question: {question}\nReference answer: {answer}\n\nReply YES or NO."
 )
 
+# Iteration 2 (section 2.1, A.3): reviewers found that answers differing from the ground truth could still be
+# valid, so "a new rephrasing iteration was carried out, explicitly prompting the model to account for this
+# nuance, and questions with multiple valid answers were excluded". The paper does not print the prompt; this
+# one names the nuance, shows the pair iteration 1 failed with, and lets the model SKIP (exclude) a question
+# that has no open form with a single valid answer.
+UNIQUE_REPHRASE_PROMPT = (
+    "A previous open-ended rewrite of the multiple-choice medical exam question below was rejected, because "
+    "answers different from the correct answer could also have been valid.\n"
+    "Rewrite the question as an open-ended question whose only valid answer is the given correct answer, so "
+    "that no different answer could also be correct: keep the clinical details and add the context or "
+    "constraints needed to rule the other answers out. If no open-ended question can have the correct answer "
+    "as its only valid answer, reply exactly: SKIP\n"
+    "Otherwise reply in exactly this format:\nQuestion: <the open-ended question>\nAnswer: <the answer>\n\n"
+    "Multiple-choice question: {question}\nOptions:\n1. {op1}\n2. {op2}\n3. {op3}\n4. {op4}\n"
+    "Correct answer: {answer}\n\nRejected rewrite:\nQuestion: {previous_question}\nAnswer: {previous_answer}"
+)
+
+# The published columns; the build adds `iteration` (1 or 2), which the catalogue and the review sheets ignore.
 OPEN_COLUMNS = tuple(CAREQA_OPEN_SCHEMA)
 
 # Markdown bold around the label ("**Question:**") is common in chat replies.
@@ -191,6 +211,27 @@ def validate_unique_answer(selected: pl.DataFrame, backend: Backend, sampling: S
     )
 
 
+def rephrase_unique(failed: pl.DataFrame, backend: Backend, sampling: Sampling) -> pl.DataFrame:
+    """One new rephrasing per failed question (close-ended row plus previous_question/previous_answer)."""
+    rows = list(failed.iter_rows(named=True))
+    prompts = [UNIQUE_REPHRASE_PROMPT.format(**row, answer=correct_option(row)) for row in rows]
+    outputs = backend.generate(prompts, sampling) if prompts else []
+    records = []
+    for row, output in zip(rows, outputs, strict=True):
+        question, answer, status = parse_rephrasing(output)
+        records.append({"unique_id": row["unique_id"], "previous_question": row["previous_question"],
+                        "previous_answer": row["previous_answer"], "previous_status": row["previous_status"],
+                        "raw": output, "status": status, "open_question": question, "open_answer": answer})
+    schema = {"unique_id": pl.String, "previous_question": pl.String, "previous_answer": pl.String,
+              "previous_status": pl.String, "raw": pl.String, "status": pl.String, "open_question": pl.String,
+              "open_answer": pl.String}
+    return pl.DataFrame(records, schema=schema)
+
+
+def _counts(column: pl.Series) -> dict:
+    return dict(Counter(column.to_list())) if column.len() else {}
+
+
 def _write(frame: pl.DataFrame, path: Path | str) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     frame.write_parquet(path)
@@ -218,44 +259,88 @@ def build_screened(english_path: Path, spanish_path: Path, screened_path: Path, 
 
 def build_iteration1(english_path: Path, screened_path: Path, backend: Backend | dict, sampling: Sampling,
                      audit_path: Path, report_path: Path) -> dict:
-    """Stage 5b: two rephrasings per kept question and the selection among them (the first iteration)."""
+    """Iteration 1: two rephrasings per kept question and the selection among them."""
     backend = as_backend(backend)
     keep = pl.read_parquet(screened_path).filter(pl.col("keep"))["unique_id"]
     kept = pl.read_parquet(english_path).filter(pl.col("unique_id").is_in(keep.implode()))
     audit = rephrase_and_select(kept, backend, sampling, verdict_sampling(sampling))
     _write(audit, audit_path)
-    status = {f"prompt_{j}": dict(Counter(audit[f"status_{j}"].to_list())) if audit.height else {}
-              for j in range(1, len(REPHRASE_PROMPTS) + 1)}
     return _report(report_path, {
-        "stage": "rephrase_select",
+        "stage": "rephrase_iteration1",
         "model": backend.name,
         "input": kept.height,
-        "rephrasing_status": status,
-        "selection_status": dict(Counter(audit["selection_status"].to_list())) if audit.height else {},
-        "selected": int(audit["open_question"].is_not_null().sum()) if audit.height else 0,
+        "rephrasing_status": {f"prompt_{j}": _counts(audit[f"status_{j}"]) for j in range(1, len(REPHRASE_PROMPTS) + 1)},
+        # at least one prompt gave a parseable pair, so the selector was asked
+        "rephrased": int((audit["offered"] != "").sum()),
+        "selection_status": _counts(audit["selection_status"]),
+        "selected": int(audit["open_question"].is_not_null().sum()),
     })
 
 
-def build_open(english_path: Path, iteration1_path: Path, backend: Backend | dict, sampling: Sampling,
-               open_path: Path, audit_path: Path, report_path: Path) -> dict:
-    """Stage 5c: keep the selected pairs the validator says only the ground truth answers (second iteration)."""
+def build_validation(candidates_path: Path, backend: Backend | dict, sampling: Sampling, iteration: int,
+                     audit_path: Path, report_path: Path) -> dict:
+    """Either iteration's last step: ask whether the ground truth is the only valid answer of each pair."""
     backend = as_backend(backend)
-    iteration1 = pl.read_parquet(iteration1_path)
-    selected = (iteration1.filter(pl.col("open_question").is_not_null()) if iteration1.height
-                else pl.DataFrame(schema={"unique_id": pl.String, "open_question": pl.String, "open_answer": pl.String}))
+    selected = pl.read_parquet(candidates_path).filter(pl.col("open_question").is_not_null())
     audit = validate_unique_answer(selected, backend, verdict_sampling(sampling))
     _write(audit, audit_path)
-    valid = audit.filter(pl.col("unique_answer").fill_null(False))
-    meta = pl.read_parquet(english_path).select("exam_id", "year", "category", "unique_id")
-    open_set = (valid.join(meta, on="unique_id", how="left")
-                .rename({"open_question": "question", "open_answer": "answer"})
-                .select(OPEN_COLUMNS).cast(CAREQA_OPEN_SCHEMA))
-    _write(open_set, open_path)
     return _report(report_path, {
-        "stage": "validate_unique_answer",
+        "stage": f"validate_iteration{iteration}",
         "model": backend.name,
         "input": selected.height,
-        "validation_status": dict(Counter(audit["validation_status"].to_list())) if audit.height else {},
-        "rejected_multiple_answers": int((audit["unique_answer"] == False).sum()) if audit.height else 0,  # noqa: E712
+        "validation_status": _counts(audit["validation_status"]),
+        "validated": int(audit["unique_answer"].fill_null(False).sum()),
+        "rejected_multiple_answers": int((~audit["unique_answer"]).fill_null(False).sum()),
+        "rejected_no_verdict": int(audit["unique_answer"].is_null().sum()),
+    })
+
+
+def build_iteration2(english_path: Path, validation1_path: Path, backend: Backend | dict, sampling: Sampling,
+                     audit_path: Path, report_path: Path) -> dict:
+    """Iteration 2: rephrase again, asking for a single valid answer, every pair iteration 1's validator did
+    not accept (NO, or no parseable verdict). Questions iteration 1 selected nothing for are not re-asked: the
+    model skipped them or the selector found no suitable rewrite, and the paper's second iteration only
+    removed pairs from the first one's 3,730 (to 2,769)."""
+    backend = as_backend(backend)
+    validation = pl.read_parquet(validation1_path)
+    failed = validation.filter(~pl.col("unique_answer").fill_null(False)).select(
+        "unique_id", previous_question="open_question", previous_answer="open_answer",
+        previous_status=pl.when(pl.col("unique_answer").is_null()).then(pl.lit("no_verdict"))
+        .otherwise(pl.lit("multiple_answers")))
+    english = pl.read_parquet(english_path)
+    rows = english.join(failed, on="unique_id", how="inner", maintain_order="left")
+    if rows.height != failed.height:
+        missing = sorted(set(failed["unique_id"]) - set(rows["unique_id"]))
+        raise ValueError(f"{validation1_path}: {missing[0]} is not a question of {english_path}")
+    audit = rephrase_unique(rows, backend, sampling)
+    _write(audit, audit_path)
+    return _report(report_path, {
+        "stage": "rephrase_iteration2",
+        "model": backend.name,
+        "input": rows.height,
+        "input_status": _counts(audit["previous_status"]),
+        "rephrasing_status": _counts(audit["status"]),
+        "rephrased": int(audit["open_question"].is_not_null().sum()),
+    })
+
+
+def build_open(english_path: Path, validation_paths: list[Path], open_path: Path, report_path: Path) -> dict:
+    """CareQA_en_open: the validated pairs of every iteration, in CareQA_en order, each with its iteration."""
+    parts = [pl.read_parquet(path).filter(pl.col("unique_answer").fill_null(False))
+             .select("unique_id", "open_question", "open_answer", iteration=pl.lit(n, dtype=pl.Int64))
+             for n, path in enumerate(validation_paths, start=1)]
+    valid = pl.concat(parts)
+    twice = valid.filter(pl.col("unique_id").is_duplicated())["unique_id"]
+    if twice.len():  # iteration 2 only re-asks what iteration 1 did not validate
+        raise ValueError(f"{', '.join(map(str, validation_paths))}: {twice[0]} is validated in two iterations")
+    meta = pl.read_parquet(english_path).select("exam_id", "year", "category", "unique_id")
+    open_set = (meta.join(valid, on="unique_id", how="inner", maintain_order="left")
+                .rename({"open_question": "question", "open_answer": "answer"})
+                .select(*OPEN_COLUMNS, "iteration").cast({**CAREQA_OPEN_SCHEMA, "iteration": pl.Int64}))
+    _write(open_set, open_path)
+    return _report(report_path, {
+        "stage": "open",
+        "per_iteration": {f"iteration{n}": int((open_set["iteration"] == n).sum())
+                          for n in range(1, len(validation_paths) + 1)},
         "open": open_set.height,
     })
