@@ -70,6 +70,9 @@ class Benchmark:
     formats: dict[str, dict] = field(default_factory=dict)
     # families with job "extra" in careval.metrics.registry this benchmark is scored with too (F1-RadGraph)
     extra_metrics: tuple[str, ...] = ()
+    # generation stops at the first of these strings (the authors' lm-eval `until`); None: the
+    # config's `generation.stop` applies instead
+    stop: tuple[str, ...] | None = None
 
     @property
     def generates(self) -> bool:
@@ -100,6 +103,8 @@ def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
     for key in ("prompt", "max_new_tokens", "mode", "on_bad_row", "select"):
         if overrides.get(key):
             entry = replace(entry, **{key: overrides[key]})
+    if overrides.get("stop") is not None:  # [] is a setting too: no stop string
+        entry = replace(entry, stop=tuple(overrides["stop"]))
     # checked here, where the config is read, not by a KeyError inside inference after the model loads
     key = f"benchmarks.{name}.prompt" if overrides.get("prompt") else f"the catalogue's prompt of '{name}'"
     check_prompt(entry.prompt, entry.task, has_context="context" in entry.fields,
