@@ -22,7 +22,8 @@ CASES = {
     "medical_transcriptions": ("mtsamples", {}, lambda r: r["transcription"], lambda r: r["medical_specialty"].strip()),
     "biored": ("biored", {}, lambda r: r["passages"][0]["text"], None),
     "mediqa2019": ("mediqa2019_qa", {"format": "xml"}, lambda r: r["QuestionText"], lambda r: r["AnswerList"][0]["AnswerText"]),
-    "meqsum": ("meqsum", {}, lambda r: r["CHQ"], lambda r: r["Summary"]),
+    # the authors' meqsum sends the message without its "SUBJECT: ..." line
+    "meqsum": ("meqsum", {}, lambda r: r["CHQ"].partition("MESSAGE: ")[2] or r["CHQ"], lambda r: r["Summary"]),
     "mts_dialog": ("mts_dialog", {}, lambda r: r["dialogue"], lambda r: r["section_text"]),
     "aci_bench": ("aci_bench", {}, lambda r: r["dialogue"], lambda r: r["note"]),
     "olaph_kqa_golden": ("medlfqa_kqa_golden", {}, lambda r: r["Question"], lambda r: r["Free_form_answer"]),
