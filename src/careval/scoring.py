@@ -55,13 +55,15 @@ def score_text(family: str, samples: pl.DataFrame, generations: pl.DataFrame, op
     if family == "rouge":
         values = metrics.rouge(predictions, references) if predictions else {"rouge1": [], "rouge2": [], "rougeL": []}
     elif family == "bleu":
-        values = {"bleu": metrics.bleu_sentence(predictions, references) if predictions else []}
+        # `bleu` is the authors' (evaluate's BLEU, 0-1); sacreBLEU (0-100) is kept under its own name
+        values = {"bleu": metrics.bleu_hf(predictions, references) if predictions else [],
+                  "sacrebleu": metrics.bleu_sentence(predictions, references) if predictions else []}
         corpus = metrics.bleu_corpus(predictions, references) if predictions else float("nan")
-        extra.append({"id": None, "metric": "bleu_corpus", "value": corpus,
+        extra.append({"id": None, "metric": "sacrebleu_corpus", "value": corpus,
                       "status": "ok" if predictions else "no_valid_samples", "level": "corpus"})
     elif family == "bertscore":
         if predictions:
-            scorer = metrics.BertScorer(**encoder_kwargs(options))
+            scorer = metrics.BertScorer(**bertscore_kwargs(options))
             values = scorer.score(predictions, references)
         else:
             values = {"bertscore_precision": [], "bertscore_recall": [], "bertscore_f1": []}
@@ -92,6 +94,23 @@ def encoder_kwargs(options: dict) -> dict:
     kwargs = {key: options[key] for key in ("num_layers", "batch_size") if key in options}
     model = options.get("model", PACKAGED_ENCODER)
     kwargs["model_path"] = None if model == PACKAGED_ENCODER else model
+    return kwargs
+
+
+def bertscore_kwargs(options: dict) -> dict:
+    """BertScorer arguments as bert_score.score(...) picks them: `lang` names its model for the language
+    (the authors: lang="en", roberta-large), a `model` wins over it as model_type does there, and a
+    hub model's layer is bert_score's tuned one (model2layers) unless `num_layers` is set."""
+    kwargs = encoder_kwargs(options)
+    if "lang" in options and "model" not in options:
+        from bert_score.utils import lang2model
+
+        kwargs["model_path"] = lang2model[options["lang"].lower()]
+    if "num_layers" not in options and kwargs["model_path"] is not None:
+        from bert_score.utils import model2layers
+
+        if kwargs["model_path"] in model2layers:
+            kwargs["num_layers"] = model2layers[kwargs["model_path"]]
     return kwargs
 
 

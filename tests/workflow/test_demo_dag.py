@@ -108,7 +108,7 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     models = sorted(config["models"])
     assert sorted(summary["model"].unique()) == models
     assert set(summary.columns) >= {"model", "benchmark", "task", "metric", "value", "n"}
-    open_metrics = {"rouge1", "rouge2", "rougeL", "bleu", "bleu_corpus", "bertscore_f1", "moverscore", "word_perplexity",
+    open_metrics = {"rouge1", "rouge2", "rougeL", "bleu", "sacrebleu", "sacrebleu_corpus", "bertscore_f1", "moverscore", "word_perplexity",
                     "byte_perplexity", "bits_per_byte", "word_perplexity_given_question", "relaxed_perplexity",
                     "relaxed_cross_entropy", "judge_helpfulness", "judge_factual_validity"}
     for model in models:
