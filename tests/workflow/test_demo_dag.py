@@ -82,7 +82,7 @@ def test_misspelt_key_stops_before_any_job(repo_root, tmp_path):
     config["generation"]["max_new_tokenz"] = 3
     work, errors = _config_errors(repo_root, tmp_path, config)
     assert errors == ["careval config error: unknown config key 'generation.max_new_tokenz' "
-                      "(allowed: max_new_tokens, seed, temperature, top_p)"]
+                      "(allowed: max_new_tokens, seed, stop, temperature, top_p)"]
     assert not (work / "results").exists()
 
 
