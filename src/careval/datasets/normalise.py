@@ -198,7 +198,8 @@ def normalise_row(row: dict, entry: Benchmark, index: int) -> dict:
         sample["options"] = _options(row, entry)
         sample["answer"] = _answer(_field(row, fields["answer"]), entry.answer_format, sample["options"], fields["answer"])
     else:
-        sample["reference"] = _text(_field(row, fields["reference"]), fields["reference"])
+        # as written too: lm-eval's perplexity counts the words and bytes of the raw doc_to_target
+        sample["reference"] = _text(_field(row, fields["reference"]), fields["reference"], strip=False)
     return sample
 
 
