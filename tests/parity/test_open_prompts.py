@@ -8,7 +8,7 @@ field mapping). The prompt careval sends must equal lm-eval's zero-shot context,
 `description + doc_to_text(doc)`, on every row.
 
 The utils modules load their metrics at import (`evaluate.load("bleu")`, ..., F1RadGraph), which
-needs the hub; only doc_to_text / doc_to_target are used here, so those loaders are stubbed.
+needs the hub; those loaders are stubbed (only the prompts and their length rule are compared).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ pytest.importorskip("lm_eval")
 
 from careval.datasets import build_benchmark, get_benchmark  # noqa: E402
 from careval.inference import sampling_for  # noqa: E402
+from careval.scoring import score_text  # noqa: E402
 from careval.tasks import open as open_task  # noqa: E402
 
 
@@ -93,12 +94,20 @@ AUTHORS_TASKS = {
 }
 
 
-class _NoMetric:
+class _FixedMetric:
+    """Stands in for every evaluate metric and F1RadGraph: a fixed, finite value, so a NaN out of
+    their process_results can only come from their own length rule."""
+
+    VALUES = {"bleu": 0.5, "rouge1": 0.5, "rouge2": 0.5, "rougeL": 0.5, "scores": [0.5], "f1": [0.5]}
+
     def __init__(self, *args, **kwargs):
         pass
 
     def compute(self, *args, **kwargs):
-        raise AssertionError("metrics are not computed in this test")
+        return dict(self.VALUES)
+
+    def __call__(self, hyps, refs):
+        return 0.5, None, None, None
 
 
 def authors_task(yaml_path: str, data_file: Path, cache_dir: Path):
@@ -109,7 +118,7 @@ def authors_task(yaml_path: str, data_file: Path, cache_dir: Path):
     from lm_eval.api.task import ConfigurableTask
     from lm_eval.tasks._yaml_loader import load_yaml
 
-    with mock.patch.object(evaluate, "load", _NoMetric), mock.patch.object(radgraph, "F1RadGraph", _NoMetric):
+    with mock.patch.object(evaluate, "load", _FixedMetric), mock.patch.object(radgraph, "F1RadGraph", _FixedMetric):
         config = load_yaml(Path(lm_eval.tasks.__file__).parent / yaml_path)
     for key in ("dataset_name", "training_split", "validation_split", "fewshot_split"):
         config.pop(key, None)
@@ -181,3 +190,27 @@ def test_stop_strings_are_the_authors_until(prepared, name):
     # a config's own setting wins over the catalogue's
     assert sampling_for(get_benchmark(name, {"stop": ["###"]}), {"stop": []}).stop == ("###",)
     assert sampling_for(get_benchmark(name, {"stop": []}), {"stop": ["x"]}).stop == ()
+
+
+@pytest.mark.parametrize("name", sorted(AUTHORS_TASKS))
+def test_text_metrics_skip_the_samples_the_authors_process_results_skip(prepared, name):
+    """Their process_results return NaN for every metric when the output or the reference is shorter
+    than a per-task length (1, 5 or 10 characters); careval's text metrics mark those too_short."""
+    import math
+
+    import numpy as np
+
+    task, entry, samples = prepared[name]
+    sample = samples.head(1)
+    doc = next(doc for doc in task.test_docs() if task.doc_to_target(doc) == sample["reference"][0])
+    outputs = ["abcdefghijkl"[:n] for n in (0, 1, 2, 4, 5, 6, 9, 10, 11, 12)]
+    # most of their utils write np.NAN, which numpy 2 removed (their NaN path raises AttributeError)
+    with mock.patch.object(np, "NAN", np.nan, create=True):
+        theirs = [all(math.isnan(v) for v in task.config.process_results(doc, [out]).values()) for out in outputs]
+    ours = []
+    for out in outputs:
+        rows = open_task.generation_rows(sample, ["p"], [out])
+        scores = score_text("rouge", sample, rows, min_chars=entry.min_chars)
+        ours.append(all(status != "ok" for status in scores["status"]))
+    assert ours == theirs
+    assert any(theirs) and not all(theirs)

@@ -113,6 +113,7 @@ def _medlfqa(subset: str, data_file: str) -> Benchmark:
         meta_fields=MEDLFQA_META,
         on_bad_row="skip",  # a few MedLFQA rows have an empty Free_form_answer (live_qa row 70)
         stop=AUTHORS_UNTIL,
+        min_chars=10,
     )
 
 
@@ -327,6 +328,7 @@ CATALOGUE: list[Benchmark] = [
             "Extract all relevant information to compose a note that summarizes the relevant content of the dialog."
         ),
         stop=AUTHORS_UNTIL,
+        min_chars=5,
         description="MTS-Dialog: doctor-patient dialogue -> clinical note section",
         meta_fields=("section_header",),
     ),
@@ -355,6 +357,7 @@ CATALOGUE: list[Benchmark] = [
         fields=MEDLFQA_FIELDS,
         prompt=OLAPH_PROMPT,
         stop=AUTHORS_UNTIL,
+        min_chars=10,
         description="OLAPH / MedLFQA (all subsets); Must_have / Nice_to_have kept in meta for Relaxed Perplexity",
         meta_fields=MEDLFQA_META,
         on_bad_row="skip",
@@ -380,6 +383,7 @@ CATALOGUE: list[Benchmark] = [
             "Given the findings: {question}.\nSummarize the findings.",
         ),
         stop=AUTHORS_UNTIL,
+        min_chars=5,
         description="MIMIC-III report summarisation, findings -> impression (credentialed, local file only)",
         # a report with neither section has no input (the authors' metrics are NaN on it): skipped, counted
         on_bad_row="skip",
