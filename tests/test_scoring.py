@@ -39,7 +39,7 @@ def test_bleu_family_carries_the_corpus_value():
     samples = _samples(refs)
     scores = score_text("bleu", samples, generation_rows(samples, ["p"] * 2, outputs))
     corpus = scores.filter(pl.col("level") == "corpus")
-    assert corpus["metric"].to_list() == ["bleu_corpus"]
+    assert corpus["metric"].to_list() == ["sacrebleu_corpus"]
     assert corpus["value"][0] == pytest.approx(sacrebleu.corpus_bleu(outputs, [refs]).score)
 
 
@@ -80,3 +80,20 @@ def test_moverscore_single_pair_is_undefined_not_perfect():
 
     # With one pair every word piece has df = M = 1, so IDF weight 0 on both sides (v2 says 1.0).
     assert math.isnan(MoverScorer().score(["Take ibuprofen."], ["Use paracetamol."])["moverscore"][0])
+
+
+def test_bleu_family_writes_the_authors_bleu_and_sacrebleu_under_its_name():
+    import sacrebleu
+
+    from careval.metrics import bleu_hf
+    from careval.metrics.registry import metric_spec
+
+    refs = ["The patient has community acquired pneumonia and a fever.", "Start amoxicillin for five days."]
+    outputs = ["The patient has community acquired pneumonia.", "Start amoxicillin for seven days."]
+    samples = _samples(refs)
+    scores = score_text("bleu", samples, generation_rows(samples, ["p"] * 2, outputs)).filter(pl.col("level") == "sample")
+    by_metric = {m: scores.filter(pl.col("metric") == m)["value"].to_list() for m in ("bleu", "sacrebleu")}
+    assert by_metric["bleu"] == pytest.approx(bleu_hf(outputs, refs))
+    assert by_metric["sacrebleu"] == pytest.approx([sacrebleu.sentence_bleu(o, [r]).score for o, r in zip(outputs, refs)])
+    assert 0 < by_metric["bleu"][0] < 1 and by_metric["bleu"][1] == 0.0  # no 4-gram in common: unsmoothed 0
+    assert metric_spec("bleu").bounds == (0.0, 1.0) and metric_spec("sacrebleu").bounds == (0.0, 100.0)

@@ -23,11 +23,19 @@ from careval.schemas import GENERATION_SCHEMA, LOGLIK_SCHEMA
 from careval.tasks import mcqa, open as open_task
 
 
-def sampling_for(benchmark: Benchmark, generation: dict) -> Sampling:
+def benchmark_settings(benchmark: Benchmark, generation: dict) -> dict:
+    """The config's `generation` settings with the benchmark's own max_new_tokens and stop strings on top
+    (its config entry's, else its catalogue entry's: for the authors' open tasks, their `until`)."""
     settings = dict(generation)
     if benchmark.max_new_tokens:
         settings["max_new_tokens"] = benchmark.max_new_tokens
-    return Sampling(**settings)
+    if benchmark.stop is not None:
+        settings["stop"] = benchmark.stop
+    return settings
+
+
+def sampling_for(benchmark: Benchmark, generation: dict) -> Sampling:
+    return Sampling(**benchmark_settings(benchmark, generation))
 
 
 def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame:

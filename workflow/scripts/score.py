@@ -1,6 +1,7 @@
 """Score one model x benchmark with every metric family of its task."""
 from pathlib import Path
 
+from careval.datasets import get_benchmark
 from careval.joblog import job_log
 from careval.scoring import score_benchmark
 
@@ -11,4 +12,5 @@ with job_log(snakemake.log[0]):
         generations_path=Path(snakemake.input.generations) if "generations" in snakemake.input.keys() else None,
         loglik_path=Path(snakemake.input.loglik),
         options=snakemake.params.options,
+        min_chars=get_benchmark(snakemake.wildcards.benchmark).min_chars,
     )

@@ -2,6 +2,7 @@
 from pathlib import Path
 
 from careval.analysis.spread import score_repeat_file
+from careval.datasets import get_benchmark
 from careval.joblog import job_log
 
 with job_log(snakemake.log[0]):
@@ -9,4 +10,5 @@ with job_log(snakemake.log[0]):
         Path(snakemake.input.samples), Path(snakemake.input.repeats), snakemake.params.families,
         snakemake.params.options, Path(snakemake.output[0]),
         loglik_path=Path(snakemake.input.loglik) if "loglik" in snakemake.input.keys() else None,
+        min_chars=get_benchmark(snakemake.wildcards.benchmark).min_chars,
     )

@@ -13,7 +13,8 @@ from careval.scoring import score_perplexity, score_text
 SEPARATOR = "\x1f"
 
 
-def score_repeats(samples: pl.DataFrame, repeats: pl.DataFrame, families: list[str], options: dict | None = None) -> pl.DataFrame:
+def score_repeats(samples: pl.DataFrame, repeats: pl.DataFrame, families: list[str], options: dict | None = None,
+                  min_chars: int = 1) -> pl.DataFrame:
     """Every text metric of `families` on every repeated output, through the same scorer as the main scores.
 
     All repeats go through one score_text call per family, so a model-based metric (BERTScore) loads once.
@@ -24,7 +25,8 @@ def score_repeats(samples: pl.DataFrame, repeats: pl.DataFrame, families: list[s
     references = keyed.join(samples.select("id", "reference"), on="id", how="left", maintain_order="left")
     frames = []
     for family in families:
-        scores = score_text(family, references.select(id="key", reference="reference"), generations, options.get(family, {}))
+        scores = score_text(family, references.select(id="key", reference="reference"), generations,
+                            options.get(family, {}), min_chars)
         frames.append(scores.filter(pl.col("level") == "sample"))
     if not frames:
         return pl.DataFrame(schema=REPEAT_SCORE_SCHEMA)
@@ -44,10 +46,10 @@ def score_repeat_perplexity(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.
 
 
 def score_repeat_file(samples_path: Path, repeats_path: Path, families: list[str], options: dict | None, output: Path,
-                      loglik_path: Path | None = None) -> None:
+                      loglik_path: Path | None = None, min_chars: int = 1) -> None:
     """Job: score a file of repeated outputs (and, for self-consistency, its per-repeat log-likelihoods)."""
     samples = pl.read_parquet(samples_path)
-    frames = [score_repeats(samples, pl.read_parquet(repeats_path), families, options)]
+    frames = [score_repeats(samples, pl.read_parquet(repeats_path), families, options, min_chars)]
     if loglik_path is not None:
         frames.append(score_repeat_perplexity(samples, pl.read_parquet(loglik_path)))
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -73,6 +73,12 @@ class Benchmark:
     formats: dict[str, dict] = field(default_factory=dict)
     # families with job "extra" in careval.metrics.registry this benchmark is scored with too (F1-RadGraph)
     extra_metrics: tuple[str, ...] = ()
+    # generation stops at the first of these strings (the authors' lm-eval `until`); None: the
+    # config's `generation.stop` applies instead
+    stop: tuple[str, ...] | None = None
+    # text metrics score a sample only when its output and reference have at least this many characters
+    # (the authors' process_results: 1, 5 for MTS-Dialog and MIMIC-III, 10 for OLAPH); else status too_short
+    min_chars: int = 1
 
     @property
     def generates(self) -> bool:

@@ -24,9 +24,16 @@ NOTE_PROMPT = (
     "conversation. Use only facts stated in the conversation.\n\n{question}\n\nNote:"
 )
 
-# lm-eval's `description` of each open task, followed by the input and an answer cue.
-def _instructed(instruction: str, cue: str = "Answer:") -> str:
-    return f"Instructions: {instruction}\n\n{{question}}\n\n{cue}"
+# The authors' open tasks are lm-eval generate_until tasks: the prompt is their `description` (a
+# folded YAML scalar, so it ends in one newline) followed by doc_to_text(doc), with no answer cue,
+# and generation stops at their `until` (tests/parity/test_open_prompts.py checks both on real rows).
+# The descriptions are kept verbatim, slips included (careqa_open's stray quote, medtext's repeated
+# sentence): they are what the paper's models were sent.
+AUTHORS_UNTIL = ("\n\n",)
+
+
+def _authors(description: str, text: str = "{question}") -> str:
+    return f"Instructions: {description}\n{text}"
 
 
 MMLU_MEDICAL = ("anatomy", "clinical_knowledge", "college_biology", "college_medicine", "medical_genetics",
@@ -63,7 +70,7 @@ BIORED_PROMPT = (
     "Drug_Interaction, Conversion. Use the entity names as written in the text.\n\n{question}\n\nRelations:\n"
 )
 
-OLAPH_PROMPT = _instructed(
+OLAPH_PROMPT = _authors(
     "You are a helpful healthcare assistant. Answer the following question as concisely as possible "
     "without omitting relevant information."
 )
@@ -105,6 +112,8 @@ def _medlfqa(subset: str, data_file: str) -> Benchmark:
         description=f"OLAPH / MedLFQA {subset} subset (Must_have / Nice_to_have kept in meta)",
         meta_fields=MEDLFQA_META,
         on_bad_row="skip",  # a few MedLFQA rows have an empty Free_form_answer (live_qa row 70)
+        stop=AUTHORS_UNTIL,
+        min_chars=10,
     )
 
 
@@ -262,10 +271,11 @@ CATALOGUE: list[Benchmark] = [
         task="open",
         source=HFSource("bigbio/meddialog", config="meddialog_en_source", split="train", revision=PARQUET),
         fields={"question": "description", "reference": "utterances.utterance[1]"},
-        prompt=_instructed(
+        prompt=_authors(
             "The following text is from a collection of medical dialogues. What follows is the patients "
             "question. Answer how a doctor would, trying to be as helpful as possible."
         ),
+        stop=AUTHORS_UNTIL,
         description="MedDialog raw dialogues (English): the patient's description -> the doctor's reply",
     ),
     Benchmark(
@@ -274,10 +284,11 @@ CATALOGUE: list[Benchmark] = [
         source=HFSource("bigbio/mediqa_qa", config="mediqa_qa_source", split="test", revision=PARQUET),
         fields={"id": "QUESTION.QID", "question": "QUESTION.QuestionText",
                 "reference": "QUESTION.AnswerList[0].Answer.AnswerText"},
-        prompt=_instructed(
+        prompt=_authors(
             "The following text is a question asked by a patient. Answer how a doctor would, while trying "
             "to be as informative and helpful as possible."
         ),
+        stop=AUTHORS_UNTIL,
         description="MEDIQA 2019 Task 3 QA: consumer question -> the first reference answer",
         # the original MEDIQA2019 XML (abachaa/MEDIQA2019), read by the xml loader
         formats={"xml": {"fields": {"id": "QID", "question": "QuestionText", "reference": "AnswerList[0].AnswerText"}}},
@@ -287,10 +298,11 @@ CATALOGUE: list[Benchmark] = [
         task="open",
         source=HFSource("HPAI-BSC/CareQA", config="CareQA_en_open", split="test"),
         fields={"id": "unique_id", "question": "question", "reference": "answer"},
-        prompt=_instructed(
-            "The following text is a medical question. Answer it in the most factual, concise and "
-            "informative way possible."
+        prompt=_authors(
+            'The following text is a medical question. Answer it in the most factual, concise and '
+            'informative way possible"'
         ),
+        stop=AUTHORS_UNTIL,
         description="CareQA-Open: the CareQA questions rephrased as open questions",
     ),
     Benchmark(
@@ -298,10 +310,12 @@ CATALOGUE: list[Benchmark] = [
         task="open",
         source=HFSource("BI55/MedText", split="train"),
         fields={"question": "Prompt", "reference": "Completion"},
-        prompt=_instructed(
+        prompt=_authors(
             "The following text is from a collection of medical records. What follows is the patients "
-            "record. Answer how a doctor would, what is the likely diagnosis, and what is the treatment?"
+            "record. Answer how a doctor would, what is the likely diagnosis, and what is the treatment?. "
+            "Answer how a doctor would, what is the likely diagnosis, and what is the treatment?"
         ),
+        stop=AUTHORS_UNTIL,
         description="MedText: patient record -> diagnosis and treatment",
     ),
     Benchmark(
@@ -309,11 +323,12 @@ CATALOGUE: list[Benchmark] = [
         task="open",
         source=HFSource("har1/MTS_Dialogue-Clinical_Note", split="train"),
         fields={"id": "ID", "question": "dialogue", "reference": "section_text"},
-        prompt=_instructed(
+        prompt=_authors(
             "The following text is from a collection of medical dialogs between doctor and patient. "
-            "Extract all relevant information to compose a note that summarizes the relevant content of the dialog.",
-            cue="Note:",
+            "Extract all relevant information to compose a note that summarizes the relevant content of the dialog."
         ),
+        stop=AUTHORS_UNTIL,
+        min_chars=5,
         description="MTS-Dialog: doctor-patient dialogue -> clinical note section",
         meta_fields=("section_header",),
     ),
@@ -326,10 +341,11 @@ CATALOGUE: list[Benchmark] = [
                  "download it and point the benchmark's `path:` override at it",
         ),
         fields={"id": "encounter_id", "question": "dialogue", "reference": "note"},
-        prompt=_instructed(
-            "The following text is a conversation between a doctor and a patient during a visit. "
-            "Write the clinical note of the visit.",
-            cue="Note:",
+        # not one of the authors' lm-eval tasks: careval's own prompt, in their style, and no stop
+        # string (a note has blank lines between its sections)
+        prompt=(
+            "Instructions: The following text is a conversation between a doctor and a patient during a visit. "
+            "Write the clinical note of the visit.\n\n{question}\n\nNote:"
         ),
         description="ACI-Bench: full visit dialogue -> clinical note (test1)",
         meta_fields=("dataset",),
@@ -340,6 +356,8 @@ CATALOGUE: list[Benchmark] = [
         source=HFSource("dmis-lab/MedLFQA", split="test"),
         fields=MEDLFQA_FIELDS,
         prompt=OLAPH_PROMPT,
+        stop=AUTHORS_UNTIL,
+        min_chars=10,
         description="OLAPH / MedLFQA (all subsets); Must_have / Nice_to_have kept in meta for Relaxed Perplexity",
         meta_fields=MEDLFQA_META,
         on_bad_row="skip",
@@ -353,11 +371,22 @@ CATALOGUE: list[Benchmark] = [
             "data/mimiciii-hospitalcourse.jsonl",
             hint="MIMIC-III is credentialed PhysioNet data (the paper used dmacres/mimiciii-hospitalcourse-meta): "
                  "after obtaining access, point the benchmark's `path:` override at a jsonl/csv/parquet copy "
-                 "with columns `text` (the notes) and `summary` (the hospital course)",
+                 "of it, with its column `extractive_notes_summ`",
         ),
-        fields={"question": "text", "reference": "summary"},
-        prompt=_instructed("Summarize the hospital course of the following clinical notes.", cue="Hospital course:"),
-        description="MIMIC-III hospital-course summarisation (credentialed, local file only)",
+        # lm-eval's mimic_repsum: the FINDINGS section of the report is the input, its IMPRESSION the reference
+        fields={"question": "findings", "reference": "impressions"},
+        transform="mimic_findings_impressions",
+        prompt=_authors(
+            "The following text is from a collection of medical records. Summarize the findings into diagnostic "
+            "statements. Do not omit relevant information and avoid using abbreviations or jargon unless they "
+            "appear in the original text.",
+            "Given the findings: {question}.\nSummarize the findings.",
+        ),
+        stop=AUTHORS_UNTIL,
+        min_chars=5,
+        description="MIMIC-III report summarisation, findings -> impression (credentialed, local file only)",
+        # a report with neither section has no input (the authors' metrics are NaN on it): skipped, counted
+        on_bad_row="skip",
         extra_metrics=("radgraph",),
     ),
     Benchmark(
@@ -365,18 +394,19 @@ CATALOGUE: list[Benchmark] = [
         task="open",
         source=HFSource("lighteval/med_dialog", config="icliniq", split="test"),
         fields={"question": "src", "reference": "tgt"},
-        prompt=_instructed(
-            "The following text is contains a medical question. Extract and summarize the question.",
-            cue="Summary:",
-        ),
+        prompt=_authors("The following text is contains a medical question. Extract and summarize the question."),
+        stop=AUTHORS_UNTIL,
         description="MedDialog Qsumm (iCliniq): patient question -> summarised question",
     ),
     Benchmark(
         name="meqsum",
         task="open",
         source=HFSource("bigbio/meqsum", config="meqsum_source", split="train", revision=PARQUET),
-        fields={"id": "File", "question": "CHQ", "reference": "Summary"},
-        prompt="Summarize the following consumer health question in one short question.\n\n{question}\n\nSummary:",
+        fields={"id": "File", "question": "message", "reference": "Summary"},
+        transform="meqsum_message",
+        # lm-eval's meqsum: meddialog_qsumm's instruction, over the message without its SUBJECT line
+        prompt=_authors("The following text is contains a medical question. Extract and summarize the question."),
+        stop=AUTHORS_UNTIL,
         description="MeQSum consumer health question summarisation",
     ),
 ]

@@ -71,12 +71,12 @@ class _RowError(Exception):
     """What is wrong with a row; normalise_report adds the benchmark and the place."""
 
 
-def _text(value, field: str) -> str:
+def _text(value, field: str, strip: bool = True) -> str:
     if not isinstance(value, str):
         raise _RowError(f"field '{field}' must be non-empty text, not {type(value).__name__} {_show(value)}")
     if not value.strip():
         raise _RowError(f"field '{field}' must be non-empty text")
-    return value.strip()
+    return value.strip() if strip else value
 
 
 def _identifier(value, field: str) -> str:
@@ -186,7 +186,8 @@ def normalise_row(row: dict, entry: Benchmark, index: int) -> dict:
         "id": _identifier(_field(row, fields["id"]), fields["id"]) if "id" in fields else f"{entry.name}-{index}",
         "benchmark": entry.name,
         "task": entry.task,
-        "question": _text(_field(row, fields["question"]), fields["question"]),
+        # as written: lm-eval's doc_to_text sends the field verbatim, trailing blank lines included
+        "question": _text(_field(row, fields["question"]), fields["question"], strip=False),
         "context": _context(_field(row, fields["context"]), fields["context"]) if "context" in fields else None,
         "options": None,
         "answer": None,
@@ -197,7 +198,8 @@ def normalise_row(row: dict, entry: Benchmark, index: int) -> dict:
         sample["options"] = _options(row, entry)
         sample["answer"] = _answer(_field(row, fields["answer"]), entry.answer_format, sample["options"], fields["answer"])
     else:
-        sample["reference"] = _text(_field(row, fields["reference"]), fields["reference"])
+        # as written too: lm-eval's perplexity counts the words and bytes of the raw doc_to_target
+        sample["reference"] = _text(_field(row, fields["reference"]), fields["reference"], strip=False)
     return sample
 
 

@@ -33,6 +33,8 @@ def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
     for key in ("prompt", "max_new_tokens", "mode", "on_bad_row", "select"):
         if overrides.get(key):
             entry = replace(entry, **{key: overrides[key]})
+    if overrides.get("stop") is not None:  # [] is a setting too: no stop string
+        entry = replace(entry, stop=tuple(overrides["stop"]))
     # checked here, where the config is read, not by a KeyError inside inference after the model loads
     key = f"benchmarks.{name}.prompt" if overrides.get("prompt") else f"the catalogue's prompt of '{name}'"
     check_prompt(entry.prompt, entry.task, has_context="context" in entry.fields,

@@ -61,7 +61,53 @@ def biored_documents(rows: list[dict]) -> list[dict]:
     return out
 
 
+def meqsum_message(rows: list[dict]) -> list[dict]:
+    """MeQSum's CHQ is "SUBJECT: ...\nMESSAGE: ..."; lm-eval's meqsum (the authors') sends what follows
+    "MESSAGE" and the 9 characters after its start ("MESSAGE: "), or the whole CHQ without one."""
+    out = []
+    for row in rows:
+        text = row.get("CHQ")
+        if isinstance(text, str):
+            start = text.find("MESSAGE")
+            row = located({**row, "message": text[start + 9:] if start != -1 else text}, row)
+        out.append(row)  # without a CHQ, the field mapping names what is missing
+    return out
+
+
+def _report_sections(text: str) -> tuple[str, str]:
+    # lm-eval's mimic_repsum (doc_to_text, doc_to_target), step for step: the section starting at the
+    # first "FINDING" / "IMPRESSION" (any case; -1 when absent, so a missing one takes the last
+    # character), each up to the first run of five spaces; findings too short -> the text before IMPRESSION.
+    impression = re.search("IMPRESSION", text, re.IGNORECASE)
+    finding = re.search("FINDING", text, re.IGNORECASE)
+    a = impression.start() if impression is not None else -1
+    b = finding.start() if finding is not None else -1
+    if a < b:
+        impressions = text[a:b].split("     ")[0]
+        findings = text[b:].split("     ")[0]
+    else:
+        impressions = text[a:].split("     ")[0]
+        findings = text[b:a].split("     ")[0]
+    if len(findings) < 5 < len(impressions):
+        findings = text[:a]
+    return findings, impressions
+
+
+def mimic_findings_impressions(rows: list[dict]) -> list[dict]:
+    """MIMIC-III reports (extractive_notes_summ) -> `findings` (the input) and `impressions` (the reference)."""
+    out = []
+    for row in rows:
+        text = row.get("extractive_notes_summ")
+        if isinstance(text, str):
+            findings, impressions = _report_sections(text)
+            row = located({**row, "findings": findings, "impressions": impressions}, row)
+        out.append(row)
+    return out
+
+
 TRANSFORMS: dict[str, Callable[[list[dict]], list[dict]]] = {
+    "meqsum_message": meqsum_message,
+    "mimic_findings_impressions": mimic_findings_impressions,
     "strip_option_letters": strip_option_letters,
     "headqa_ids": headqa_ids,
     "biored_documents": biored_documents,

@@ -18,7 +18,7 @@ from careval.checkpoint import (
     write_atomic,
 )
 from careval.datasets.benchmark import Benchmark
-from careval.inference import OnDemandBackend, model_facts, score_logliks
+from careval.inference import OnDemandBackend, benchmark_settings, model_facts, score_logliks
 from careval.schemas import CONSISTENCY_LOGLIK_SCHEMA, REPEAT_GENERATION_SCHEMA
 from careval.tasks import open as open_task
 
@@ -84,10 +84,10 @@ def consistency_logliks(backend: Backend, samples: pl.DataFrame, benchmark: Benc
 
 
 def repeat_sampling(generation: dict, overrides: dict, benchmark: Benchmark | None = None) -> Sampling:
-    """The config's `generation` settings, the benchmark's max_new_tokens, then the analysis' own sampling keys."""
-    settings = dict(generation)
-    if benchmark is not None and benchmark.max_new_tokens:
-        settings["max_new_tokens"] = benchmark.max_new_tokens
+    """The config's `generation` settings, the benchmark's max_new_tokens and stop strings, then the analysis'
+    own sampling keys. The rephraser gets no benchmark: its answer is a rephrasing, not the benchmark's
+    answer, and a chatty preamble ("Here is the rephrased text:\n\n...") would end at a blank-line stop."""
+    settings = dict(generation) if benchmark is None else benchmark_settings(benchmark, generation)
     settings.update(overrides)
     return Sampling(**settings)
 

@@ -105,8 +105,10 @@ _METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("rouge1", "rouge", True, label="ROUGE-1"),
     MetricSpec("rouge2", "rouge", True, label="ROUGE-2"),
     MetricSpec("rougeL", "rouge", True, label="ROUGE-L"),
+    # the authors' BLEU: Hugging Face evaluate's (tensorflow/nmt, unsmoothed), per sample
     MetricSpec("bleu", "bleu", True, label="BLEU"),
-    MetricSpec("bleu_corpus", "bleu", True, label="corpus BLEU"),
+    MetricSpec("sacrebleu", "bleu", True, bounds=(0.0, 100.0), label="sacreBLEU"),
+    MetricSpec("sacrebleu_corpus", "bleu", True, bounds=(0.0, 100.0), label="corpus sacreBLEU"),
     MetricSpec("bertscore_precision", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore P"),
     MetricSpec("bertscore_recall", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore R"),
     MetricSpec("bertscore_f1", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore F1"),

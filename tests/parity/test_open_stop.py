@@ -1,0 +1,40 @@
+"""The authors' `until` is honoured end to end: SmolLM2 (the demo model, hf backend) answering an
+OLAPH question through careval's inference job stops where lm-eval would, before the blank line."""
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from careval.backends import Sampling, load_backend
+from careval.datasets import build_benchmark, get_benchmark
+from careval.inference import run_inference
+
+pytestmark = pytest.mark.slow
+
+# LiveQA row 3 ("treatment and precautions for VDRL positive patients"): SmolLM2's greedy answer
+# has a blank line within 48 tokens, before a numbered list.
+ROW = 2
+MAX_NEW_TOKENS = 48
+
+
+def test_inference_cuts_the_generation_at_the_authors_stop(tmp_path, shared_data, demo_model_dirs, demo_config):
+    rows = [json.loads(line) for line in open(shared_data / "medlfqa_live_qa" / "sample.jsonl", encoding="utf-8")]
+    data = tmp_path / "live_qa.jsonl"
+    data.write_text(json.dumps(rows[ROW]) + "\n", encoding="utf-8")
+    entry = get_benchmark("olaph_live_qa", {"path": str(data)})
+    samples_path = tmp_path / "samples.parquet"
+    build_benchmark(entry, samples_path)
+    spec = {"name": "smollm2", "backend": "hf", "path": str(demo_model_dirs["smollm2-135m-instruct"]),
+            "dtype": "float32", "chat_template": True, "batch_size": 1, "threads": 1}
+    generation = {**demo_config["generation"], "max_new_tokens": MAX_NEW_TOKENS}  # the schema's stop: []
+    run_inference(samples_path, entry, spec, generation, tmp_path / "loglik.parquet", tmp_path / "gen.parquet",
+                  checkpoint_every=8)
+    generated = pl.read_parquet(tmp_path / "gen.parquet").row(0, named=True)
+
+    # the same prompt without a stop string, straight from the backend
+    uncut = load_backend(spec).generate([generated["prompt"]], Sampling(max_new_tokens=MAX_NEW_TOKENS))[0]
+    assert "\n\n" in uncut, "the uncut answer must contain the stop string for this test to mean anything"
+    assert generated["output"] == uncut[: uncut.index("\n\n")]
+    assert generated["output"].strip() and "\n\n" not in generated["output"]
