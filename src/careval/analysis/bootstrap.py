@@ -63,7 +63,7 @@ def resample_model_scores(sample_scores: pl.DataFrame, n_resamples: int, seed: i
     """Every model's score per benchmark x metric on B resamples of each benchmark's sample ids.
 
     `sample_scores` is the per-sample table (model, benchmark, task, metric, id, value, status, weight);
-    only rows with status ok count, as in the summary. Benchmarks are resampled in sorted order; the
+    only rows with a valued status (ok, a judge grade from_distribution) count, as in the summary. Benchmarks are resampled in sorted order; the
     MCQA weighted average is recomputed from the resampled per-benchmark accuracies.
     """
     models = sorted(sample_scores["model"].unique().to_list())
