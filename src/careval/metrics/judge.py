@@ -53,9 +53,6 @@ RUBRIC_FIELDS = ("criteria", "score1_description", "score2_description", "score3
 # counterpart in careval's Sampling and is not applied.
 DEFAULTS = {"max_new_tokens": 1024, "temperature": 1.0, "top_p": 0.9, "retries": 10, "seed": 1234}
 
-# the statuses of a judged verdict's rows; any other status is the generation's (or no_reference)
-JUDGED = (*JUDGE_VERDICT_STATUSES, "no_logprobs")
-
 # (prompts, attempt) -> one output per prompt; attempt counts from 0.
 Generate = Callable[[list[str], int], list[str]]
 
@@ -228,7 +225,8 @@ def score_judge(backend: Backend | Callable[[], Backend], samples: pl.DataFrame,
         failed = next((v.output for v in verdicts if v.status == "parse_error"), None)
         if failed is not None:
             print(f"judge: e.g. an unparseable verdict (its end): {failed[-300:]!r}")
-    skipped = Counter(row["status"] for row in rows[::2] if row["status"] not in JUDGED)
+    # the judge_<rubric> rows (every other row) of answers never sent to the judge
+    skipped = Counter(row["status"] for row in rows[::2] if row["status"] not in JUDGE_VERDICT_STATUSES)
     if skipped:
         print(f"judge: not graded (verdicts per status): {dict(skipped)}")
     return pl.DataFrame(rows, schema=JUDGE_SCHEMA)
