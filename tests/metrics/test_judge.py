@@ -234,6 +234,8 @@ def test_demo_config_judge_section(demo_config):
         {"model": "m", "rubrics": ["kindness"]},
         {"model": {"source": "pypi:some-model==1.0"}},  # a PyPI judge must be listed under models
         {"model": "m", "retries": -1},
+        {"model": "smollm2-135m-instruct", "rubrics": [{"name": "safety_expected", "criteria": "Safe?",
+                                    **{f"score{i}_description": "x" for i in range(1, 6)}}]},
         {"rubrics": ["helpfulness"]},
     ],
 )
