@@ -34,6 +34,9 @@ CONSISTENCY_LOGLIK_SCHEMA = {**LOGLIK_SCHEMA, "repeat": pl.Int64}
 # `level` is "sample" or "corpus"; `weight` is what a per-sample value counts for when averaged.
 SCORE_SCHEMA = {"id": pl.String, "metric": pl.String, "value": pl.Float64, "status": pl.String,
                 "level": pl.String, "weight": pl.Float64}
+# The judge's score rows carry its probabilities of the scores 1..5 (metrics/judge_distribution.py).
+JUDGE_PROBABILITY_COLUMNS = ("p1", "p2", "p3", "p4", "p5")
+JUDGE_SCORE_SCHEMA = {**SCORE_SCHEMA, **{column: pl.Float64 for column in JUDGE_PROBABILITY_COLUMNS}}
 # Relaxed Perplexity per (sample, target) before the per-sample mean that goes into SCORE_SCHEMA.
 RELAXED_PERPLEXITY_TARGET_SCHEMA = {"id": pl.String, "target_set": pl.String, "target_index": pl.Int64, "target": pl.String,
                                     "relaxed_cross_entropy": pl.Float64, "relaxed_perplexity": pl.Float64,
@@ -42,6 +45,13 @@ RELAXED_PERPLEXITY_TARGET_SCHEMA = {"id": pl.String, "target_set": pl.String, "t
 REPEAT_SCORE_SCHEMA = {"id": pl.String, "repeat": pl.Int64, "metric": pl.String, "value": pl.Float64,
                        "status": pl.String}
 
+# How the judge's verdicts were read, per model x benchmark x rubric (judge.py): n_judged answers sent
+# to the judge; of them n_parsed by prometheus-eval's parser, n_from_distribution read from the
+# judge's score distribution, n_parse_error neither; n_not_judged failed or empty answers (and
+# samples without a reference), never sent.
+JUDGE_VERDICTS_SCHEMA = {"model": pl.String, "benchmark": pl.String, "metric": pl.String, "n_judged": pl.Int64,
+                         "n_parsed": pl.Int64, "n_from_distribution": pl.Int64, "n_parse_error": pl.Int64,
+                         "n_not_judged": pl.Int64, "share_parsed": pl.Float64, "share_from_distribution": pl.Float64}
 # --- summary: results/summary/scores.parquet and results/summary/sample_scores.parquet.
 # n_skipped: source rows dropped at normalisation (`on_bad_row: skip`), the same for every model of a
 # benchmark; null where the normalisation reports were not given (unknown is not zero).

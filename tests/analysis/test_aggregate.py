@@ -56,3 +56,43 @@ def test_relaxed_perplexity_averages_geometrically_as_the_registry_says():
                       {"id": "b", "metric": "relaxed_cross_entropy", "value": 8.0, "status": "ok"}])
     rows = {r["metric"]: r["value"] for r in summarise_scores(scores)}
     assert rows == {"relaxed_perplexity": pytest.approx(4.0), "relaxed_cross_entropy": pytest.approx(5.0)}
+
+
+def _judge_file(tmp_path, model, benchmark, statuses):
+    """A judge.parquet as score_judge writes it: a grade row and an _expected row per sample."""
+    rows = []
+    for i, status in enumerate(statuses):
+        grade = {"ok": 4.0, "from_distribution": 2.0}.get(status, float("nan"))
+        rows.append({"id": str(i), "metric": "judge_helpfulness", "value": grade, "status": status})
+        valued = status in ("ok", "from_distribution")
+        rows.append({"id": str(i), "metric": "judge_helpfulness_expected", "value": 3.5 if valued else float("nan"),
+                     "status": "ok" if valued else ("no_logprobs" if status == "parse_error" else status)})
+    path = tmp_path / model / benchmark / "judge.parquet"
+    path.parent.mkdir(parents=True)
+    _scores(rows).with_columns(p1=pl.lit(None, pl.Float64)).write_parquet(path)
+    return ScoreFile(model, benchmark, "open", path)
+
+
+def test_grades_read_from_the_distribution_count_in_the_summary(tmp_path):
+    item = _judge_file(tmp_path, "m", "qa", ["ok", "from_distribution", "from_distribution", "empty_output"])
+    rows = {r["metric"]: r for r in summarise_scores(pl.read_parquet(item.path))}
+    assert rows["judge_helpfulness"] == {"metric": "judge_helpfulness", "value": (4 + 2 + 2) / 3, "n": 3, "n_failed": 1}
+    assert rows["judge_helpfulness_expected"]["value"] == 3.5
+
+
+def test_judge_verdict_shares_per_model_and_benchmark(tmp_path):
+    from careval.analysis.aggregate import build_judge_verdicts, write_summary
+
+    files = [_judge_file(tmp_path, "m1", "qa", ["ok", "from_distribution", "from_distribution", "empty_output"]),
+             _judge_file(tmp_path, "m2", "qa", ["parse_error", "ok", "no_reference"])]
+    rouge = tmp_path / "rouge.parquet"
+    _scores([{"id": "0", "metric": "rouge1", "value": 0.5, "status": "ok"}]).write_parquet(rouge)
+    files.append(ScoreFile("m1", "qa", "open", rouge))  # not a judge file: no row
+    table = build_judge_verdicts(files)
+    assert table.select("model", "metric", "n_judged", "n_parsed", "n_from_distribution", "n_parse_error",
+                        "n_not_judged").rows() == [("m1", "judge_helpfulness", 3, 1, 2, 0, 1),
+                                                   ("m2", "judge_helpfulness", 2, 1, 0, 1, 1)]
+    assert table["share_parsed"].to_list() == pytest.approx([1 / 3, 1 / 2])
+    assert table["share_from_distribution"].to_list() == pytest.approx([2 / 3, 0.0])
+    write_summary(files, tmp_path / "summary" / "scores.parquet", judge_output=tmp_path / "summary" / "judge.parquet")
+    assert pl.read_parquet(tmp_path / "summary" / "judge.parquet").equals(table)

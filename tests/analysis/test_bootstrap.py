@@ -102,3 +102,13 @@ def test_failed_samples_are_left_out_of_every_resample():
         warnings.simplefilter("ignore", RuntimeWarning)
         expected = np.nanmean(m1, axis=1)  # a resample of only b's is NaN, not 0
     assert np.allclose(scores[1:, 0], expected, equal_nan=True)
+
+
+def test_judge_grades_read_from_the_distribution_are_resampled_as_in_the_summary():
+    rows = [{"model": m, "benchmark": "qa", "task": "open", "metric": "judge_helpfulness", "id": i, "value": v,
+             "status": s, "weight": 1.0}
+            for m, i, v, s in [("m1", "a", 4.0, "ok"), ("m1", "b", 2.0, "from_distribution"),
+                               ("m1", "c", float("nan"), "parse_error"),
+                               ("m2", "a", 1.0, "from_distribution"), ("m2", "b", 3.0, "ok"), ("m2", "c", 5.0, "ok")]]
+    resampled = resample_model_scores(pl.DataFrame(rows, schema=SUMMARY_SAMPLE_SCHEMA), n_resamples=5, seed=2)
+    assert resampled.scores[("qa", "judge_helpfulness")][0] == pytest.approx([3.0, 3.0])

@@ -38,7 +38,11 @@ def test_every_repeat_graded_with_its_samples_prompt_and_reference():
     judge = GradeByResponse()
     scores = judge_repeats(judge, samples, generations, repeats, {"rubrics": ["helpfulness"], "retries": 0})
     assert scores.schema == pl.Schema(REPEAT_SCORE_SCHEMA)
-    got = {(r["id"], r["repeat"]): (r["value"], r["status"]) for r in scores.iter_rows(named=True)}
+    grades = scores.filter(pl.col("metric") == "judge_helpfulness")
+    got = {(r["id"], r["repeat"]): (r["value"], r["status"]) for r in grades.iter_rows(named=True)}
+    # a judge without log-probabilities: the expected scores are counted as such, never a number
+    expected = scores.filter(pl.col("metric") == "judge_helpfulness_expected")
+    assert expected.height == 6 and set(expected.filter(pl.col("id") != "b")["status"]) == {"no_logprobs"}
     assert got[("a", 0)] == (5.0, "ok") and got[("a", 1)] == (3.0, "ok")
     assert got[("c", 0)] == (2.0, "ok") and got[("c", 1)] == (1.0, "ok")
     assert math.isnan(got[("b", 0)][0]) and got[("b", 0)][1] == "parse_error"
@@ -50,7 +54,7 @@ def test_every_repeat_graded_with_its_samples_prompt_and_reference():
     # parse_output is prometheus-eval's own parser: what the fake writes parses as the number it wrote
     assert parse_output("Feedback: fine. [RESULT] 3", mode="absolute")[1] == 3
     # the spread over repeats of a's two grades: mean 4, population variance 1
-    spread = {r["id"]: r for r in per_sample_spread(scores).iter_rows(named=True)}
+    spread = {r["id"]: r for r in per_sample_spread(grades).iter_rows(named=True)}
     assert spread["a"]["mean"] == 4.0 and spread["a"]["variance"] == 1.0
 
 
@@ -70,4 +74,4 @@ def test_nothing_to_grade_loads_no_judge():
         raise AssertionError("the judge must not be loaded")
 
     scores = judge_repeats(factory, samples, generations, repeats, {"rubrics": ["honesty"]})
-    assert scores.height == 6 and set(scores["status"]) == {"empty_output"}
+    assert scores.height == 12 and set(scores["status"]) == {"empty_output"}  # a grade and an expected row each

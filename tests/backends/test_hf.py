@@ -72,6 +72,28 @@ def test_results_come_back_in_input_order(make_hf):
     assert backend.loglikelihood(shuffled) == pytest.approx([by_pair[p] for p in shuffled], abs=1e-5)
 
 
+@pytest.mark.parametrize("batch_size", [1, 4])
+def test_continuations_after_one_context_share_one_forward(make_hf, tiny_model, tiny_tokenizer, batch_size):
+    # the judge's case: five one-token scores after the same text, each equal to its own forward pass
+    backend = make_hf(batch_size=batch_size)
+    context = "Feedback: the answer names the right drug. [RESULT] "
+    pairs = [(context, str(s)) for s in range(1, 6)] + PAIRS[:2]
+    calls = []
+    hook = backend.model.register_forward_hook(lambda module, args, kwargs_out: calls.append(1))
+    try:
+        got = backend.loglikelihood(pairs)
+    finally:
+        hook.remove()
+    want = reference_scores(tiny_model, tiny_tokenizer, pairs)
+    assert got == pytest.approx(want, abs=1e-4)
+    assert len(set(round(g, 3) for g in got[:5])) == 5  # five different targets, not one value copied
+    # one forward per distinct model input (all tokens but the last): pairs that differ only in the
+    # last token share it (this toy tokenizer writes " 2" as one token, " 1" as a space and a digit)
+    inputs = {tuple(sum(lm_eval_pair(tiny_tokenizer, c, x), [])[:-1]) for c, x in pairs}
+    assert len(inputs) == 4
+    assert len(calls) == math.ceil(len(inputs) / batch_size)
+
+
 def test_context_trailing_space_is_scored_as_part_of_the_continuation(hf):
     moved, plain = hf.loglikelihood([("The patient presented ", "with"), ("The patient presented", " with")])
     assert moved == pytest.approx(plain, abs=1e-6)

@@ -176,16 +176,23 @@ def test_score_judge_rows_statuses_and_layout(frames):
     backend = FakeBackend()
     options = {"rubrics": ["helpfulness", "factual_validity"], "retries": 1, "max_new_tokens": 16}
     scores = score_judge(backend, samples, generations, options)
-    assert scores.schema == pl.Schema(SCORE_SCHEMA)
+    assert scores.schema == pl.Schema({**SCORE_SCHEMA, "p1": pl.Float64, "p2": pl.Float64, "p3": pl.Float64,
+                                       "p4": pl.Float64, "p5": pl.Float64})
     assert set(scores["level"]) == {"sample"} and set(scores["weight"]) == {1.0}
     got = {(r["id"], r["metric"]): (r["value"], r["status"]) for r in scores.iter_rows(named=True)}
-    assert len(got) == scores.height == 10
+    assert len(got) == scores.height == 20
+    # this judge has no log-probabilities (no format/loglikelihood): parse + retries only, and so marked
+    assert scores.select("p1", "p2", "p3", "p4", "p5").null_count().row(0) == (20,) * 5
     for metric in ("judge_helpfulness", "judge_factual_validity"):
+        expected = f"{metric}_expected"
         assert got["s1", metric] == (4.0, "ok")
         assert got["s5", metric] == (2.0, "ok")
         assert math.isnan(got["s2", metric][0]) and got["s2", metric][1] == "parse_error"
         assert math.isnan(got["s3", metric][0]) and got["s3", metric][1] == "empty_output"
         assert math.isnan(got["s4", metric][0]) and got["s4", metric][1] == "no_reference"
+        for sample in ("s1", "s2", "s5"):
+            assert math.isnan(got[sample, expected][0]) and got[sample, expected][1] == "no_logprobs"
+        assert got["s3", expected][1] == "empty_output" and got["s4", expected][1] == "no_reference"
     # 3 gradable samples x 2 rubrics asked once, then s2's two prompts once more
     assert backend.calls == 2 and len(backend.prompts) == 8
     assert all(pe_prompts.HELPFULNESS_RUBRIC in p or pe_prompts.FACTUAL_VALIDITY_RUBRIC in p for p in backend.prompts)
@@ -197,8 +204,8 @@ def test_score_judge_limit_and_greedy_skips_retries(frames):
     backend = FakeBackend()
     scores = score_judge(backend, samples, generations,
                          {"rubrics": ["honesty"], "retries": 5, "temperature": 0.0, "limit": 2})
-    assert scores["id"].to_list() == ["s1", "s2"]
-    assert scores["status"].to_list() == ["ok", "parse_error"]
+    assert scores["id"].to_list() == ["s1", "s1", "s2", "s2"]
+    assert scores["status"].to_list() == ["ok", "no_logprobs", "parse_error", "no_logprobs"]
     assert backend.calls == 1  # greedy: a retry would repeat the same output
 
 
@@ -209,7 +216,7 @@ def test_no_judge_is_loaded_when_nothing_is_gradable(frames):
 
     failed = generations.with_columns(status=pl.lit("empty_output"))
     scores = score_judge(factory, samples, failed, {"rubrics": ["reasoning"]})
-    assert scores["status"].to_list() == ["empty_output"] * 5 and scores["value"].is_nan().all()
+    assert scores["status"].to_list() == ["empty_output"] * 10 and scores["value"].is_nan().all()
 
 
 # ---------------------------------------------------------------- judge model and config
@@ -227,6 +234,8 @@ def test_demo_config_judge_section(demo_config):
         {"model": "m", "rubrics": ["kindness"]},
         {"model": {"source": "pypi:some-model==1.0"}},  # a PyPI judge must be listed under models
         {"model": "m", "retries": -1},
+        {"model": "smollm2-135m-instruct", "rubrics": [{"name": "safety_expected", "criteria": "Safe?",
+                                    **{f"score{i}_description": "x" for i in range(1, 6)}}]},
         {"rubrics": ["helpfulness"]},
     ],
 )
@@ -241,7 +250,7 @@ def test_bad_judge_config_is_one_line(demo_config, judge):
 
 
 @pytest.mark.slow
-def test_real_small_judge_gives_a_grade_or_a_parse_error(demo_model_dirs, demo_config, capsys):
+def test_real_small_judge_always_gives_a_grade(demo_model_dirs, demo_config, capsys):
     from careval.backends import load_backend
     from careval.backends.chat import format_prompt
     from careval.models.spec import model_spec
@@ -264,12 +273,14 @@ def test_real_small_judge_gives_a_grade_or_a_parse_error(demo_model_dirs, demo_c
     })
     scores = score_judge(backend, samples, generations,
                          {"rubrics": ["helpfulness"], "retries": 1, "max_new_tokens": 48})
-    assert scores.height == 3
+    assert scores.height == 6
     for row in scores.iter_rows(named=True):
-        if row["status"] == "ok":
-            assert row["value"] in {1.0, 2.0, 3.0, 4.0, 5.0}
+        # an hf judge always grades: parsed, or read from its own score distribution
+        if row["metric"] == "judge_helpfulness":
+            assert row["status"] in ("ok", "from_distribution") and row["value"] in {1.0, 2.0, 3.0, 4.0, 5.0}
         else:
-            assert row["status"] == "parse_error" and math.isnan(row["value"])
+            assert row["status"] == "ok" and 1.0 <= row["value"] <= 5.0
+        assert sum(row[f"p{s}"] for s in range(1, 6)) == pytest.approx(1.0)
     log = capsys.readouterr().out
     assert "judge_helpfulness: statuses" in log
     with capsys.disabled():

@@ -16,6 +16,7 @@ from careval.metrics.registry import FAMILIES, METRICS, TASK_FAMILIES, UnknownMe
         ("bits_per_byte_given_question", "perplexity", False, False),
         ("relaxed_cross_entropy", "relaxed_perplexity", False, False),
         ("judge_helpfulness", "judge", True, True),
+        ("judge_helpfulness_expected", "judge", True, True),
         ("f1radgraph_partial", "radgraph", True, True),
     ],
 )
@@ -27,6 +28,12 @@ def test_names_resolve_to_their_family_direction_and_range(name, family, higher,
 def test_variants_given_the_question_keep_the_base_metric_facts():
     base, variant = metric_spec("word_perplexity"), metric_spec("word_perplexity_given_question")
     assert (variant.higher_is_better, variant.bounds, variant.average) == (base.higher_is_better, base.bounds, "geometric")
+
+
+def test_judge_expected_scores_are_one_to_five_with_the_rubric_in_the_label():
+    spec = metric_spec("judge_factual_validity_expected")
+    assert (spec.bounds, spec.label, spec.category) == ((1.0, 5.0), "judge: factual_validity (expected)", "llm-judge")
+    assert metric_spec("judge_factual_validity").label == "judge: factual_validity"
 
 
 def test_an_unknown_metric_is_an_error_not_a_guess():

@@ -115,16 +115,21 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     assert set(summary.columns) >= {"model", "benchmark", "task", "metric", "value", "n"}
     open_metrics = {"rouge1", "rouge2", "rougeL", "bleu", "sacrebleu", "sacrebleu_corpus", "bertscore_f1", "moverscore", "word_perplexity",
                     "byte_perplexity", "bits_per_byte", "word_perplexity_given_question", "relaxed_perplexity",
-                    "relaxed_cross_entropy", "judge_helpfulness", "judge_factual_validity"}
+                    "relaxed_cross_entropy", "judge_helpfulness", "judge_factual_validity",
+                    "judge_helpfulness_expected", "judge_factual_validity_expected"}
     for model in models:
         rows = summary.filter((pl.col("model") == model) & (pl.col("benchmark") == "demo_open_qa"))
         assert open_metrics <= set(rows["metric"])
         # a judge verdict is a 1-5 score or a counted parse_error, never a silent number
         judge = rows.filter(pl.col("metric").str.starts_with("judge_"))
         assert (judge["n"] + judge["n_failed"] > 0).all()
+        # every judged answer gets a number: parsed, or read from the (hf) judge's own score distribution
+        assert judge.filter(pl.col("n") > 0)["value"].is_finite().all()
         acc = summary.filter((pl.col("model") == model) & (pl.col("benchmark") == "mcqa_weighted_average")
                              & (pl.col("metric") == "acc"))
         assert acc.height == 1 and acc["n"][0] == 4 and 0.0 <= acc["value"][0] <= 1.0
+    verdicts = pl.read_parquet(work / "results" / "summary" / "judge_verdicts.parquet").filter(pl.col("n_judged") > 0)
+    assert verdicts.height and (verdicts["n_parsed"] + verdicts["n_from_distribution"] == verdicts["n_judged"]).all()
 
     from careval.analysis.plan import analysis_plan
 

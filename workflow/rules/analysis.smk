@@ -9,6 +9,8 @@ rule aggregate_scores:
     output:
         summary=f"{RESULTS}/summary/scores.parquet",
         samples=f"{RESULTS}/summary/sample_scores.parquet",
+        # per model x benchmark x rubric: the share of judge verdicts parsed / read from the distribution
+        judge=f"{RESULTS}/summary/judge_verdicts.parquet",
     params:
         tasks={name: entry.task for name, entry in BENCHMARKS.items()},
     log:

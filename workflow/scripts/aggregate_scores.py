@@ -1,4 +1,4 @@
-"""Gather every per-sample score file into results/summary/scores.parquet (+ the per-sample table)."""
+"""Gather every per-sample score file into results/summary/scores.parquet (+ the per-sample table and the judge's verdict shares)."""
 from pathlib import Path
 
 from careval.analysis.aggregate import score_files_from_paths, write_summary
@@ -8,4 +8,4 @@ with job_log(snakemake.log[0]):
     # the normalisation reports give the summary's n_skipped
     write_summary(score_files_from_paths(snakemake.input.scores, snakemake.params.tasks),
                   Path(snakemake.output.summary), Path(snakemake.output.samples),
-                  dataset_reports=list(snakemake.input.datasets))
+                  dataset_reports=list(snakemake.input.datasets), judge_output=Path(snakemake.output.judge))

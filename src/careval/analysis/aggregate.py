@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from careval.metrics.accuracy import weighted_average
-from careval.metrics.registry import metric_spec
-from careval.schemas import SUMMARY_SAMPLE_SCHEMA, SUMMARY_SCHEMA
+from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, JUDGE_VERDICT_STATUSES, VALUED_STATUSES, metric_spec
+from careval.schemas import JUDGE_VERDICTS_SCHEMA, SUMMARY_SAMPLE_SCHEMA, SUMMARY_SCHEMA
 
 MCQA_AVERAGE = "mcqa_weighted_average"
 
@@ -25,13 +25,14 @@ class ScoreFile:
 
 def summarise_scores(scores: pl.DataFrame) -> list[dict]:
     """One row per metric: the corpus value where the metric defines one, else the weighted mean of ok samples
-    (geometric where the registry says so: Relaxed Perplexity).
+    (status ok, or a judge grade read from the judge's distribution: registry.VALUED_STATUSES;
+    geometric where the registry says so: Relaxed Perplexity).
 
     n counts the samples scored ok and n_failed the others (empty output, parse error, ...), so a
     failure is visible in the table instead of hiding as a zero.
     """
     samples = scores.filter(pl.col("level") == "sample")
-    ok_ids = samples.filter(pl.col("status") == "ok")["id"].unique()
+    ok_ids = samples.filter(pl.col("status").is_in(VALUED_STATUSES))["id"].unique()
     n_ok = ok_ids.len()
     n_failed = samples.filter(~pl.col("id").is_in(ok_ids.implode()))["id"].n_unique()
     rows = []
@@ -42,7 +43,7 @@ def summarise_scores(scores: pl.DataFrame) -> list[dict]:
     for (metric,), group in samples.group_by("metric", maintain_order=True):
         if metric in corpus_metrics:
             continue
-        ok = group.filter(pl.col("status") == "ok")
+        ok = group.filter(pl.col("status").is_in(VALUED_STATUSES))
         total_weight = ok["weight"].sum()
         # the registry says how samples combine (the bootstrap recomputes the same statistic)
         geometric = metric_spec(metric).average == "geometric"
@@ -92,6 +93,26 @@ def mcqa_weighted_averages(summary: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=SUMMARY_SCHEMA)
 
 
+def build_judge_verdicts(score_files: list[ScoreFile]) -> pl.DataFrame:
+    """The share of judge verdicts that parsed and the share read from the distribution (JUDGE_VERDICTS_SCHEMA)."""
+    rows = []
+    for item in score_files:
+        if item.path.stem != "judge":
+            continue
+        grades = pl.read_parquet(item.path).filter(pl.col("metric").str.starts_with(JUDGE_PREFIX)
+                                                   & ~pl.col("metric").str.ends_with(JUDGE_EXPECTED_SUFFIX))
+        for (metric,), group in grades.group_by("metric", maintain_order=True):
+            counts = dict(group["status"].value_counts().iter_rows())
+            parsed, read, failed = (counts.get(status, 0) for status in JUDGE_VERDICT_STATUSES)
+            judged = parsed + read + failed
+            rows.append({"model": item.model, "benchmark": item.benchmark, "metric": metric, "n_judged": judged,
+                         "n_parsed": parsed, "n_from_distribution": read, "n_parse_error": failed,
+                         "n_not_judged": group.height - judged,
+                         "share_parsed": parsed / judged if judged else None,
+                         "share_from_distribution": read / judged if judged else None})
+    return pl.DataFrame(rows, schema=JUDGE_VERDICTS_SCHEMA).sort("model", "benchmark", "metric")
+
+
 def build_sample_table(score_files: list[ScoreFile]) -> pl.DataFrame:
     frames = []
     for item in score_files:
@@ -102,8 +123,9 @@ def build_sample_table(score_files: list[ScoreFile]) -> pl.DataFrame:
 
 
 def write_summary(score_files: list[ScoreFile], output: Path, samples_output: Path | None = None,
-                  dataset_reports: list[str | Path] | None = None) -> pl.DataFrame:
-    """The summary table and, when asked, the per-sample table beside it (the bootstrap needs the samples).
+                  dataset_reports: list[str | Path] | None = None, judge_output: Path | None = None) -> pl.DataFrame:
+    """The summary table and, when asked, the per-sample table beside it (the bootstrap needs the samples)
+    and the judge's verdict shares (build_judge_verdicts).
 
     `dataset_reports`: the normalisation report of every benchmark (resources/datasets/<benchmark>.json),
     for n_skipped.
@@ -114,6 +136,9 @@ def write_summary(score_files: list[ScoreFile], output: Path, samples_output: Pa
     if samples_output is not None:
         samples_output.parent.mkdir(parents=True, exist_ok=True)
         build_sample_table(score_files).write_parquet(samples_output)
+    if judge_output is not None:
+        judge_output.parent.mkdir(parents=True, exist_ok=True)
+        build_judge_verdicts(score_files).write_parquet(judge_output)
     return summary
 
 

@@ -9,7 +9,7 @@ import polars as pl
 from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.metrics.registry import metric_spec
+from careval.metrics.registry import VALUED_STATUSES, metric_spec
 
 # Resamples are processed in chunks so a paper-sized run (30 models x 3k samples x 1000 resamples)
 # stays within a few hundred MB per metric.
@@ -63,7 +63,7 @@ def resample_model_scores(sample_scores: pl.DataFrame, n_resamples: int, seed: i
     """Every model's score per benchmark x metric on B resamples of each benchmark's sample ids.
 
     `sample_scores` is the per-sample table (model, benchmark, task, metric, id, value, status, weight);
-    only rows with status ok count, as in the summary. Benchmarks are resampled in sorted order; the
+    only rows with a valued status (ok, a judge grade from_distribution) count, as in the summary. Benchmarks are resampled in sorted order; the
     MCQA weighted average is recomputed from the resampled per-benchmark accuracies.
     """
     models = sorted(sample_scores["model"].unique().to_list())
@@ -81,7 +81,7 @@ def resample_model_scores(sample_scores: pl.DataFrame, n_resamples: int, seed: i
         for (metric,), group in rows.group_by("metric", maintain_order=True):
             values = np.full((len(models), len(position)), np.nan)
             weights = np.zeros_like(values)
-            ok = group.filter((pl.col("status") == "ok") & pl.col("value").is_not_null())
+            ok = group.filter(pl.col("status").is_in(VALUED_STATUSES) & pl.col("value").is_not_null())
             rows_at = ok["model"].replace_strict({m: i for i, m in enumerate(models)}, return_dtype=pl.Int64).to_numpy()
             cols_at = ok["id"].replace_strict(position, return_dtype=pl.Int64).to_numpy()
             values[rows_at, cols_at] = ok["value"].to_numpy()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
+from careval.metrics.registry import VALUED_STATUSES
 from careval.schemas import REPEAT_SCORE_SCHEMA, SPREAD_SCHEMA
 from careval.scoring import score_perplexity, score_text
 
@@ -62,7 +63,7 @@ def per_sample_spread(scores: pl.DataFrame) -> pl.DataFrame:
     ddof 0 because the paper's CV (appendix C.2) divides by N. The CV is undefined (NaN) when the mean
     is 0, and the variance when fewer than two repeats scored ok.
     """
-    ok = scores.filter((pl.col("status") == "ok") & pl.col("value").is_finite())
+    ok = scores.filter(pl.col("status").is_in(VALUED_STATUSES) & pl.col("value").is_finite())
     spread = ok.group_by("id", "metric", maintain_order=True).agg(
         n=pl.len(), mean=pl.col("value").mean(), variance=pl.col("value").var(ddof=0))
     return spread.with_columns(
@@ -74,7 +75,7 @@ def per_sample_spread(scores: pl.DataFrame) -> pl.DataFrame:
 
 def observed_intervals(scores: pl.DataFrame) -> dict[str, float]:
     """max - min of each metric over every ok value given (all models, samples and repeats of a benchmark)."""
-    ok = scores.filter((pl.col("status") == "ok") & pl.col("value").is_finite())
+    ok = scores.filter(pl.col("status").is_in(VALUED_STATUSES) & pl.col("value").is_finite())
     table = ok.group_by("metric").agg(interval=pl.col("value").max() - pl.col("value").min())
     return dict(table.iter_rows())
 

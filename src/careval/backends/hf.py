@@ -223,23 +223,31 @@ class HFBackend:
 
     @torch.inference_mode()
     def score_tokens(self, requests: Sequence[tuple[Sequence[int], Sequence[int]]], desc: str = "") -> list[float]:
-        """Log-likelihood of each continuation token list given its context token list."""
+        """Log-likelihood of each continuation token list given its context token list.
+
+        Requests whose model inputs are the same tokens (e.g. the judge's five one-token scores
+        after one context) share one forward pass, as lm-eval's one-token-continuation cache does:
+        the logits of a row do not depend on the token it is asked to predict.
+        """
         items = [scoring_window(c, x, self.max_length) for c, x in requests]
         # longest first (as lm-eval): the first batch shows the peak memory, batches pad little
         order = sorted(range(len(items)), key=lambda i: (-len(items[i][0]), tuple(items[i][0])))
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i in order:
+            groups.setdefault(tuple(items[i][0][:-1]), []).append(i)  # the last token is only a target
+        unique = list(groups.items())
         results = [math.nan] * len(items)
         bar = tqdm(total=len(items), desc=desc or f"{self.name}: score", unit="req", dynamic_ncols=True)
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            inputs = [items[i][0][:-1] for i in batch]  # the last token is only a target
-            width = max(len(x) for x in inputs)
+        for start in range(0, len(unique), self.batch_size):
+            batch = unique[start : start + self.batch_size]
+            width = max(len(inp) for inp, _ in batch)
             input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
             attention = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, inp in enumerate(inputs):  # right padding
+            for row, (inp, _) in enumerate(batch):  # right padding
                 input_ids[row, : len(inp)] = torch.tensor(inp, dtype=torch.long)
                 attention[row, : len(inp)] = 1
             # logits are only needed from the earliest continuation position on
-            first = min(len(inputs[row]) - items[i][1] for row, i in enumerate(batch))
+            first = min(len(inp) - items[i][1] for inp, members in batch for i in members)
             kwargs: dict[str, Any] = {}
             offset = 0
             if self._has_logits_to_keep:
@@ -251,13 +259,14 @@ class HFBackend:
                 use_cache=False,
                 **kwargs,
             ).logits
-            for row, i in enumerate(batch):
-                tokens, n_cont = items[i]
-                end = len(inputs[row]) - offset  # logits at p predict token p + 1
-                logprobs = torch.log_softmax(logits[row, end - n_cont : end].float(), dim=-1)
-                target = torch.tensor(tokens[-n_cont:], dtype=torch.long, device=logprobs.device)
-                results[i] = float(logprobs.gather(-1, target[:, None]).sum())
-            bar.update(len(batch))
+            for row, (inp, members) in enumerate(batch):
+                end = len(inp) - offset  # logits at p predict token p + 1
+                for i in members:
+                    tokens, n_cont = items[i]
+                    logprobs = torch.log_softmax(logits[row, end - n_cont : end].float(), dim=-1)
+                    target = torch.tensor(tokens[-n_cont:], dtype=torch.long, device=logprobs.device)
+                    results[i] = float(logprobs.gather(-1, target[:, None]).sum())
+            bar.update(sum(len(members) for _, members in batch))
         bar.close()
         return results
 

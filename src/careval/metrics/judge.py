@@ -7,8 +7,19 @@ backend protocol, so the same code grades with prometheus-7b-v2.0 on vLLM or a s
 model through transformers on a CPU.
 
 Unparseable verdicts are asked again (prometheus-eval's batch_completions_with_retries does the
-same), each attempt with its own sampling seed so that a retry can answer differently; what is
-still unparseable after the last attempt is NaN with status ``parse_error``, never a 1 or a 5.
+same), each attempt with its own sampling seed so that a retry can answer differently.
+
+Then the judge's own score distribution (judge_distribution.py): its probabilities of "1".."5"
+after its feedback and "[RESULT]", one scoring pass per verdict. Per sample and rubric:
+
+* ``judge_<rubric>``: prometheus-eval's parsed score (status ``ok``); for a verdict still
+  unparseable after the last attempt, the most likely score of the distribution (status
+  ``from_distribution``), or NaN with status ``parse_error`` when the judge gives no
+  log-probabilities (an OpenAI-compatible endpoint) -- never a made-up 1 or 5.
+* ``judge_<rubric>_expected``: the probability-weighted mean score (G-Eval), status ``ok``, or
+  NaN with status ``no_logprobs``.
+
+Both rows carry the five probabilities (columns p1..p5, null where there are none).
 """
 from __future__ import annotations
 
@@ -25,7 +36,9 @@ from prometheus_eval.parser import parse_output
 from prometheus_eval.prompts import ABS_SYSTEM_PROMPT, ABSOLUTE_PROMPT, SCORE_RUBRIC_TEMPLATE, load_rubric
 
 from careval.backends.base import Backend, Sampling
-from careval.schemas import SCORE_SCHEMA
+from careval.metrics.judge_distribution import expected_score, most_likely, score_distributions
+from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_VERDICT_STATUSES
+from careval.schemas import JUDGE_PROBABILITY_COLUMNS, JUDGE_SCORE_SCHEMA
 
 # The rubric names prometheus_eval.prompts.load_rubric knows.
 PREDEFINED_RUBRICS = ("helpfulness", "harmlessness", "honesty", "factual_validity", "reasoning")
@@ -48,8 +61,15 @@ def metric_name(rubric_name: str) -> str:
     return f"judge_{rubric_name}"
 
 
+def expected_metric_name(rubric_name: str) -> str:
+    return f"{metric_name(rubric_name)}{JUDGE_EXPECTED_SUFFIX}"
+
+
 def rubric_text(rubric: str | dict) -> tuple[str, str]:
     """(name, rubric text): a predefined prometheus-eval rubric by name, or a custom one filled into SCORE_RUBRIC_TEMPLATE."""
+    if isinstance(rubric, dict) and str(rubric.get("name", "")).endswith(JUDGE_EXPECTED_SUFFIX):
+        # judge_x_expected would be both rubric x's expected score and rubric x_expected's grade
+        raise JudgeConfigError(f"metrics.judge.rubrics: rubric name {rubric['name']!r} must not end in {JUDGE_EXPECTED_SUFFIX!r}")
     if isinstance(rubric, str):
         if rubric not in PREDEFINED_RUBRICS:
             raise JudgeConfigError(f"metrics.judge.rubrics: unknown rubric {rubric!r} "
@@ -133,7 +153,7 @@ def backend_generate(backend: Backend, settings: dict) -> Generate:
 
 def score_judge(backend: Backend | Callable[[], Backend], samples: pl.DataFrame, generations: pl.DataFrame,
                 options: dict) -> pl.DataFrame:
-    """One row per judged sample and rubric (metric judge_<rubric>), in careval's score layout.
+    """Two rows per judged sample and rubric (judge_<rubric>, judge_<rubric>_expected), in JUDGE_SCORE_SCHEMA.
 
     Only the first `limit` generations are judged (all when limit is null). A generation that
     is not ok keeps its status and NaN; a sample without a reference answer is `no_reference`.
@@ -152,7 +172,7 @@ def score_judge(backend: Backend | Callable[[], Backend], samples: pl.DataFrame,
 
     rows: list[dict] = []
     prompts: list[str] = []
-    graded: list[int] = []  # index in rows of each prompt's row
+    graded: list[int] = []  # index in rows of each prompt's judge_<rubric> row (its _expected row follows)
     for record in generations.iter_rows(named=True):
         reference = references.get(record["id"])
         status = record["status"]
@@ -162,27 +182,50 @@ def score_judge(backend: Backend | Callable[[], Backend], samples: pl.DataFrame,
             if status == "ok":
                 graded.append(len(rows))
                 prompts.append(judge_prompt(record["prompt"], record["output"], reference, text))
-            rows.append({"id": record["id"], "metric": metric_name(name), "value": math.nan,
-                         "status": status, "level": "sample", "weight": 1.0})
+            for metric in (metric_name(name), expected_metric_name(name)):
+                rows.append({"id": record["id"], "metric": metric, "value": math.nan, "status": status,
+                             "level": "sample", "weight": 1.0})
 
     if prompts:
         judge = backend if hasattr(backend, "generate") else backend()
         start = time.perf_counter()
         verdicts = grade_with_retries(prompts, backend_generate(judge, settings), retries)
         print(f"judge: graded {len(prompts)} prompts in {time.perf_counter() - start:.1f}s")
-        for index, verdict in zip(graded, verdicts):
-            rows[index].update(value=verdict.score, status=verdict.status)
+        start = time.perf_counter()
+        distributions = score_distributions(judge, prompts, [v.output for v in verdicts])
+        if distributions is None:
+            print(f"judge: {getattr(judge, 'name', 'the judge')} gives no log-probabilities: unparseable verdicts "
+                  "stay parse_error and the expected scores no_logprobs")
+        else:
+            print(f"judge: read the score distribution of {len(prompts)} verdicts in {time.perf_counter() - start:.1f}s")
+        for k, (index, verdict) in enumerate(zip(graded, verdicts)):
+            probs = distributions[k] if distributions is not None else None
+            grade, expected = rows[index], rows[index + 1]
+            if verdict.status == "ok":
+                grade.update(value=verdict.score, status="ok")
+            elif probs is not None:
+                grade.update(value=float(most_likely(probs)), status="from_distribution")
+            else:
+                grade.update(value=math.nan, status="parse_error")
+            if probs is None:
+                expected.update(status="no_logprobs")
+            else:
+                expected.update(value=expected_score(probs), status="ok")
+                for row in (grade, expected):
+                    row.update(zip(JUDGE_PROBABILITY_COLUMNS, probs))
         for name, _ in rubrics:
-            mine = [v for i, v in zip(graded, verdicts) if rows[i]["metric"] == metric_name(name)]
-            print(f"judge: {metric_name(name)}: statuses {dict(Counter(v.status for v in mine))}, "
-                  f"attempts used {dict(sorted(Counter(v.attempts for v in mine).items()))}")
+            mine = [(i, v) for i, v in zip(graded, verdicts) if rows[i]["metric"] == metric_name(name)]
+            print(f"judge: {metric_name(name)}: statuses {dict(Counter(rows[i]['status'] for i, _ in mine))}, "
+                  f"attempts used {dict(sorted(Counter(v.attempts for _, v in mine).items()))}; "
+                  f"{expected_metric_name(name)}: statuses {dict(Counter(rows[i + 1]['status'] for i, _ in mine))}")
         failed = next((v.output for v in verdicts if v.status == "parse_error"), None)
         if failed is not None:
             print(f"judge: e.g. an unparseable verdict (its end): {failed[-300:]!r}")
-    skipped = Counter(row["status"] for row in rows if row["status"] not in ("ok", "parse_error"))
+    # the judge_<rubric> rows (every other row) of answers never sent to the judge
+    skipped = Counter(row["status"] for row in rows[::2] if row["status"] not in JUDGE_VERDICT_STATUSES)
     if skipped:
-        print(f"judge: not graded (rows per status): {dict(skipped)}")
-    return pl.DataFrame(rows, schema=SCORE_SCHEMA)
+        print(f"judge: not graded (verdicts per status): {dict(skipped)}")
+    return pl.DataFrame(rows, schema=JUDGE_SCORE_SCHEMA)
 
 
 def run_judge(samples_path: Path, generations_path: Path, output_path: Path, spec, options: dict) -> None:

@@ -132,8 +132,19 @@ METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in _METRICS}
 
 # Name patterns of families whose metric names depend on the config.
 JUDGE_PREFIX = "judge_"
+# judge_<rubric>_expected: the probability-weighted mean of the judge's five score probabilities
+JUDGE_EXPECTED_SUFFIX = "_expected"
 RADGRAPH_PREFIX = "f1radgraph_"
 GIVEN_QUESTION = "_given_question"
+
+
+# The statuses of a per-sample row whose value counts: "ok", and a judge grade read from the
+# judge's score distribution because its verdict did not parse (judge.py). Every other status is
+# a failure with a NaN value, counted apart.
+VALUED_STATUSES = ("ok", "from_distribution")
+# The statuses of a judge_<rubric> row the judge was asked for: parsed, read from the distribution,
+# or neither (a judge without log-probabilities). Other statuses: the answer was not sent to the judge.
+JUDGE_VERDICT_STATUSES = ("ok", "from_distribution", "parse_error")
 
 
 class UnknownMetricError(KeyError):
@@ -149,6 +160,10 @@ def metric_spec(name: str) -> MetricSpec:
         base = METRICS[name[: -len(GIVEN_QUESTION)]]
         return MetricSpec(name, base.family, base.higher_is_better, base.bounds, base.average, base.in_cv,
                           f"{base.label} given the question")
+    if name.startswith(JUDGE_PREFIX) and name.endswith(JUDGE_EXPECTED_SUFFIX) and len(name) > len(JUDGE_PREFIX + JUDGE_EXPECTED_SUFFIX):
+        # the judge's expected 1-5 grade per rubric (judge_distribution.py)
+        rubric = name[len(JUDGE_PREFIX):-len(JUDGE_EXPECTED_SUFFIX)]
+        return MetricSpec(name, "judge", True, bounds=(1.0, 5.0), label=f"judge: {rubric} (expected)")
     if name.startswith(JUDGE_PREFIX):
         # a 1-5 Prometheus grade per rubric
         return MetricSpec(name, "judge", True, bounds=(1.0, 5.0), label=f"judge: {name[len(JUDGE_PREFIX):]}")
