@@ -26,6 +26,9 @@ def load_backend(spec: dict[str, Any]) -> Backend:
     ``add_bos_token`` (true/false forces add_special_tokens; default: the tokenizer's
     own default, as lm-eval 0.4.13 -- see tokenization.py); ``vllm_args``
     (dict of extra ``vllm.LLM`` arguments, e.g. enforce_eager, gpu_memory_utilization).
+    ``engine_url_file`` (vllm): the address file of the model's shared vLLM server (rule
+    vllm_engine): the backend is then a client of that server (vllm_server.py), waiting for it up
+    to ``engine_start_timeout`` seconds; ``max_length`` and the engine's settings are the server's.
     ``backend: openai`` (generation only, openai_compat.py): ``path`` is the served model id,
     plus ``base_url``, ``api_key_env`` (the variable holding the key, default OPENAI_API_KEY),
     ``timeout``, ``max_retries``, ``concurrency``, ``config_key`` (where the entry is in the
@@ -66,6 +69,16 @@ def load_backend(spec: dict[str, Any]) -> Backend:
         from .hf import HFBackend
 
         return HFBackend(**common, threads=spec.get("threads"), device=spec.get("device"))
+    if kind == "vllm" and spec.get("engine_url_file"):
+        # a job the model's shared engine serves (rule vllm_engine): no engine here, no vLLM import
+        from .vllm_server import VLLMServerBackend
+
+        return VLLMServerBackend(
+            name=common["name"], path=common["path"], url_file=spec["engine_url_file"],
+            chat_template=common["chat_template"], system_prompt=common["system_prompt"],
+            batch_size=common["batch_size"], add_bos_token=common["add_bos_token"],
+            start_timeout=float(spec.get("engine_start_timeout", 3600)),
+        )
     if kind == "vllm":
         from .vllm import VLLMBackend  # raises the one-line install hint without vLLM
 

@@ -55,6 +55,21 @@ def import_vllm() -> Any:
     return vllm
 
 
+def engine_lengths(name: str, config: Any, max_length: int | None) -> tuple[int, int]:
+    """(the engine's max_model_len, the scoring window) of a model config and the entry's max_length
+    (see the module docstring); the shared engine's server and its clients use the same (vllm_server.py)."""
+    limit = resolve_max_length(config, None, None)
+    wanted = resolve_max_length(config, None, max_length)
+    engine_len = min(wanted + 2, limit)
+    window = min(wanted, engine_len - 2)
+    if window < wanted:
+        log.warning(
+            "%s: vLLM needs max_length + 2 <= the model's limit (%d); scoring window is %d tokens, not %d",
+            name, limit, window, wanted,
+        )
+    return engine_len, window
+
+
 class VLLMBackend:
     """A causal LM served by vLLM's offline engine; implements careval.backends.base.Backend."""
 
@@ -89,15 +104,7 @@ class VLLMBackend:
             from transformers import AutoTokenizer
 
             require_chat_template(AutoTokenizer.from_pretrained(self.path, trust_remote_code=trust_remote_code))
-        limit = resolve_max_length(config, None, None)
-        wanted = resolve_max_length(config, None, max_length)
-        engine_len = min(wanted + 2, limit)
-        self.max_length = min(wanted, engine_len - 2)
-        if self.max_length < wanted:
-            log.warning(
-                "%s: vLLM needs max_length + 2 <= the model's limit (%d); scoring window is %d tokens, not %d",
-                name, limit, self.max_length, wanted,
-            )
+        engine_len, self.max_length = engine_lengths(name, config, max_length)
 
         kwargs: dict[str, Any] = dict(
             model=self.path,

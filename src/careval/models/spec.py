@@ -39,22 +39,48 @@ class ModelSpec:
     threads: int
     label: str
     prepared: bool  # built from PyPI wheels into models_dir by the prepare_model rule
+    # vllm only: per_job (each job its own engine) | shared (one server per model and run: rule vllm_engine)
+    engine: str
+    engine_python: str | None  # the python that runs the shared engine's server (None: Snakemake's)
+    engine_start_timeout: int  # seconds a served job waits for the server
+    vllm_args: dict[str, Any]  # extra engine arguments
     # openai backend only: where and how to reach the server
     endpoint: dict[str, Any] = field(default_factory=dict)
+    # set by for_job in a job the shared engine serves: the server's address file (rule vllm_engine's output)
+    engine_url_file: str | None = None
 
-    def for_job(self, threads: int | None = None, gpus: int | None = None) -> ModelSpec:
-        """The spec as a job runs it: the threads and GPUs the scheduler actually gave the job."""
-        changes = {key: int(value) for key, value in (("threads", threads), ("gpus", gpus)) if value is not None}
+    @property
+    def shared_engine(self) -> bool:
+        return self.engine == "shared"
+
+    def for_job(self, threads: int | None = None, gpus: int | None = None,
+                engine_url_file: str | None = None) -> ModelSpec:
+        """The spec as a job runs it: the threads and GPUs the scheduler actually gave the job, and the
+        address file of the shared engine that serves it (if any)."""
+        changes: dict[str, Any] = {key: int(value) for key, value in (("threads", threads), ("gpus", gpus))
+                                   if value is not None}
+        if engine_url_file:
+            changes["engine_url_file"] = str(engine_url_file)
         return replace(self, **changes)
 
     def backend_kwargs(self) -> dict[str, Any]:
         """The mapping careval.backends.load_backend takes, every key explicit."""
-        spec = {key: value for key, value in asdict(self).items() if key not in ("endpoint", "label", "prepared")}
+        dropped = ("endpoint", "label", "prepared", "engine", "engine_python")
+        spec = {key: value for key, value in asdict(self).items() if key not in dropped}
         spec.update(self.endpoint)
         return spec
 
     def describe(self) -> str:
         return f"{self.name} ({self.backend}, {self.path}, gpus={self.gpus}, dtype={self.dtype})"
+
+
+ENGINE_KEYS = ("engine", "engine_python", "engine_start_timeout", "vllm_args")
+
+
+def engine_settings(entry: dict) -> dict[str, Any]:
+    """How a model entry's engine runs (the schema's defaults where the entry says nothing)."""
+    entry = with_schema_defaults(entry, "model")
+    return {key: dict(entry[key]) if key == "vllm_args" else entry[key] for key in ENGINE_KEYS}
 
 
 def model_spec(name: str, entry: dict, *, models_dir: Path | str, model_sizes: dict | None = None,
@@ -78,9 +104,12 @@ def model_spec(name: str, entry: dict, *, models_dir: Path | str, model_sizes: d
         # the library names the entry as models.<name>; an inline judge or rephraser lives elsewhere
         message, default_key = str(error), f"models.{name}"
         raise ConfigError(key + message[len(default_key):] if message.startswith(default_key) else message) from None
+    if entry["engine"] == "shared" and entry["backend"] != "vllm":
+        raise ConfigError(f"{key}.engine: 'shared' needs backend: vllm (this entry's backend is {entry['backend']})")
     return ModelSpec(
         name=name,
         backend=entry["backend"],
+        **engine_settings(entry),
         path=path,
         chat_template=entry["chat_template"],
         system_prompt=entry.get("system_prompt"),
@@ -102,7 +131,7 @@ def endpoint_spec(name: str, endpoint: dict, system_prompt: str | None = None, r
     return ModelSpec(
         name=name, backend="openai", path=endpoint["model"], chat_template=False, system_prompt=system_prompt,
         dtype="auto", batch_size=1, max_length=None, gpus=0, mem_mb=job["llm_mem_mb"], runtime=job["llm_runtime"],
-        threads=job["llm_threads"], label=endpoint["model"], prepared=False,
+        threads=job["llm_threads"], label=endpoint["model"], prepared=False, **engine_settings({}),
         endpoint={**{k: endpoint[k] for k in ("base_url", "api_key_env", "concurrency") if k in endpoint},
                   "config_key": key or f"models.{name}"},
     )
