@@ -29,6 +29,7 @@ config.update(PLAN.config)
 include: "workflow/rules/common.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/datasets.smk"
+include: "workflow/rules/engine.smk"
 include: "workflow/rules/inference.smk"
 include: "workflow/rules/scoring.smk"
 include: "workflow/rules/judge.smk"

@@ -1,7 +1,10 @@
 # Names, paths and input functions of the rule modules, all read from the plan (Snakefile). No science here.
 # Every function a rule file uses is defined here, so the rule files hold rules only (snakemake --lint).
+import json
 import os
 import re
+import shlex
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -50,17 +53,69 @@ def evaluated(wildcards):
     return PLAN.models[wildcards.model]
 
 
-def llm_resources(spec_of):
+def llm_resources(spec_of, served=False):
     """The resources of a job that loads a model, from that model's spec (`spec_of(wildcards)`): its
     entry, else its size class, else `resources.llm_*`. `gpu` becomes sbatch --gpus=N in the slurm
-    profile and the backend's GPU count (vLLM tensor parallel) in the job."""
+    profile and the backend's GPU count (vLLM tensor parallel) in the job.
+    `served`: a rule whose jobs the model's shared engine serves when its entry says `engine: shared`;
+    such a job then asks for no GPU and no llm_slot (the vllm_engine job holds both) and little memory:
+    Snakemake runs a service job and all its consumers at once and adds up their resources."""
+
+    def shared(w):
+        return served and spec_of(w).shared_engine
+
     return {
-        "mem_mb": lambda w: spec_of(w).mem_mb,
+        "mem_mb": lambda w: RES["engine_client_mem_mb"] if shared(w) else spec_of(w).mem_mb,
         "runtime": lambda w: spec_of(w).runtime,
-        "gpu": lambda w: spec_of(w).gpus,
+        "gpu": lambda w: 0 if shared(w) else spec_of(w).gpus,
         # one LLM job at a time inside a grouped SLURM job (the slurm profile caps it at 1 per group)
-        "llm_slot": 1,
+        "llm_slot": lambda w: 0 if shared(w) else 1,
     }
+
+
+def llm_threads(spec_of, served=False):
+    """The threads of such a job: the model's, or none for a job a shared engine serves (it only tokenises
+    and waits on the server; with 0, the service job and its many consumers fit any --cores)."""
+    return lambda w: 0 if served and spec_of(w).shared_engine else spec_of(w).threads
+
+
+def engine_file(model):
+    return f"{RESULTS}/engines/{model}.json"
+
+
+def engine_input(wildcards):
+    """The shared engine's address file (rule vllm_engine's service output) for a model with `engine: shared`.
+
+    ancient(): Snakemake reruns every job whose input an upstream job remakes, and a service job runs
+    whenever one consumer has to. An up-to-date consumer of an ancient input that exists is left alone,
+    so the file is kept in place between runs (engine_placeholders): adding a benchmark runs that
+    benchmark's jobs and the engine, nothing else (tests/backends/test_vllm_service.py)."""
+    spec = evaluated(wildcards)
+    return ancient(engine_file(spec.name)) if spec.shared_engine else []
+
+
+def engine_command(spec):
+    """The vllm_engine job's command: careval.backends.vllm_serve, as a file, run by the entry's engine_python
+    (an environment with vLLM; careval need not be installed there), else by the python running Snakemake."""
+    import careval.backends.vllm_serve as serve
+
+    backend = spec.for_job().backend_kwargs()
+    python = spec.engine_python or sys.executable
+    return " ".join(shlex.quote(part) for part in (python, serve.__file__, "--spec", json.dumps(backend)))
+
+
+def engine_placeholders():
+    """The address file of each shared engine, absent after a run (Snakemake removes service outputs),
+    written back as `stopped` when the workflow is read, before the DAG is built (see engine_input)."""
+    for name, spec in PLAN.models.items():
+        path = Path(engine_file(name))
+        if spec.shared_engine and not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text('{"state": "stopped"}\n')
+
+
+engine_placeholders()
+
 
 
 def prepared_marker(spec):

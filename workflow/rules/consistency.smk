@@ -8,6 +8,8 @@ rule sample_consistency:
     input:
         samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
         model=model_folder,
+        # the model's shared vLLM engine, when its entry says engine: shared (engine.smk)
+        engine=engine_input,
     output:
         samples=f"{RESULTS}/consistency/{{model}}/{{benchmark}}.parquet",
         loglik=f"{RESULTS}/consistency_loglik/{{model}}/{{benchmark}}.parquet",
@@ -25,9 +27,9 @@ rule sample_consistency:
         f"{RESULTS}/benchmarks/sample_consistency/{{model}}/{{benchmark}}.tsv"
     group:
         "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
-    threads: lambda w: evaluated(w).threads
+    threads: llm_threads(evaluated, served=True)
     resources:
-        **llm_resources(evaluated),
+        **llm_resources(evaluated, served=True),
     script:
         "../scripts/sample_consistency.py"
 

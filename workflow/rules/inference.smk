@@ -8,6 +8,8 @@ rule infer_open:
     input:
         samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
         model=model_folder,
+        # the model's shared vLLM engine, when its entry says engine: shared (engine.smk)
+        engine=engine_input,
     output:
         generations=f"{RESULTS}/generations/{{model}}/{{benchmark}}.parquet",
         loglik=f"{RESULTS}/loglik/{{model}}/{{benchmark}}.parquet",
@@ -27,9 +29,9 @@ rule infer_open:
     # on a cluster, the slurm profile submits up to 4 jobs of one model as one SLURM job (group-components)
     group:
         "llm_{model}"
-    threads: lambda w: evaluated(w).threads
+    threads: llm_threads(evaluated, served=True)
     resources:
-        **llm_resources(evaluated),
+        **llm_resources(evaluated, served=True),
     script:
         "../scripts/infer.py"
 

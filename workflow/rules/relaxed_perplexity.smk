@@ -7,6 +7,8 @@ rule relaxed_perplexity:
     input:
         samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
         model=model_folder,
+        # the model's shared vLLM engine, when its entry says engine: shared (engine.smk)
+        engine=engine_input,
     output:
         f"{RESULTS}/scores/{{model}}/{{benchmark}}/relaxed_perplexity.parquet",
         # every target's value (OLAPH: each Must_have and Nice_to_have statement), beside the per-sample scores
@@ -23,8 +25,8 @@ rule relaxed_perplexity:
         f"{RESULTS}/benchmarks/relaxed_perplexity/{{model}}/{{benchmark}}.tsv"
     group:
         "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
-    threads: lambda w: evaluated(w).threads
+    threads: llm_threads(evaluated, served=True)
     resources:
-        **llm_resources(evaluated),
+        **llm_resources(evaluated, served=True),
     script:
         "../scripts/relaxed_perplexity.py"

@@ -4,14 +4,14 @@ from pathlib import Path
 from careval.datasets import get_benchmark
 from careval.joblog import job_log
 from careval.jobs.relaxed_perplexity import run_relaxed_perplexity
-from careval.models.spec import ModelSpec
+from careval.models.spec import job_spec
 
 with job_log(snakemake.log[0]):
     run_relaxed_perplexity(
         Path(snakemake.input.samples),
         Path(snakemake.output[0]),
         get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides).prompt,
-        ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
+        job_spec(snakemake).backend_kwargs(),
         snakemake.params.options,
         targets_path=Path(snakemake.output.targets),
     )

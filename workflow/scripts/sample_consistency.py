@@ -4,14 +4,14 @@ from pathlib import Path
 from careval.datasets import get_benchmark
 from careval.joblog import job_log
 from careval.jobs.repeats import run_consistency
-from careval.models.spec import ModelSpec
+from careval.models.spec import job_spec
 
 with job_log(snakemake.log[0]):
     settings = snakemake.params.settings
     run_consistency(
         Path(snakemake.input.samples),
         get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides),
-        ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
+        job_spec(snakemake).backend_kwargs(),
         settings["r"], snakemake.params.generation, settings["sampling"],
         Path(snakemake.output.samples), Path(snakemake.output.loglik), limit=settings["limit"],
         checkpoint_every=snakemake.params.checkpoint_every,
