@@ -83,6 +83,8 @@ def test_a_skipped_family_never_needs_its_section(demo_raw):
          "analysis.resilience.rephraser: 'nobody'"),
         (lambda c: c["careqa"]["translator"].update(model="nobody"),
          "careqa.translator.model: 'nobody' is not a key of `models`"),
+        (lambda c: c["models"]["gemma3-270m"].update(engine="shared"),
+         "models.gemma3-270m.engine: 'shared' needs backend: vllm (this entry's backend is hf)"),
     ],
 )
 def test_every_cross_check_is_one_line_naming_the_key(demo_raw, mutate, message):

@@ -18,6 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _llm_jobs(configfile: Path, workdir: Path, target: str) -> list:
+    return [(job["rule"], job["wildcards"], job["spec"], job["gpu"]) for job in _model_jobs(configfile, workdir, target)]
+
+
+def _model_jobs(configfile: Path, workdir: Path, target: str) -> list[dict]:
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings, StorageSettings
 
@@ -30,7 +34,11 @@ def _llm_jobs(configfile: Path, workdir: Path, target: str) -> list:
         workflow = workflow_api._workflow  # what `snakemake -n` builds (DAGApi.printdag does the same)
         workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
         workflow._build_dag()
-        return [(job.rule.name, dict(job.wildcards), job.params.spec, job.resources["gpu"])
+        return [{"rule": job.rule.name, "wildcards": dict(job.wildcards), "spec": job.params.spec,
+                 "gpu": job.resources["gpu"], "threads": job.threads, "llm_slot": job.resources["llm_slot"],
+                 "engine": [str(job.input.engine)] if "engine" in job.input.keys() and job.input.engine else [],
+                 "group": job.rule._group,  # the rule's own (`group` is None outside a cluster run)
+                 "output": [str(f) for f in job.output]}
                 for job in workflow.dag.jobs if "spec" in job.params.keys()]  # noqa: SIM118  (`in` a Namedlist tests its values)
 
 
@@ -73,3 +81,33 @@ def test_careqa_llm_jobs_take_their_models_gpus(tmp_path):
     jobs = _llm_jobs(path, tmp_path, "results/careqa/CareQA_en_open.parquet")
     careqa = {rule: gpu for rule, _, spec, gpu in jobs if rule.startswith("careqa_")}
     assert careqa == {"careqa_translate": 2, "careqa_rephrase": 2, "careqa_rephrase_iteration2": 2, "careqa_validate": 2}
+
+
+SERVED_RULES = {"infer_open", "infer_closed", "relaxed_perplexity", "sample_consistency"}
+
+
+def test_a_shared_engine_holds_the_gpus_and_serves_the_models_llm_jobs(tmp_path):
+    """engine: shared on every paper model: one vllm_engine job per model asks for the model's GPUs
+    (its server's tensor-parallel size); the model's LLM jobs, in its group, ask for none and read the
+    engine's address file; the judge and the rephraser still load their own model on their own GPUs."""
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    for entry in paper["models"].values():
+        entry["engine"] = "shared"
+    path = tmp_path / "shared.yaml"
+    path.write_text(yaml.safe_dump(paper))
+    jobs = _model_jobs(path, tmp_path, "results/correlations.pdf")
+    sizes = {name: paper["model_sizes"][entry["size"]]["gpus"] for name, entry in paper["models"].items()}
+    engines = {job["wildcards"]["model"]: job for job in jobs if job["rule"] == "vllm_engine"}
+    assert set(engines) == set(paper["models"])  # one engine per model
+    for model, job in engines.items():
+        assert (job["gpu"], job["spec"]["gpus"], job["llm_slot"]) == (sizes[model], sizes[model], 1)
+        assert job["group"] == "llm_{model}" and job["output"] == [f"results/engines/{model}.json"]
+    served = [job for job in jobs if job["rule"] in SERVED_RULES]
+    assert len(served) > 600  # 21 models x (inference, Relaxed Perplexity, self-consistency jobs)
+    for job in served:
+        model = job["wildcards"]["model"]
+        assert (job["gpu"], job["threads"], job["llm_slot"]) == (0, 0, 0), job
+        assert job["engine"] == [f"results/engines/{model}.json"] and job["group"] == "llm_{model}"
+    others = [job for job in jobs if job["rule"] not in SERVED_RULES | {"vllm_engine"}]
+    assert {job["rule"] for job in others} >= {"judge", "judge_repeats", "rephrase"}
+    assert all(job["gpu"] == job["spec"]["gpus"] > 0 and not job["engine"] for job in others)
