@@ -184,6 +184,22 @@ def test_sigterm_stops_the_server_and_says_stopped(served):
         os.kill(served["info"]["pid"], 0)
 
 
+def test_a_killed_launcher_takes_its_server_down(tiny_model_dir, tmp_path):
+    """Snakemake SIGKILLs the jobs of a failed group: no orphaned server may keep the GPUs (or the run) busy."""
+    url_file = tmp_path / "engine.json"
+    spec = {"name": "tiny", "path": str(tiny_model_dir), "dtype": "float32"}
+    process = subprocess.Popen([sys.executable, vllm_serve.__file__, "--spec", json.dumps(spec), "--url-file",
+                                str(url_file)], env={**os.environ, "PYTHONPATH": str(FAKE), "OMP_NUM_THREADS": "1"},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    info = wait_ready(url_file, process)
+    process.kill()
+    process.wait()
+    deadline = time.monotonic() + 30
+    while vllm_serve.answers(info["url"], info["api_key"]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not vllm_serve.answers(info["url"], info["api_key"])
+
+
 def test_engine_flags():
     assert vllm_serve.engine_flags({"enforce_eager": True, "enable_prefix_caching": False, "max_num_seqs": 8,
                                     "override_generation_config": {"temperature": 0}, "x": None}) == \

@@ -36,7 +36,7 @@ def _model_jobs(configfile: Path, workdir: Path, target: str) -> list[dict]:
         workflow._build_dag()
         return [{"rule": job.rule.name, "wildcards": dict(job.wildcards), "spec": job.params.spec,
                  "gpu": job.resources["gpu"], "threads": job.threads, "llm_slot": job.resources["llm_slot"],
-                 "engine": [str(job.input.engine)] if "engine" in job.input.keys() and job.input.engine else [],
+                 "engine": [str(engine)] if (engine := getattr(job.input, "engine", None)) else [],
                  "group": job.rule._group,  # the rule's own (`group` is None outside a cluster run)
                  "output": [str(f) for f in job.output]}
                 for job in workflow.dag.jobs if "spec" in job.params.keys()]  # noqa: SIM118  (`in` a Namedlist tests its values)

@@ -23,5 +23,8 @@ rule vllm_engine:
     threads: lambda w: evaluated(w).threads
     resources:
         **llm_resources(evaluated),
+    # The address file exists at once (as `starting`): Snakemake starts the served jobs with this one and
+    # gives their inputs only --latency-wait seconds to appear; they wait for `ready` themselves.
     shell:
-        "exec {params.command} --url-file {output:q} > {log:q} 2>&1"
+        """echo '{{"state": "starting"}}' > {output:q}
+        exec {params.command} --url-file {output:q} > {log:q} 2>&1"""

@@ -97,7 +97,21 @@ def stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
+def die_with_parent() -> None:
+    """In the server's process (preexec_fn): SIGTERM when the launcher dies, even by SIGKILL (Snakemake
+    kills a failed group's jobs so), instead of an orphaned server holding the GPUs. Linux only."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def serve(spec: dict, url_file: Path, start_timeout: float) -> int:
+    # a file left by an earlier server (killed with -9) must not look ready
+    write_address(url_file, {"state": "starting"})
+    start = time.perf_counter()
     from transformers import AutoConfig
 
     from careval.backends.vllm import engine_lengths
@@ -106,13 +120,11 @@ def serve(spec: dict, url_file: Path, start_timeout: float) -> int:
                                             spec.get("max_length"))
     port, key = free_port(), secrets.token_hex(16)
     url = f"http://127.0.0.1:{port}"
-    # a file left by an earlier server (killed with -9) must not look ready
-    write_address(url_file, {"state": "starting"})
     command = server_command(spec, port, engine_len)
     print("engine: " + " ".join(command), flush=True)
     parent = os.getppid()
-    start = time.perf_counter()
-    process = subprocess.Popen(command, env={**os.environ, "VLLM_API_KEY": key}, start_new_session=True)
+    process = subprocess.Popen(command, env={**os.environ, "VLLM_API_KEY": key}, start_new_session=True,
+                               preexec_fn=die_with_parent)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append("SIGTERM"))
     signal.signal(signal.SIGINT, lambda *_: stopping.append("SIGINT"))

@@ -140,6 +140,6 @@ def endpoint_spec(name: str, endpoint: dict, system_prompt: str | None = None, r
 def job_spec(snakemake: Any) -> ModelSpec:
     """In a rule's script: the ModelSpec of `params.spec` with the threads and GPUs the job got and, for a
     job the model's shared engine serves, that engine's address file (input `engine`, rule vllm_engine)."""
-    engine = snakemake.input.get("engine") if "engine" in snakemake.input.keys() else None
+    engine = getattr(snakemake.input, "engine", None)  # a path, or [] for a model with its own engine per job
     return ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu,
                                                       engine_url_file=str(engine) if engine else None)
