@@ -1,4 +1,11 @@
 """Run one model on one benchmark: log-likelihoods, and generations when the rule asks for them."""
+import os
+
+# A job a shared engine serves has threads: 0 (engine.smk), so Snakemake exports OMP_NUM_THREADS=0,
+# which OpenMP rejects (with a warning per library): it tokenises on one thread.
+if os.environ.get("OMP_NUM_THREADS") == "0":
+    os.environ["OMP_NUM_THREADS"] = "1"
+
 from pathlib import Path
 
 from careval.datasets import get_benchmark

@@ -1,4 +1,11 @@
 """Sample r answers per prompt from one model on one benchmark, with r passes of reference log-likelihoods."""
+import os
+
+# A job a shared engine serves has threads: 0 (engine.smk), so Snakemake exports OMP_NUM_THREADS=0,
+# which OpenMP rejects (with a warning per library): it tokenises on one thread.
+if os.environ.get("OMP_NUM_THREADS") == "0":
+    os.environ["OMP_NUM_THREADS"] = "1"
+
 from pathlib import Path
 
 from careval.datasets import get_benchmark
