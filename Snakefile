@@ -27,6 +27,10 @@ config.update(PLAN.config)
 
 
 include: "workflow/rules/common.smk"
+# the shared engines' address files, before the DAG is built (common.smk, engine_input)
+engine_placeholders()
+
+
 include: "workflow/rules/models.smk"
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/engine.smk"

@@ -57,7 +57,7 @@ def llm_resources(spec_of, served=False):
     """The resources of a job that loads a model, from that model's spec (`spec_of(wildcards)`): its
     entry, else its size class, else `resources.llm_*`. `gpu` becomes sbatch --gpus=N in the slurm
     profile and the backend's GPU count (vLLM tensor parallel) in the job.
-    `served`: a rule whose jobs the model's shared engine serves when its entry says `engine: shared`;
+    `served`: for the rules whose jobs the model's shared engine serves when its entry says `engine: shared`;
     such a job then asks for no GPU and no llm_slot (the vllm_engine job holds both) and little memory:
     Snakemake runs a service job and all its consumers at once and adds up their resources."""
 
@@ -84,7 +84,7 @@ def engine_file(model):
 
 
 def engine_input(wildcards):
-    """The shared engine's address file (rule vllm_engine's service output) for a model with `engine: shared`.
+    """The shared engine's address file (the service output of vllm_engine) for a model with `engine: shared`.
 
     ancient(): Snakemake reruns every job whose input an upstream job remakes, and a service job runs
     whenever one consumer has to. An up-to-date consumer of an ancient input that exists is left alone,
@@ -113,8 +113,6 @@ def engine_placeholders():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text('{"state": "stopped"}\n')
 
-
-engine_placeholders()
 
 
 
