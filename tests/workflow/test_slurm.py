@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -193,3 +194,39 @@ def test_a_failing_job_names_its_rule_log_and_slurm_state(repo_root, tmp_path, d
     for jobid in _submitted(log):
         assert _scontrol(jobid)["JobState"] not in {"PENDING", "RUNNING"}
     assert not (work / TARGET).exists()
+
+
+def test_a_shared_engine_and_the_jobs_it_serves_are_one_allocation(repo_root, tmp_path, demo_model_dirs,
+                                                                   slurm_cluster):
+    """engine: shared through the profile: the model's vllm_engine job and its LLM jobs go to SLURM as
+    one job, which asks for the model's GPU once (the served jobs ask for none), the model's memory
+    plus engine_client_mem_mb per served job, and the model's runtime (they run at once: not summed).
+    The server is the stand-in of tests/backends/fake_vllm (no vLLM here; the real one runs in
+    tests/backends/test_vllm_service.py), started through engine_python."""
+    fake = repo_root / "tests" / "backends" / "fake_vllm"
+    python = tmp_path / "python-with-fake-vllm"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={fake} OMP_NUM_THREADS=1 exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    config = _test_config(repo_root)
+    config["models"][MODEL].update(backend="vllm", engine="shared", engine_python=str(python), dtype="float32")
+    config["analysis"]["model_sets"] = {"demo": [MODEL]}  # the demo's sets name its three models
+    work = make_workdir(repo_root, tmp_path / "careval", config, profiles=("slurm",))
+    _site_profile(work)
+    targets = [f"results/loglik/{MODEL}/demo_mcqa.parquet", f"results/generations/{MODEL}/demo_open_qa.parquet"]
+    result = snakemake(["--profile", "slurm", *targets], work, timeout=900)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-6000:]
+    jobid, submission = _model_group(log)
+    assert _rules_in(submission, LLM_RULES | {"vllm_engine"}) == {"vllm_engine", "infer_open", "infer_closed"}
+    assert [s for s in _submitted(log).values() if "vllm_engine" in s or "infer_" in s] == [submission]
+    job = _scontrol(jobid)
+    gres = job.get("TresPerJob", "") + job.get("TresPerNode", "")
+    client_mb = yaml.safe_load((repo_root / "workflow" / "schemas" / "config.schema.yaml").read_text())[
+        "properties"]["resources"]["properties"]["engine_client_mem_mb"]["default"]
+    assert "gpu:1" in gres and job["MinMemoryNode"] == f"{GPU_SIZE['gpu_node']['mem_mb'] + 2 * client_mb}M", job
+    assert _minutes(job["TimeLimit"]) == GPU_SIZE["gpu_node"]["runtime"]
+    logs = work / "results" / "logs"
+    assert (logs / "vllm_engine" / f"{MODEL}.log").read_text().count("engine: started vLLM server") == 1
+    for rule, benchmark in (("infer_open", "demo_open_qa"), ("infer_closed", "demo_mcqa")):
+        text = (logs / rule / MODEL / f"{benchmark}.log").read_text()
+        assert f"using the shared vLLM engine of {MODEL}" in text and f"loaded model {MODEL} (vllm, gpus=0)" in text
