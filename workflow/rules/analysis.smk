@@ -44,6 +44,7 @@ rule aggregate_scores:
         samples=f"{RESULTS}/summary/sample_scores.parquet",
     params:
         tasks={name: entry.task for name, entry in BENCHMARKS.items()},
+        mcqa_average=PLAN.analysis.mcqa_average,
     log:
         f"{LOGS}/aggregate_scores.log",
     threads: 1

@@ -273,7 +273,9 @@ def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Pat
     boot = settings.get("bootstrap", {})
     resampled = None
     if inputs.get("samples") and boot.get("resamples", 0) > 0:
-        resampled = resample_model_scores(pl.read_parquet(inputs["samples"]), boot["resamples"], boot.get("seed", 1234))
+        # the average over the members the summary averaged, so the interval is that number's
+        resampled = resample_model_scores(pl.read_parquet(inputs["samples"]), boot["resamples"], boot.get("seed", 1234),
+                                          plan.mcqa_average)
     fixed = {}
     if plan.elo:
         elo = read_elo(resolve_elo_path(inputs["elo"]))

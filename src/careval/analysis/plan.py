@@ -17,6 +17,8 @@ class AnalysisPlan:
     resilience_benchmarks: list[str]
     consistency_benchmarks: list[str]
     elo: bool
+    # the run's members of mcqa_weighted_average (analysis.mcqa_average), in config order; None: every mcqa benchmark
+    mcqa_average: list[str] | None = None
 
     def figure_names(self) -> list[str]:
         names = ["scores", "mcqa_vs_open"]
@@ -40,8 +42,26 @@ def _benchmarks(section: dict, key: str, open_benchmarks: list[str]) -> list[str
     return list(chosen)
 
 
-def analysis_plan(config: dict, open_benchmarks: list[str]) -> AnalysisPlan:
-    """The plan of a validated config (defaults filled); raise AnalysisConfigError on a dangling name."""
+def _mcqa_average(analysis: dict, tasks: dict[str, str], known: dict[str, str] | None) -> list[str]:
+    """The configured average's members that this config runs; a name that is no mcqa benchmark is an error."""
+    chosen = analysis.get("mcqa_average", [])
+    # checked against the catalogue where given, so a misspelt name is caught even when it is not run
+    unknown = [b for b in chosen if known is not None and b not in known]
+    if unknown:
+        raise AnalysisConfigError(f"analysis.mcqa_average: {', '.join(unknown)} is not a benchmark of the catalogue")
+    catalogue = known if known is not None else tasks
+    not_mcqa = [b for b in chosen if catalogue.get(b, "mcqa") != "mcqa"]
+    if not_mcqa:
+        raise AnalysisConfigError(f"analysis.mcqa_average: {', '.join(not_mcqa)} is not an mcqa benchmark")
+    return [b for b in chosen if b in tasks]
+
+
+def analysis_plan(config: dict, open_benchmarks: list[str], tasks: dict[str, str] | None = None,
+                  known: dict[str, str] | None = None) -> AnalysisPlan:
+    """The plan of a validated config (defaults filled); raise AnalysisConfigError on a dangling name.
+
+    `tasks`: the task of each benchmark of the run; `known`: that of each catalogue benchmark.
+    """
     analysis = config.get("analysis", {})
     resilience, consistency = analysis.get("resilience", {}), analysis.get("consistency", {})
     rephraser = resilience.get("rephraser")
@@ -54,4 +74,5 @@ def analysis_plan(config: dict, open_benchmarks: list[str]) -> AnalysisPlan:
         resilience_benchmarks=_benchmarks(resilience, "resilience", open_benchmarks) if rephraser else [],
         consistency_benchmarks=_benchmarks(consistency, "consistency", open_benchmarks) if consistency.get("r", 0) else [],
         elo=analysis.get("elo_csv") is not None,
+        mcqa_average=_mcqa_average(analysis, tasks or {}, known),
     )

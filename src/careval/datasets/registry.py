@@ -14,6 +14,10 @@ DEMO_DIR = REPO_ROOT / "resources" / "demo"
 
 # Tasks whose every benchmark generates text; classification generates only in `mode: generate`.
 GENERATING_TASKS: tuple[str, ...] = ("open", "extraction")
+# How an MCQA benchmark is scored: "letters" lists the options as "A. ..." in the prompt and scores
+# the letters (lm-eval's medqa_4options, medmcqa, mmlu, careqa); "cloze" scores each option's text
+# (lm-eval's pubmedqa, headqa).
+MCQA_STYLES: tuple[str, ...] = ("letters", "cloze")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,8 @@ class Benchmark:
     formats: dict[str, dict] = field(default_factory=dict)
     # families with job "extra" in careval.metrics.registry this benchmark is scored with too (F1-RadGraph)
     extra_metrics: tuple[str, ...] = ()
+    mcqa_style: str = "cloze"
+    style_prompts: dict[str, str] = field(default_factory=dict)
 
     @property
     def generates(self) -> bool:
@@ -97,14 +103,26 @@ def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
         entry = replace(entry, **entry.formats[overrides["format"]])
     if overrides.get("path"):
         entry = replace(entry, source=LocalSource(overrides["path"]))
+    if overrides.get("mcqa_style"):
+        entry = _with_style(entry, overrides["mcqa_style"], name)
     for key in ("prompt", "max_new_tokens", "mode", "on_bad_row", "select"):
         if overrides.get(key):
             entry = replace(entry, **{key: overrides[key]})
     # checked here, where the config is read, not by a KeyError inside inference after the model loads
     key = f"benchmarks.{name}.prompt" if overrides.get("prompt") else f"the catalogue's prompt of '{name}'"
     check_prompt(entry.prompt, entry.task, has_context="context" in entry.fields,
-                 has_options=entry.task in CHOICE_TASKS, key=key)
+                 has_options=entry.task in CHOICE_TASKS, key=key, mcqa_style=entry.mcqa_style)
     return entry
+
+
+def _with_style(entry: Benchmark, style: str, name: str) -> Benchmark:
+    """The entry scored in `style`, with that style's catalogue prompt (a `prompt:` override still wins)."""
+    if entry.task != "mcqa":
+        raise UnknownBenchmarkError(f"benchmarks.{name}.mcqa_style: '{name}' is a {entry.task} benchmark, "
+                                    "not mcqa (only mcqa benchmarks have a style)")
+    if style not in MCQA_STYLES:
+        raise UnknownBenchmarkError(f"benchmarks.{name}.mcqa_style: unknown style '{style}' (known: {', '.join(MCQA_STYLES)})")
+    return replace(entry, mcqa_style=style, prompt=entry.style_prompts.get(style, entry.prompt))
 
 
 # The catalogue imports the classes above, so it is read last.
