@@ -97,3 +97,16 @@ def test_failed_samples_are_left_out_of_every_resample():
         warnings.simplefilter("ignore", RuntimeWarning)
         expected = np.nanmean(m1, axis=1)  # a resample of only b's is NaN, not 0
     assert np.allclose(scores[1:, 0], expected, equal_nan=True)
+
+
+def test_the_resampled_mcqa_average_is_over_its_members_like_the_summary():
+    rng = np.random.default_rng(3)
+    table = _table((rng.random((5, 9)) < 0.5).astype(float), rng.random((5, 7)))
+    other = table.filter(pl.col("benchmark") == "bench_a").with_columns(
+        benchmark=pl.lit("bench_es"), value=1.0 - pl.col("value"))
+    both = pl.concat([table, other])
+    members = resample_model_scores(both, n_resamples=20, seed=1, mcqa_average=["bench_a"])
+    # the average of one member is that member's accuracy, resample by resample; with bench_es it is not
+    assert np.array_equal(members.scores[(MCQA_AVERAGE, "acc")], members.scores[("bench_a", "acc")])
+    every = resample_model_scores(both, n_resamples=20, seed=1)
+    assert not np.allclose(every.scores[(MCQA_AVERAGE, "acc")], every.scores[("bench_a", "acc")])

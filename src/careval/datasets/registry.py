@@ -118,8 +118,8 @@ def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
 def _with_style(entry: Benchmark, style: str, name: str) -> Benchmark:
     """The entry scored in `style`, with that style's catalogue prompt (a `prompt:` override still wins)."""
     if entry.task != "mcqa":
-        raise UnknownBenchmarkError(f"benchmarks.{name}.mcqa_style: '{name}' is a {entry.task} benchmark, "
-                                    "not mcqa (only mcqa benchmarks have a style)")
+        raise UnknownBenchmarkError(f"benchmarks.{name}.mcqa_style: '{name}' is not an mcqa benchmark "
+                                    f"(task {entry.task}); only mcqa benchmarks have a style")
     if style not in MCQA_STYLES:
         raise UnknownBenchmarkError(f"benchmarks.{name}.mcqa_style: unknown style '{style}' (known: {', '.join(MCQA_STYLES)})")
     return replace(entry, mcqa_style=style, prompt=entry.style_prompts.get(style, entry.prompt))
