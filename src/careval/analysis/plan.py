@@ -44,7 +44,7 @@ def _benchmarks(section: dict, key: str, open_benchmarks: list[str]) -> list[str
 
 def _mcqa_average(analysis: dict, tasks: dict[str, str], known: dict[str, str] | None) -> list[str]:
     """The configured average's members that this config runs; a name that is no mcqa benchmark is an error."""
-    chosen = analysis.get("mcqa_average", [])
+    chosen = analysis["mcqa_average"]  # the schema fills the default (the paper's set)
     # checked against the catalogue where given, so a misspelt name is caught even when it is not run
     unknown = [b for b in chosen if known is not None and b not in known]
     if unknown:
@@ -74,5 +74,5 @@ def analysis_plan(config: dict, open_benchmarks: list[str], tasks: dict[str, str
         resilience_benchmarks=_benchmarks(resilience, "resilience", open_benchmarks) if rephraser else [],
         consistency_benchmarks=_benchmarks(consistency, "consistency", open_benchmarks) if consistency.get("r", 0) else [],
         elo=analysis.get("elo_csv") is not None,
-        mcqa_average=_mcqa_average(analysis, tasks or {}, known),
+        mcqa_average=None if tasks is None else _mcqa_average(analysis, tasks, known),
     )
