@@ -1,9 +1,20 @@
 """transformers backend (CPU or a single GPU): AutoModelForCausalLM + AutoTokenizer.
 
 Scoring follows lm-evaluation-harness's HFLM (see tokenization.py for the token rules):
-right-padded batches sorted by length (longest first), ``log_softmax`` in float32, results
-in input order. Padding never changes a score: causal attention does not look right, and
-the attention mask hides the padding anyway.
+right-padded batches sorted by length (longest first), ``log_softmax`` in float32 (float64
+for a float64 model), results in input order. Padding never changes a score: causal
+attention does not look right, and the attention mask hides the padding anyway.
+
+Shared prefix (``shared_prefix=True``, the default): requests with the same context ids
+(MCQA options, classification labels, prescriptions; tokenization.shared_prefix_groups)
+run the context once, with ``use_cache``; the first token of every continuation is scored
+from the context's last logits, and the rest of the continuations run as one right-padded
+batch on top of the context's keys/values (a DynamicCache repeated across the batch; no
+attention mask is needed, as causal attention never sees the right padding, and the
+positions continue from the cache). One-token continuations (the letters protocol) need
+no second forward at all. The scores equal the plain path's up to float rounding
+(tests/backends/test_shared_prefix.py); ``shared_prefix=False`` keeps the plain path,
+which lm-eval's HFLM also takes for multi-token continuations.
 
 Generation: prompts go through chat.format_prompt, are encoded with the same special-token
 rule as scoring, left-truncated to ``max_length - max_new_tokens`` and left-padded in
@@ -26,6 +37,7 @@ Determinism
 """
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 import math
@@ -37,6 +49,7 @@ from tqdm.auto import tqdm
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
+    DynamicCache,
     GenerationConfig,
     LogitsProcessor,
     LogitsProcessorList,
@@ -56,6 +69,7 @@ from .tokenization import (
     rolling_pairs,
     rolling_tokens,
     scoring_window,
+    shared_prefix_groups,
     truncate_at_stop,
 )
 
@@ -97,6 +111,7 @@ class HFBackend:
         device: str | None = None,
         add_bos_token: bool | None = None,
         trust_remote_code: bool = False,
+        shared_prefix: bool = True,
     ) -> None:
         if threads:
             torch.set_num_threads(int(threads))
@@ -107,6 +122,7 @@ class HFBackend:
         self.chat_template = bool(chat_template)
         self.system_prompt = system_prompt
         self.batch_size = int(batch_size)
+        self.shared_prefix = bool(shared_prefix)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
         self.tokenizer = AutoTokenizer.from_pretrained(self.path, trust_remote_code=trust_remote_code)
@@ -123,7 +139,10 @@ class HFBackend:
         self.max_length = resolve_max_length(self.config, self.tokenizer, max_length)
         self.pad_id = pad_token_id(self.tokenizer)
         self.prefix_id = prefix_token_id(self.tokenizer)
-        self._has_logits_to_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        params = inspect.signature(self.model.forward).parameters
+        self._has_logits_to_keep = "logits_to_keep" in params
+        # transformers >= 5.2x names the KV cache argument `cache`; earlier 5.x `past_key_values`
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
 
         # Keep only the token ids of the model's generation config (see module docstring).
         source = getattr(self.model, "generation_config", None)
@@ -224,11 +243,60 @@ class HFBackend:
     @torch.inference_mode()
     def score_tokens(self, requests: Sequence[tuple[Sequence[int], Sequence[int]]], desc: str = "") -> list[float]:
         """Log-likelihood of each continuation token list given its context token list."""
-        items = [scoring_window(c, x, self.max_length) for c, x in requests]
-        # longest first (as lm-eval): the first batch shows the peak memory, batches pad little
-        order = sorted(range(len(items)), key=lambda i: (-len(items[i][0]), tuple(items[i][0])))
+        items = [scoring_window(c, x, self.max_length) for c, x in requests]  # raises on bad input first
+        groups, rest = shared_prefix_groups(requests, self.max_length) if self.shared_prefix else ([], range(len(items)))
         results = [math.nan] * len(items)
         bar = tqdm(total=len(items), desc=desc or f"{self.name}: score", unit="req", dynamic_ncols=True)
+        for members in groups:
+            ctx = list(requests[members[0]][0])
+            if self.shared_prefix and self._score_group(ctx, [(i, list(requests[i][1])) for i in members], results):
+                bar.update(len(members))
+            else:  # the model keeps no DynamicCache to continue from: plain path from now on
+                self.shared_prefix = False
+                rest = sorted([*rest, *members])
+        self._score_plain(items, list(rest), results, bar)
+        bar.close()
+        return results
+
+    def _logprobs(self, logits: torch.Tensor) -> torch.Tensor:
+        # float32 at least (lm-eval), float64 kept for a float64 model
+        return torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
+
+    def _score_group(self, ctx: list[int], conts: list[tuple[int, list[int]]], results: list[float]) -> bool:
+        """Score continuations sharing the context ``ctx`` (untruncated; see the module docstring).
+        False, with nothing scored, when the model returns no DynamicCache to continue from."""
+        kwargs: dict[str, Any] = {"logits_to_keep": 1} if self._has_logits_to_keep else {}
+        out = self.model(input_ids=torch.tensor([ctx], dtype=torch.long, device=self.device), use_cache=True, **kwargs)
+        cache = out.get("cache", out.get("past_key_values"))
+        needs_more = [(i, x) for i, x in conts if len(x) > 1]
+        if needs_more and not isinstance(cache, DynamicCache):
+            return False
+        first = self._logprobs(out.logits[0, -1])  # predicts every continuation's first token
+        scores = {i: [first[x[0]]] for i, x in conts}
+        needs_more.sort(key=lambda item: -len(item[1]))  # little padding per batch
+        chunks = [needs_more[k : k + self.batch_size] for k in range(0, len(needs_more), self.batch_size)]
+        for k, chunk in enumerate(chunks):
+            # each forward appends to the cache it is given: copy it for all but the last batch
+            past = cache if k == len(chunks) - 1 else copy.deepcopy(cache)
+            if len(chunk) > 1:
+                past.batch_repeat_interleave(len(chunk))
+            width = len(chunk[0][1]) - 1  # the last token is only a target
+            input_ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
+            for row, (_, x) in enumerate(chunk):  # right padding: never seen by the real tokens
+                input_ids[row, : len(x) - 1] = torch.tensor(x[:-1], dtype=torch.long)
+            logits = self.model(input_ids=input_ids.to(self.device), use_cache=True, **{self._cache_arg: past}).logits
+            for row, (i, x) in enumerate(chunk):
+                logprobs = self._logprobs(logits[row, : len(x) - 1])
+                target = torch.tensor(x[1:], dtype=torch.long, device=logprobs.device)
+                scores[i].extend(logprobs.gather(-1, target[:, None])[:, 0])
+        for i, parts in scores.items():
+            results[i] = float(torch.stack(parts).sum())
+        return True
+
+    def _score_plain(self, items: list[tuple[list[int], int]], todo: list[int], results: list[float], bar: Any) -> None:
+        """Each request of ``todo`` run whole (context and continuation), in right-padded batches."""
+        # longest first (as lm-eval): the first batch shows the peak memory, batches pad little
+        order = sorted(todo, key=lambda i: (-len(items[i][0]), tuple(items[i][0])))
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             inputs = [items[i][0][:-1] for i in batch]  # the last token is only a target
@@ -254,12 +322,10 @@ class HFBackend:
             for row, i in enumerate(batch):
                 tokens, n_cont = items[i]
                 end = len(inputs[row]) - offset  # logits at p predict token p + 1
-                logprobs = torch.log_softmax(logits[row, end - n_cont : end].float(), dim=-1)
+                logprobs = self._logprobs(logits[row, end - n_cont : end])
                 target = torch.tensor(tokens[-n_cont:], dtype=torch.long, device=logprobs.device)
                 results[i] = float(logprobs.gather(-1, target[:, None]).sum())
             bar.update(len(batch))
-        bar.close()
-        return results
 
 
 class _SeededSampler(LogitsProcessor):
