@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 
 import pytest
 import torch
@@ -36,12 +37,13 @@ def scores(backend, pairs, shared: bool) -> list[float]:
 
 @contextlib.contextmanager
 def counted_forwards(model):
-    """The (batch, length) of every call of the model's forward inside the block."""
-    calls: list[tuple[int, int]] = []
+    """(batch, length, continues a cache) of every call of the model's forward inside the block."""
+    calls: list[tuple[int, int, bool]] = []
     original = model.forward
 
     def forward(*args, **kwargs):
-        calls.append(tuple(kwargs["input_ids"].shape))
+        given = kwargs.get("cache", kwargs.get("past_key_values"))
+        calls.append((*kwargs["input_ids"].shape, given is not None))
         return original(*args, **kwargs)
 
     model.forward = forward
@@ -82,7 +84,7 @@ def test_tiny_group_runs_the_context_once(make_hf):
     conts = [encode_pair(backend.tokenizer, c, x, add_bos=None)[1] for c, x in SHARED[:5]]
     longer = [len(x) - 1 for x in conts if len(x) > 1]
     # the context once, then the continuations past their first token in one padded batch
-    assert calls == [(1, len(ctx)), (len(longer), max(longer))]
+    assert calls == [(1, len(ctx), False), (len(longer), max(longer), True)]
 
 
 def test_contexts_longer_than_max_length_are_truncated_as_the_plain_path(make_hf, tiny_model, tiny_tokenizer):
@@ -102,8 +104,9 @@ def test_contexts_longer_than_max_length_are_truncated_as_the_plain_path(make_hf
     assert got == pytest.approx(scores(backend, pairs, shared=False), abs=1e-4)
 
 
-def test_letters_need_one_forward_per_question(make_hf):
-    backend = make_hf(batch_size=8)
+@pytest.mark.parametrize("batch_size", [1, 8])
+def test_letters_need_one_context_forward_per_batch_of_questions(make_hf, batch_size):
+    backend = make_hf(batch_size=batch_size)
     items = [("What lowers blood pressure?", ["Aspirin", "Lifestyle changes", "Metformin", "Rest"]),
              ("What causes chest pain?", ["Pneumonia", "Heart failure", "Embolism", "Diabetes"])]
     # the tiny tokenizer has no " A" token: one-token words stand in for the letters here
@@ -112,7 +115,8 @@ def test_letters_need_one_forward_per_question(make_hf):
     assert all(len(encode_pair(backend.tokenizer, c, x, add_bos=None)[1]) == 1 for c, x in pairs)
     with counted_forwards(backend.model) as calls:
         got = backend.loglikelihood(pairs)
-    assert [batch for batch, _ in calls] == [1, 1]
+    assert [batch for batch, _, _ in calls] == ([1, 1] if batch_size == 1 else [2])
+    assert not any(continues for _, _, continues in calls)  # no continuation forward
     assert got == pytest.approx(scores(backend, pairs, shared=False), abs=1e-4)
 
 
@@ -154,8 +158,14 @@ def test_smollm2_real_rows_float32(smol, shared_data):
     pairs = cloze(medqa) + cloze(medmcqa) + letters(medqa[:2])
     with counted_forwards(smol.model) as calls:
         got = scores(smol, pairs, shared=True)
-    # cloze: the question, then its four options in one batch; letters: the question alone
-    assert len(calls) == 2 * 8 + 2
+    # 10 contexts in batches of 8; the cloze options past their first token in batches of 8
+    conts = [encode_pair(smol.tokenizer, c, x, add_bos=None)[1] for c, x in pairs]
+    assert sum(len(x) == 1 for x in conts[32:]) == 8  # " A".." D" are one token each
+    longer = sum(len(x) > 1 for x in conts)
+    assert [batch for batch, _, continues in calls if not continues] == [8, 2]
+    continued = [batch for batch, _, continues in calls if continues]
+    assert sum(continued) == longer and max(continued) <= 8
+    assert len(continued) <= math.ceil(longer / 8) + 1  # at most one part-filled batch per context batch
     want = scores(smol, pairs, shared=False)
     assert got == pytest.approx(want, abs=1e-4)
     assert max(want) - min(want) > 5.0
@@ -186,7 +196,8 @@ def test_gemma3_sliding_window_real_rows(gemma_dir, shared_data):
     assert window + 16 < len(ctx) < backend.max_length, (len(ctx), window)
     with counted_forwards(backend.model) as calls:
         got = scores(backend, pairs, shared=True)
-    assert len(calls) == 4 and calls[2] == (1, len(ctx))  # the shared path was taken, not the fallback
+    # both contexts in one forward (the short one left-padded), then the 8 continuations
+    assert calls == [(2, len(ctx), False), (8, calls[1][1], True)]
     want = scores(backend, pairs, shared=False)
     assert got == pytest.approx(want, abs=1e-4)
     ctx0, cont0 = encode_pair(backend.tokenizer, *pairs[0], add_bos=None)

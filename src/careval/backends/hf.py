@@ -7,12 +7,12 @@ attention does not look right, and the attention mask hides the padding anyway.
 
 Shared prefix (``shared_prefix=True``, the default): requests with the same context ids
 (MCQA options, classification labels, prescriptions; tokenization.shared_prefix_groups)
-run the context once, with ``use_cache``; the first token of every continuation is scored
-from the context's last logits, and the rest of the continuations run as one right-padded
-batch on top of the context's keys/values (a DynamicCache repeated across the batch; no
-attention mask is needed, as causal attention never sees the right padding, and the
-positions continue from the cache). One-token continuations (the letters protocol) need
-no second forward at all. The scores equal the plain path's up to float rounding
+run the context once, with ``use_cache``: up to ``batch_size`` contexts per left-padded
+forward. The first token of every continuation is scored from its context's last logits;
+the rest of the continuations run in right-padded batches of ``batch_size`` on top of the
+contexts' keys/values (the DynamicCache rows selected once per continuation, positions
+continuing each context). One-token continuations (the letters protocol) need no second
+forward at all: one forward per ``batch_size`` questions. The scores equal the plain path's up to float rounding
 (tests/backends/test_shared_prefix.py); ``shared_prefix=False`` keeps the plain path,
 which lm-eval's HFLM also takes for multi-token continuations.
 
@@ -247,14 +247,17 @@ class HFBackend:
         groups, rest = shared_prefix_groups(requests, self.max_length) if self.shared_prefix else ([], range(len(items)))
         results = [math.nan] * len(items)
         bar = tqdm(total=len(items), desc=desc or f"{self.name}: score", unit="req", dynamic_ncols=True)
-        for members in groups:
-            ctx = list(requests[members[0]][0])
-            if self.shared_prefix and self._score_group(ctx, [(i, list(requests[i][1])) for i in members], results):
-                bar.update(len(members))
+        # longest context first (as the plain path), so a batch of contexts pads little
+        groups.sort(key=lambda g: (-len(requests[g[0]][0]), g[0]))
+        for start in range(0, len(groups), self.batch_size):
+            batch = [(list(requests[g[0]][0]), [(i, list(requests[i][1])) for i in g])
+                     for g in groups[start : start + self.batch_size]]
+            if self.shared_prefix and self._score_shared(batch, results):
+                bar.update(sum(len(conts) for _, conts in batch))
             else:  # the model keeps no DynamicCache to continue from: plain path from now on
                 self.shared_prefix = False
-                rest = sorted([*rest, *members])
-        self._score_plain(items, list(rest), results, bar)
+                rest = [*rest, *(i for _, conts in batch for i, _ in conts)]
+        self._score_plain(items, sorted(rest), results, bar)
         bar.close()
         return results
 
@@ -262,31 +265,48 @@ class HFBackend:
         # float32 at least (lm-eval), float64 kept for a float64 model
         return torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
 
-    def _score_group(self, ctx: list[int], conts: list[tuple[int, list[int]]], results: list[float]) -> bool:
-        """Score continuations sharing the context ``ctx`` (untruncated; see the module docstring).
-        False, with nothing scored, when the model returns no DynamicCache to continue from."""
+    def _score_shared(self, batch: list[tuple[list[int], list[tuple[int, list[int]]]]], results: list[float]) -> bool:
+        """Score groups of continuations, each sharing its (untruncated) context; see the module docstring.
+
+        The contexts run as one left-padded batch, so every context ends at the same cache index
+        and the continuations follow it directly (as in batched generation; sliding-window layers
+        see the same distances as unpadded). False, with nothing scored, when the model returns
+        no DynamicCache to continue from.
+        """
+        lengths = torch.tensor([len(ctx) for ctx, _ in batch], dtype=torch.long)
+        width = int(lengths.max())
+        input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, (ctx, _) in enumerate(batch):  # left padding
+            input_ids[row, width - len(ctx) :] = torch.tensor(ctx, dtype=torch.long)
+            attention[row, width - len(ctx) :] = 1
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
         kwargs: dict[str, Any] = {"logits_to_keep": 1} if self._has_logits_to_keep else {}
-        out = self.model(input_ids=torch.tensor([ctx], dtype=torch.long, device=self.device), use_cache=True, **kwargs)
+        out = self.model(input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device),
+                         position_ids=positions.to(self.device), use_cache=True, **kwargs)
         cache = out.get("cache", out.get("past_key_values"))
-        needs_more = [(i, x) for i, x in conts if len(x) > 1]
-        if needs_more and not isinstance(cache, DynamicCache):
+        more = [(row, i, x) for row, (_, conts) in enumerate(batch) for i, x in conts if len(x) > 1]
+        if more and not isinstance(cache, DynamicCache):
             return False
-        first = self._logprobs(out.logits[0, -1])  # predicts every continuation's first token
-        scores = {i: [first[x[0]]] for i, x in conts}
-        needs_more.sort(key=lambda item: -len(item[1]))  # little padding per batch
-        chunks = [needs_more[k : k + self.batch_size] for k in range(0, len(needs_more), self.batch_size)]
+        first = self._logprobs(out.logits[:, -1])  # each context's last position: the first tokens
+        scores = {i: [first[row, x[0]]] for row, (_, conts) in enumerate(batch) for i, x in conts}
+        more.sort(key=lambda item: -len(item[2]))  # little padding per continuation batch
+        chunks = [more[k : k + self.batch_size] for k in range(0, len(more), self.batch_size)]
         for k, chunk in enumerate(chunks):
+            rows = torch.tensor([row for row, _, _ in chunk], dtype=torch.long)
             # each forward appends to the cache it is given: copy it for all but the last batch
             past = cache if k == len(chunks) - 1 else copy.deepcopy(cache)
-            if len(chunk) > 1:
-                past.batch_repeat_interleave(len(chunk))
-            width = len(chunk[0][1]) - 1  # the last token is only a target
-            input_ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
-            for row, (_, x) in enumerate(chunk):  # right padding: never seen by the real tokens
-                input_ids[row, : len(x) - 1] = torch.tensor(x[:-1], dtype=torch.long)
-            logits = self.model(input_ids=input_ids.to(self.device), use_cache=True, **{self._cache_arg: past}).logits
-            for row, (i, x) in enumerate(chunk):
-                logprobs = self._logprobs(logits[row, : len(x) - 1])
+            past.batch_select_indices(rows.to(self.device))  # a context's row once per continuation
+            span = len(chunk[0][2]) - 1  # the last token is only a target
+            ids = torch.full((len(chunk), span), self.pad_id, dtype=torch.long)
+            for j, (_, _, x) in enumerate(chunk):  # right padding: never seen by the real tokens
+                ids[j, : len(x) - 1] = torch.tensor(x[:-1], dtype=torch.long)
+            mask = torch.cat([attention[rows], torch.ones((len(chunk), span), dtype=torch.long)], dim=1)
+            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                position_ids=(lengths[rows][:, None] + torch.arange(span)).to(self.device),
+                                use_cache=True, **{self._cache_arg: past}).logits
+            for j, (_, i, x) in enumerate(chunk):
+                logprobs = self._logprobs(logits[j, : len(x) - 1])
                 target = torch.tensor(x[1:], dtype=torch.long, device=logprobs.device)
                 scores[i].extend(logprobs.gather(-1, target[:, None])[:, 0])
         for i, parts in scores.items():
