@@ -75,6 +75,10 @@ from .tokenization import (
 
 log = logging.getLogger(__name__)
 
+# Shared-prefix contexts on CPU: the most left padding a batch of contexts may carry, as a
+# share of its real tokens (HFBackend._context_batches).
+_CPU_PADDING = 0.1
+
 _DTYPES = {
     "float32": torch.float32,
     "fp32": torch.float32,
@@ -247,11 +251,8 @@ class HFBackend:
         groups, rest = shared_prefix_groups(requests, self.max_length) if self.shared_prefix else ([], range(len(items)))
         results = [math.nan] * len(items)
         bar = tqdm(total=len(items), desc=desc or f"{self.name}: score", unit="req", dynamic_ncols=True)
-        # longest context first (as the plain path), so a batch of contexts pads little
-        groups.sort(key=lambda g: (-len(requests[g[0]][0]), g[0]))
-        for start in range(0, len(groups), self.batch_size):
-            batch = [(list(requests[g[0]][0]), [(i, list(requests[i][1])) for i in g])
-                     for g in groups[start : start + self.batch_size]]
+        for members in self._context_batches([len(requests[g[0]][0]) for g in groups], groups):
+            batch = [(list(requests[g[0]][0]), [(i, list(requests[i][1])) for i in g]) for g in members]
             if self.shared_prefix and self._score_shared(batch, results):
                 bar.update(sum(len(conts) for _, conts in batch))
             else:  # the model keeps no DynamicCache to continue from: plain path from now on
@@ -260,6 +261,27 @@ class HFBackend:
         self._score_plain(items, sorted(rest), results, bar)
         bar.close()
         return results
+
+    def _context_batches(self, lengths: list[int], groups: list[list[int]]) -> list[list[list[int]]]:
+        """Groups in batches of at most ``batch_size`` contexts, longest first (as the plain path).
+
+        On CPU a batch also ends where its left padding would pass ``_CPU_PADDING`` of its real
+        tokens: a CPU forward costs about its padded tokens, and one context of ~100 tokens
+        already keeps the cores busy, so padding is pure loss there (on a GPU it is nearly free).
+        """
+        limit = _CPU_PADDING if self.device.type == "cpu" else math.inf
+        batches: list[list[list[int]]] = []
+        width = real = 0
+        for g in sorted(range(len(groups)), key=lambda g: (-lengths[g], groups[g][0])):
+            n = lengths[g]
+            grown = batches and len(batches[-1]) < self.batch_size
+            if grown and (len(batches[-1]) + 1) * width - (real + n) <= limit * (real + n):
+                batches[-1].append(groups[g])
+                real += n
+            else:  # sorted longest first: the first context of a batch sets its width
+                batches.append([groups[g]])
+                width = real = n
+        return batches
 
     def _logprobs(self, logits: torch.Tensor) -> torch.Tensor:
         # float32 at least (lm-eval), float64 kept for a float64 model
