@@ -12,9 +12,10 @@ forward. The first token of every continuation is scored from its context's last
 the rest of the continuations run in right-padded batches of ``batch_size`` on top of the
 contexts' keys/values (the DynamicCache rows selected once per continuation, positions
 continuing each context). One-token continuations (the letters protocol) need no second
-forward at all: one forward per ``batch_size`` questions. The scores equal the plain path's up to float rounding
-(tests/backends/test_shared_prefix.py); ``shared_prefix=False`` keeps the plain path,
-which lm-eval's HFLM also takes for multi-token continuations.
+forward at all: one forward per ``batch_size`` questions (fewer on CPU, where a batch of
+contexts is cut short rather than padded much). The scores equal the plain path's up to
+float rounding (tests/backends/test_shared_prefix.py); ``shared_prefix=False`` keeps the
+plain path, which lm-eval's HFLM also takes for multi-token continuations.
 
 Generation: prompts go through chat.format_prompt, are encoded with the same special-token
 rule as scoring, left-truncated to ``max_length - max_new_tokens`` and left-padded in
