@@ -12,8 +12,8 @@ forward. The first token of every continuation is scored from its context's last
 the rest of the continuations run in right-padded batches of ``batch_size`` on top of the
 contexts' keys/values (the DynamicCache rows selected once per continuation, positions
 continuing each context). One-token continuations (the letters protocol) need no second
-forward at all: one forward per ``batch_size`` questions (fewer on CPU, where a batch of
-contexts is cut short rather than padded much). The scores equal the plain path's up to
+forward at all: at most one forward per question, one per ``batch_size`` questions where
+their contexts batch (on CPU only contexts of about the same length share a forward). The scores equal the plain path's up to
 float rounding (tests/backends/test_shared_prefix.py); ``shared_prefix=False`` keeps the
 plain path, which lm-eval's HFLM also takes for multi-token continuations.
 
