@@ -10,7 +10,7 @@ import torch
 from backend_reference import direct_loglikelihood, lm_eval_pair
 from mcqa_rows import cloze, letters, questions
 
-from careval.backends import load_backend
+from careval.backends import hf, load_backend
 from careval.backends.tokenization import encode_pair, shared_prefix_groups
 
 SHARED = [  # one context, continuations of 1, 2, 4 and many tokens, plus other contexts
@@ -66,8 +66,12 @@ def test_groups_are_identical_untruncated_contexts_of_two_or_more():
 
 
 # ----------------------------------------------------------------------------- tiny model
+@pytest.mark.parametrize("padding", ["cpu", "gpu"])
 @pytest.mark.parametrize("batch_size", [1, 2, 8])
-def test_tiny_shared_equals_direct_forwards_and_the_plain_path(make_hf, tiny_model, tiny_tokenizer, batch_size):
+def test_tiny_shared_equals_direct_forwards_and_the_plain_path(make_hf, tiny_model, tiny_tokenizer, batch_size,
+                                                               padding, monkeypatch):
+    if padding == "gpu":  # every batch of contexts left-padded, as on a GPU
+        monkeypatch.setattr(hf, "_CPU_PADDING", math.inf)
     backend = make_hf(batch_size=batch_size)  # batch 1 and 2: the 5-continuation group runs in several batches
     want = [direct_loglikelihood(tiny_model, *lm_eval_pair(tiny_tokenizer, c, x)) for c, x in SHARED]
     got = scores(backend, SHARED, shared=True)
@@ -158,14 +162,15 @@ def test_smollm2_real_rows_float32(smol, shared_data):
     pairs = cloze(medqa) + cloze(medmcqa) + letters(medqa[:2])
     with counted_forwards(smol.model) as calls:
         got = scores(smol, pairs, shared=True)
-    # 10 contexts in batches of 8; the cloze options past their first token in batches of 8
+    # each of the 10 contexts runs once (in batches of <= 8; on CPU only similar lengths batch),
+    # and only the cloze options past their first token run again, on the cache
     conts = [encode_pair(smol.tokenizer, c, x, add_bos=None)[1] for c, x in pairs]
     assert sum(len(x) == 1 for x in conts[32:]) == 8  # " A".." D" are one token each
-    longer = sum(len(x) > 1 for x in conts)
-    assert [batch for batch, _, continues in calls if not continues] == [8, 2]
+    contexts = [batch for batch, _, continues in calls if not continues]
     continued = [batch for batch, _, continues in calls if continues]
-    assert sum(continued) == longer and max(continued) <= 8
-    assert len(continued) <= math.ceil(longer / 8) + 1  # at most one part-filled batch per context batch
+    assert sum(contexts) == 10 and max(contexts) <= 8
+    assert sum(continued) == sum(len(x) > 1 for x in conts) and max(continued) <= 8
+    assert len(continued) <= 8  # at most one per cloze question
     want = scores(smol, pairs, shared=False)
     assert got == pytest.approx(want, abs=1e-4)
     assert max(want) - min(want) > 5.0
@@ -182,7 +187,7 @@ def test_smollm2_real_rows_float64(smollm2_dir, shared_data):
 
 
 @pytest.mark.slow
-def test_gemma3_sliding_window_real_rows(gemma_dir, shared_data):
+def test_gemma3_sliding_window_real_rows(gemma_dir, shared_data, monkeypatch):
     backend = load_backend({"name": "gemma3", "path": str(gemma_dir), "dtype": "float32", "batch_size": 8,
                             "threads": 1})
     window = backend.config.sliding_window
@@ -196,10 +201,17 @@ def test_gemma3_sliding_window_real_rows(gemma_dir, shared_data):
     assert window + 16 < len(ctx) < backend.max_length, (len(ctx), window)
     with counted_forwards(backend.model) as calls:
         got = scores(backend, pairs, shared=True)
-    # both contexts in one forward (the short one left-padded), then the 8 continuations
-    assert calls == [(2, len(ctx), False), (8, calls[1][1], True)]
+    # on CPU the two contexts run apart (left padding would be most of the short one) ...
+    assert [(batch, continues) for batch, _, continues in calls] == [(1, False), (4, True), (1, False), (4, True)]
+    assert calls[0][1] == len(ctx)
     want = scores(backend, pairs, shared=False)
     assert got == pytest.approx(want, abs=1e-4)
+    # ... as on a GPU they share one forward, the short one left-padded past the window
+    monkeypatch.setattr(hf, "_CPU_PADDING", math.inf)
+    with counted_forwards(backend.model) as calls:
+        padded = scores(backend, pairs, shared=True)
+    assert calls == [(2, len(ctx), False), (8, calls[1][1], True)]
+    assert padded == pytest.approx(want, abs=1e-4)
     ctx0, cont0 = encode_pair(backend.tokenizer, *pairs[0], add_bos=None)
     assert ctx0[0] == backend.tokenizer.bos_token_id
     assert got[0] == pytest.approx(direct_loglikelihood(backend.model, ctx0, cont0), abs=1e-4)
