@@ -24,7 +24,9 @@ def load_backend(spec: dict[str, Any]) -> Backend:
     ``system_prompt`` (str); ``gpus`` (vllm tensor parallel size, default 1); ``seed``
     (vllm engine seed); ``device`` (hf: "cpu"/"cuda", default cuda if available);
     ``add_bos_token`` (true/false forces add_special_tokens; default: the tokenizer's
-    own default, as lm-eval 0.4.13 -- see tokenization.py); ``vllm_args``
+    own default, as lm-eval 0.4.13 -- see tokenization.py); ``shared_prefix`` (hf: score
+    requests that share a context from one context forward, default true; false = the
+    plain path, for comparison -- hf.py); ``vllm_args``
     (dict of extra ``vllm.LLM`` arguments, e.g. enforce_eager, gpu_memory_utilization).
     ``backend: openai`` (generation only, openai_compat.py): ``path`` is the served model id,
     plus ``base_url``, ``api_key_env`` (the variable holding the key, default OPENAI_API_KEY),
@@ -65,7 +67,9 @@ def load_backend(spec: dict[str, Any]) -> Backend:
     if kind == "hf":
         from .hf import HFBackend
 
-        return HFBackend(**common, threads=spec.get("threads"), device=spec.get("device"))
+        # shared_prefix: the HFBackend default (true) unless the spec says otherwise
+        extra = {"shared_prefix": bool(spec["shared_prefix"])} if "shared_prefix" in spec else {}
+        return HFBackend(**common, threads=spec.get("threads"), device=spec.get("device"), **extra)
     if kind == "vllm":
         from .vllm import VLLMBackend  # raises the one-line install hint without vLLM
 
