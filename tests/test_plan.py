@@ -85,6 +85,14 @@ def test_a_skipped_family_never_needs_its_section(demo_raw):
          "careqa.translator.model: 'nobody' is not a key of `models`"),
         (lambda c: c["models"]["gemma3-270m"].update(engine="shared"),
          "models.gemma3-270m.engine: 'shared' needs backend: vllm (this entry's backend is hf)"),
+        (lambda c: c["analysis"].update(mcqa_average=["demo_mcqa", "medqa_typo"]),
+         "analysis.mcqa_average: medqa_typo is not a benchmark of the catalogue"),
+        (lambda c: c["analysis"].update(mcqa_average=["demo_mcqa", "careqa_open"]),
+         "analysis.mcqa_average: careqa_open is not an mcqa benchmark"),
+        (lambda c: c["benchmarks"].update(demo_open_qa={"mcqa_style": "letters"}),
+         "benchmarks.demo_open_qa.mcqa_style: 'demo_open_qa' is not an mcqa benchmark (task open)"),
+        (lambda c: c["benchmarks"].update(demo_mcqa={"mcqa_style": "letters", "prompt": "Q: {question}\nA:"}),
+         "benchmarks.demo_mcqa.prompt: no {options} placeholder, but the letters style scores the letters"),
     ],
 )
 def test_every_cross_check_is_one_line_naming_the_key(demo_raw, mutate, message):
@@ -151,3 +159,19 @@ def test_paper_resilience_is_six_rephrasings_by_an_inline_qwen_on_mediqa(paper_r
     paper_raw["analysis"]["resilience"]["rephraser"] = {"source": "pypi:x==1"}
     with pytest.raises(ConfigError, match="analysis.resilience.rephraser"):
         build_plan(paper_raw)
+
+
+def test_the_mcqa_average_is_the_papers_set_less_what_the_run_lacks(paper_raw, demo_raw):
+    # the schema's default: CareQA-Close once (English); careqa_es is reported, not averaged
+    assert build_plan(paper_raw).analysis.mcqa_average == [
+        "medmcqa", "pubmedqa", "medqa", "mmlu_anatomy", "mmlu_clinical_knowledge", "mmlu_college_biology",
+        "mmlu_college_medicine", "mmlu_medical_genetics", "mmlu_professional_medicine", "careqa_en"]
+    assert build_plan(demo_raw).analysis.mcqa_average == ["demo_mcqa"]
+    demo_raw["analysis"]["mcqa_average"] = ["medqa", "demo_mcqa", "careqa_en"]
+    assert build_plan(demo_raw).analysis.mcqa_average == ["demo_mcqa"]
+
+
+def test_the_mcqa_style_override_switches_the_prompt(demo_raw):
+    demo_raw["benchmarks"]["demo_mcqa"] = {"mcqa_style": "letters"}
+    entry = build_plan(demo_raw).benchmarks["demo_mcqa"]
+    assert (entry.mcqa_style, entry.prompt) == ("letters", "Question: {question}\nChoices:\n{options}\nAnswer:")

@@ -44,7 +44,8 @@ def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame
     if benchmark.task == "open":
         return open_task.loglik_requests(samples, benchmark.prompt)
     if benchmark.task in CHOICE_TASKS and not benchmark.generates:
-        return mcqa.loglik_requests(samples, benchmark.prompt)
+        style = benchmark.mcqa_style if benchmark.task == "mcqa" else "cloze"  # class names are scored as text
+        return mcqa.loglik_requests(samples, benchmark.prompt, style)
     return pl.DataFrame(schema={name: dtype for name, dtype in LOGLIK_SCHEMA.items() if name != "loglik"})
 
 

@@ -14,7 +14,7 @@ from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.config import ConfigError, prepare_config
 from careval.datasets.benchmark import Benchmark
-from careval.datasets.registry import UnknownBenchmarkError, get_benchmark
+from careval.datasets.registry import REGISTRY, UnknownBenchmarkError, get_benchmark
 from careval.metrics.registry import FAMILIES, TASK_FAMILIES
 from careval.models.spec import ModelSpec, endpoint_spec, model_spec
 from careval.tasks.prompts import PromptTemplateError
@@ -124,7 +124,8 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
         family_benchmarks[family] = None if chosen is None else tuple(chosen)
 
     try:
-        analysis = analysis_plan(config, open_benchmarks)
+        analysis = analysis_plan(config, open_benchmarks, {name: entry.task for name, entry in benchmarks.items()},
+                                 {name: entry.task for name, entry in REGISTRY.items()})
     except AnalysisConfigError as error:
         raise ConfigError(str(error)) from None
     elo_warning = None

@@ -96,3 +96,18 @@ def test_judge_verdict_shares_per_model_and_benchmark(tmp_path):
     assert table["share_from_distribution"].to_list() == pytest.approx([2 / 3, 0.0])
     write_summary(files, tmp_path / "summary" / "scores.parquet", judge_output=tmp_path / "summary" / "judge.parquet")
     assert pl.read_parquet(tmp_path / "summary" / "judge.parquet").equals(table)
+
+
+def test_the_mcqa_average_is_over_its_members_only(tmp_path):
+    files = []
+    for benchmark, correct in [("bench_a", [1, 1, 0, 0]), ("bench_b", [1] * 9 + [0]), ("bench_es", [0] * 6)]:
+        path = tmp_path / f"{benchmark}.parquet"
+        _scores([{"id": str(i), "metric": "acc", "value": float(v), "status": "ok"} for i, v in enumerate(correct)]).write_parquet(path)
+        files.append(ScoreFile("m", benchmark, "mcqa", path))
+    # bench_es is scored and reported but not averaged; a member the run lacks (bench_x) is left out
+    summary = build_summary(files, mcqa_average=["bench_a", "bench_b", "bench_x"])
+    average = summary.filter((pl.col("benchmark") == MCQA_AVERAGE) & (pl.col("metric") == "acc"))
+    assert (average["value"][0], average["n"][0]) == (pytest.approx(11 / 14), 14)
+    assert summary.filter(pl.col("benchmark") == "bench_es")["value"].to_list() == [0.0]
+    everything = build_summary(files).filter((pl.col("benchmark") == MCQA_AVERAGE) & (pl.col("metric") == "acc"))
+    assert everything["value"][0] == pytest.approx(11 / 20)

@@ -112,3 +112,16 @@ def test_judge_grades_read_from_the_distribution_are_resampled_as_in_the_summary
                                ("m2", "a", 1.0, "from_distribution"), ("m2", "b", 3.0, "ok"), ("m2", "c", 5.0, "ok")]]
     resampled = resample_model_scores(pl.DataFrame(rows, schema=SUMMARY_SAMPLE_SCHEMA), n_resamples=5, seed=2)
     assert resampled.scores[("qa", "judge_helpfulness")][0] == pytest.approx([3.0, 3.0])
+
+
+def test_the_resampled_mcqa_average_is_over_its_members_like_the_summary():
+    rng = np.random.default_rng(3)
+    table = _table((rng.random((5, 9)) < 0.5).astype(float), rng.random((5, 7)))
+    other = table.filter(pl.col("benchmark") == "bench_a").with_columns(
+        benchmark=pl.lit("bench_es"), value=1.0 - pl.col("value"))
+    both = pl.concat([table, other])
+    members = resample_model_scores(both, n_resamples=20, seed=1, mcqa_average=["bench_a"])
+    # the average of one member is that member's accuracy, resample by resample; with bench_es it is not
+    assert np.array_equal(members.scores[(MCQA_AVERAGE, "acc")], members.scores[("bench_a", "acc")])
+    every = resample_model_scores(both, n_resamples=20, seed=1)
+    assert not np.allclose(every.scores[(MCQA_AVERAGE, "acc")], every.scores[("bench_a", "acc")])

@@ -42,3 +42,20 @@ def test_non_finite_loglik_is_a_counted_status_not_a_wrong_answer():
     q1 = scores.filter(pl.col("id") == "q1")
     assert set(q1["status"]) == {"invalid_loglik"} and all(math.isnan(v) for v in q1["value"])
     assert set(scores.filter(pl.col("id") == "q2")["status"]) == {"ok"}
+
+
+def test_letters_style_scores_the_letters_after_one_shared_context():
+    requests = loglik_requests(_samples(), "Q: {question}\n{options}\nA:", style="letters")
+    assert requests["continuation"].to_list() == [" A", " B", " C", " A", " B"]
+    q1 = requests.filter(pl.col("id") == "q1")
+    # one context per question, shared by its choices (one forward pass), in consecutive rows
+    assert q1["context"].unique().to_list() == ["Q: Which organ secretes insulin?\nA. Liver\nB. Pancreas\nC. Spleen\nA:"]
+    assert requests["id"].to_list() == ["q1", "q1", "q1", "q2", "q2"]
+
+
+def test_letters_acc_norm_divides_by_the_letter_so_it_is_acc():
+    # the cloze logliks of test_acc_and_acc_norm_by_hand: by letter (length 1 each) acc_norm follows acc
+    requests = loglik_requests(_samples(), "Q: {question}\n{options}\nA:", style="letters")
+    logliks = requests.with_columns(pl.Series("loglik", [-5.0, -6.0, -9.0, -8.0, -12.0]))
+    got = {(r["id"], r["metric"]): r["value"] for r in score_mcqa(_samples(), logliks).iter_rows(named=True)}
+    assert got == {("q1", "acc"): 0.0, ("q1", "acc_norm"): 0.0, ("q2", "acc"): 1.0, ("q2", "acc_norm"): 1.0}

@@ -13,6 +13,7 @@ rule aggregate_scores:
         judge=f"{RESULTS}/summary/judge_verdicts.parquet",
     params:
         tasks={name: entry.task for name, entry in BENCHMARKS.items()},
+        mcqa_average=PLAN.analysis.mcqa_average,
     log:
         f"{LOGS}/aggregate_scores.log",
     threads: 1

@@ -8,4 +8,5 @@ with job_log(snakemake.log[0]):
     # the normalisation reports give the summary's n_skipped
     write_summary(score_files_from_paths(snakemake.input.scores, snakemake.params.tasks),
                   Path(snakemake.output.summary), Path(snakemake.output.samples),
-                  dataset_reports=list(snakemake.input.datasets), judge_output=Path(snakemake.output.judge))
+                  dataset_reports=list(snakemake.input.datasets), judge_output=Path(snakemake.output.judge),
+                  mcqa_average=snakemake.params.mcqa_average)

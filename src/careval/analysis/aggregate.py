@@ -63,8 +63,13 @@ def skipped_counts(report_paths: list[str | Path]) -> dict[str, int]:
     return counts
 
 
-def build_summary(score_files: list[ScoreFile], skipped: dict[str, int] | None = None) -> pl.DataFrame:
-    """The summary; `skipped` (skipped_counts) fills n_skipped, and must then cover every benchmark scored."""
+def build_summary(score_files: list[ScoreFile], skipped: dict[str, int] | None = None,
+                  mcqa_average: list[str] | None = None) -> pl.DataFrame:
+    """The summary; `skipped` (skipped_counts) fills n_skipped, and must then cover every benchmark scored.
+
+    `mcqa_average`: the benchmarks of mcqa_weighted_average (the plan's analysis.mcqa_average); None: every
+    mcqa benchmark scored.
+    """
     if skipped is not None:
         lacking = sorted({item.benchmark for item in score_files} - set(skipped))
         if lacking:
@@ -75,13 +80,18 @@ def build_summary(score_files: list[ScoreFile], skipped: dict[str, int] | None =
         for row in summarise_scores(pl.read_parquet(item.path)):
             rows.append({"model": item.model, "benchmark": item.benchmark, "task": item.task, **row, "n_skipped": n_skipped})
     summary = pl.DataFrame(rows, schema=SUMMARY_SCHEMA)
-    return pl.concat([summary, mcqa_weighted_averages(summary)]).sort("model", "benchmark", "metric")
+    return pl.concat([summary, mcqa_weighted_averages(summary, mcqa_average)]).sort("model", "benchmark", "metric")
 
 
-def mcqa_weighted_averages(summary: pl.DataFrame) -> pl.DataFrame:
-    """The paper's headline close-ended number: MCQA accuracy averaged with weights = questions per benchmark."""
+def mcqa_weighted_averages(summary: pl.DataFrame, members: list[str] | None = None) -> pl.DataFrame:
+    """The paper's headline close-ended number: MCQA accuracy averaged with weights = questions per benchmark.
+
+    Over `members` (None: every mcqa benchmark of the summary); members absent from the summary are left out.
+    """
     mcqa = summary.filter((pl.col("task") == "mcqa") & pl.col("metric").is_in(["acc", "acc_norm"])
                           & (pl.col("benchmark") != MCQA_AVERAGE))
+    if members is not None:
+        mcqa = mcqa.filter(pl.col("benchmark").is_in(list(members)))
     rows = []
     for (model, metric), group in mcqa.group_by("model", "metric", maintain_order=True):
         pairs = list(zip(group["value"].to_list(), group["n"].to_list()))
@@ -123,14 +133,16 @@ def build_sample_table(score_files: list[ScoreFile]) -> pl.DataFrame:
 
 
 def write_summary(score_files: list[ScoreFile], output: Path, samples_output: Path | None = None,
-                  dataset_reports: list[str | Path] | None = None, judge_output: Path | None = None) -> pl.DataFrame:
+                  dataset_reports: list[str | Path] | None = None, judge_output: Path | None = None,
+                  mcqa_average: list[str] | None = None) -> pl.DataFrame:
     """The summary table and, when asked, the per-sample table beside it (the bootstrap needs the samples)
     and the judge's verdict shares (build_judge_verdicts).
 
     `dataset_reports`: the normalisation report of every benchmark (resources/datasets/<benchmark>.json),
     for n_skipped.
     """
-    summary = build_summary(score_files, skipped_counts(dataset_reports) if dataset_reports is not None else None)
+    summary = build_summary(score_files, skipped_counts(dataset_reports) if dataset_reports is not None else None,
+                            mcqa_average)
     output.parent.mkdir(parents=True, exist_ok=True)
     summary.write_parquet(output)
     if samples_output is not None:

@@ -59,12 +59,14 @@ class Resampled:
         return self.scores.get(key)
 
 
-def resample_model_scores(sample_scores: pl.DataFrame, n_resamples: int, seed: int) -> Resampled:
+def resample_model_scores(sample_scores: pl.DataFrame, n_resamples: int, seed: int,
+                          mcqa_average: list[str] | None = None) -> Resampled:
     """Every model's score per benchmark x metric on B resamples of each benchmark's sample ids.
 
     `sample_scores` is the per-sample table (model, benchmark, task, metric, id, value, status, weight);
-    only rows with a valued status (ok, a judge grade from_distribution) count, as in the summary. Benchmarks are resampled in sorted order; the
-    MCQA weighted average is recomputed from the resampled per-benchmark accuracies.
+    only rows with a valued status (ok, a judge grade from_distribution) count, as in the summary. Benchmarks are
+    resampled in sorted order; the MCQA weighted average is recomputed from the resampled per-benchmark accuracies
+    of its members (`mcqa_average`, as in the summary; None: every mcqa benchmark).
     """
     models = sorted(sample_scores["model"].unique().to_list())
     benchmarks = sorted(sample_scores["benchmark"].unique().to_list())
@@ -89,7 +91,8 @@ def resample_model_scores(sample_scores: pl.DataFrame, n_resamples: int, seed: i
             geometric = metric_spec(metric).average == "geometric"
             scores[(benchmark, metric)], counts[(benchmark, metric)] = _weighted_means(values, weights, index, geometric)
     for metric in ("acc", "acc_norm"):
-        parts = [key for key in scores if key[1] == metric and tasks.get(key[0]) == "mcqa"]
+        parts = [key for key in scores if key[1] == metric and tasks.get(key[0]) == "mcqa"
+                 and (mcqa_average is None or key[0] in mcqa_average)]
         if parts:
             total = sum(np.where(np.isfinite(scores[k]), scores[k] * counts[k], 0.0) for k in parts)
             n = sum(np.where(np.isfinite(scores[k]), counts[k], 0) for k in parts)

@@ -316,7 +316,9 @@ def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Pat
             keep = pl.col("model").is_in(list(plan.model_sets[name]))
             resampled = None
             if samples is not None:
-                resampled = resample_model_scores(samples.filter(keep), boot["resamples"], boot.get("seed", 1234))
+                # the average over the members the summary averaged, so the interval is that number's
+                resampled = resample_model_scores(samples.filter(keep), boot["resamples"], boot.get("seed", 1234),
+                                                  plan.mcqa_average)
             cache[name] = Scores(summary.filter(keep), resampled, boot.get("confidence", 0.95), fixed)
         return cache[name]
 

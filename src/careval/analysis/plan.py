@@ -33,6 +33,8 @@ class AnalysisPlan:
     figure_sets: dict[str, tuple[str, ...]]
     # figure 17: the benchmark whose Relaxed Perplexity is correlated with everything else (None: not drawn)
     relaxed_perplexity_anchor: str | None = None
+    # the run's members of mcqa_weighted_average (analysis.mcqa_average), in config order; None: every mcqa benchmark
+    mcqa_average: list[str] | None = None
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (family == "relaxed_perplexity_vs_all"
@@ -84,8 +86,26 @@ def _model_sets(analysis: dict, models: list[str]) -> tuple[dict[str, tuple[str,
     return {name: members for name, members in defined.items() if name in used}, figure_sets
 
 
-def analysis_plan(config: dict, open_benchmarks: list[str]) -> AnalysisPlan:
-    """The plan of a config (defaults filled from the schema); raise AnalysisConfigError on a dangling name."""
+def _mcqa_average(analysis: dict, tasks: dict[str, str], known: dict[str, str] | None) -> list[str]:
+    """The configured average's members that this config runs; a name that is no mcqa benchmark is an error."""
+    chosen = analysis["mcqa_average"]  # the schema fills the default (the paper's set)
+    # checked against the catalogue where given, so a misspelt name is caught even when it is not run
+    unknown = [b for b in chosen if known is not None and b not in known]
+    if unknown:
+        raise AnalysisConfigError(f"analysis.mcqa_average: {', '.join(unknown)} is not a benchmark of the catalogue")
+    catalogue = known if known is not None else tasks
+    not_mcqa = [b for b in chosen if catalogue.get(b, "mcqa") != "mcqa"]
+    if not_mcqa:
+        raise AnalysisConfigError(f"analysis.mcqa_average: {', '.join(not_mcqa)} is not an mcqa benchmark")
+    return [b for b in chosen if b in tasks]
+
+
+def analysis_plan(config: dict, open_benchmarks: list[str], tasks: dict[str, str] | None = None,
+                  known: dict[str, str] | None = None) -> AnalysisPlan:
+    """The plan of a config (defaults filled from the schema); raise AnalysisConfigError on a dangling name.
+
+    `tasks`: the task of each benchmark of the run; `known`: that of each catalogue benchmark.
+    """
     analysis = with_schema_defaults(config.get("analysis"), "analysis")
     resilience, consistency = analysis["resilience"], analysis["consistency"]
     rephraser = resilience.get("rephraser")
@@ -106,4 +126,5 @@ def analysis_plan(config: dict, open_benchmarks: list[str]) -> AnalysisPlan:
         model_sets=model_sets,
         figure_sets=figure_sets,
         relaxed_perplexity_anchor=anchor,
+        mcqa_average=None if tasks is None else _mcqa_average(analysis, tasks, known),
     )

@@ -24,7 +24,9 @@ def load_backend(spec: dict[str, Any]) -> Backend:
     ``system_prompt`` (str); ``gpus`` (vllm tensor parallel size, default 1); ``seed``
     (vllm engine seed); ``device`` (hf: "cpu"/"cuda", default cuda if available);
     ``add_bos_token`` (true/false forces add_special_tokens; default: the tokenizer's
-    own default, as lm-eval 0.4.13 -- see tokenization.py); ``vllm_args``
+    own default, as lm-eval 0.4.13 -- see tokenization.py); ``shared_prefix`` (hf: score
+    requests that share a context from one context forward, default true; false = the
+    plain path, for comparison -- hf.py); ``vllm_args``
     (dict of extra ``vllm.LLM`` arguments, e.g. enforce_eager, gpu_memory_utilization).
     ``engine_url_file`` (vllm): the address file of the model's shared vLLM server (rule
     vllm_engine): the backend is then a client of that server (vllm_server.py), waiting for it up
@@ -68,7 +70,9 @@ def load_backend(spec: dict[str, Any]) -> Backend:
     if kind == "hf":
         from .hf import HFBackend
 
-        return HFBackend(**common, threads=spec.get("threads"), device=spec.get("device"))
+        # shared_prefix: the HFBackend default (true) unless the spec says otherwise
+        extra = {"shared_prefix": bool(spec["shared_prefix"])} if "shared_prefix" in spec else {}
+        return HFBackend(**common, threads=spec.get("threads"), device=spec.get("device"), **extra)
     if kind == "vllm" and spec.get("engine_url_file"):
         # a job the model's shared engine serves (rule vllm_engine): no engine here, no vLLM import
         from .vllm_server import VLLMServerBackend

@@ -1,9 +1,21 @@
 """transformers backend (CPU or a single GPU): AutoModelForCausalLM + AutoTokenizer.
 
 Scoring follows lm-evaluation-harness's HFLM (see tokenization.py for the token rules):
-right-padded batches sorted by length (longest first), ``log_softmax`` in float32, results
-in input order. Padding never changes a score: causal attention does not look right, and
-the attention mask hides the padding anyway.
+right-padded batches sorted by length (longest first), ``log_softmax`` in float32 (float64
+for a float64 model), results in input order. Padding never changes a score: causal
+attention does not look right, and the attention mask hides the padding anyway.
+
+Shared prefix (``shared_prefix=True``, the default): requests with the same context ids
+(MCQA options, classification labels, prescriptions; tokenization.shared_prefix_groups)
+run the context once, with ``use_cache``: up to ``batch_size`` contexts per left-padded
+forward. The first token of every continuation is scored from its context's last logits;
+the rest of the continuations run in right-padded batches of ``batch_size`` on top of the
+contexts' keys/values (the DynamicCache rows selected once per continuation, positions
+continuing each context). One-token continuations (the letters protocol) need no second
+forward at all: at most one forward per question, one per ``batch_size`` questions where
+their contexts batch (on CPU only contexts of about the same length share a forward). The scores equal the plain path's up to
+float rounding (tests/backends/test_shared_prefix.py); ``shared_prefix=False`` keeps the
+plain path, which lm-eval's HFLM also takes for multi-token continuations.
 
 Generation: prompts go through chat.format_prompt, are encoded with the same special-token
 rule as scoring, left-truncated to ``max_length - max_new_tokens`` and left-padded in
@@ -26,6 +38,7 @@ Determinism
 """
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 import math
@@ -37,6 +50,7 @@ from tqdm.auto import tqdm
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
+    DynamicCache,
     GenerationConfig,
     LogitsProcessor,
     LogitsProcessorList,
@@ -56,10 +70,15 @@ from .tokenization import (
     rolling_pairs,
     rolling_tokens,
     scoring_window,
+    shared_prefix_groups,
     truncate_at_stop,
 )
 
 log = logging.getLogger(__name__)
+
+# Shared-prefix contexts on CPU: the most left padding a batch of contexts may carry, as a
+# share of its real tokens (HFBackend._context_batches).
+_CPU_PADDING = 0.1
 
 _DTYPES = {
     "float32": torch.float32,
@@ -97,6 +116,7 @@ class HFBackend:
         device: str | None = None,
         add_bos_token: bool | None = None,
         trust_remote_code: bool = False,
+        shared_prefix: bool = True,
     ) -> None:
         if threads:
             torch.set_num_threads(int(threads))
@@ -107,6 +127,7 @@ class HFBackend:
         self.chat_template = bool(chat_template)
         self.system_prompt = system_prompt
         self.batch_size = int(batch_size)
+        self.shared_prefix = bool(shared_prefix)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
         self.tokenizer = AutoTokenizer.from_pretrained(self.path, trust_remote_code=trust_remote_code)
@@ -123,7 +144,10 @@ class HFBackend:
         self.max_length = resolve_max_length(self.config, self.tokenizer, max_length)
         self.pad_id = pad_token_id(self.tokenizer)
         self.prefix_id = prefix_token_id(self.tokenizer)
-        self._has_logits_to_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        params = inspect.signature(self.model.forward).parameters
+        self._has_logits_to_keep = "logits_to_keep" in params
+        # transformers >= 5.2x names the KV cache argument `cache`; earlier 5.x `past_key_values`
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
 
         # Keep only the token ids of the model's generation config (see module docstring).
         source = getattr(self.model, "generation_config", None)
@@ -223,31 +247,110 @@ class HFBackend:
 
     @torch.inference_mode()
     def score_tokens(self, requests: Sequence[tuple[Sequence[int], Sequence[int]]], desc: str = "") -> list[float]:
-        """Log-likelihood of each continuation token list given its context token list.
-
-        Requests whose model inputs are the same tokens (e.g. the judge's five one-token scores
-        after one context) share one forward pass, as lm-eval's one-token-continuation cache does:
-        the logits of a row do not depend on the token it is asked to predict.
-        """
-        items = [scoring_window(c, x, self.max_length) for c, x in requests]
-        # longest first (as lm-eval): the first batch shows the peak memory, batches pad little
-        order = sorted(range(len(items)), key=lambda i: (-len(items[i][0]), tuple(items[i][0])))
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for i in order:
-            groups.setdefault(tuple(items[i][0][:-1]), []).append(i)  # the last token is only a target
-        unique = list(groups.items())
+        """Log-likelihood of each continuation token list given its context token list."""
+        items = [scoring_window(c, x, self.max_length) for c, x in requests]  # raises on bad input first
+        groups, rest = shared_prefix_groups(requests, self.max_length) if self.shared_prefix else ([], range(len(items)))
         results = [math.nan] * len(items)
         bar = tqdm(total=len(items), desc=desc or f"{self.name}: score", unit="req", dynamic_ncols=True)
-        for start in range(0, len(unique), self.batch_size):
-            batch = unique[start : start + self.batch_size]
-            width = max(len(inp) for inp, _ in batch)
+        for members in self._context_batches([len(requests[g[0]][0]) for g in groups], groups):
+            batch = [(list(requests[g[0]][0]), [(i, list(requests[i][1])) for i in g]) for g in members]
+            if self.shared_prefix and self._score_shared(batch, results):
+                bar.update(sum(len(conts) for _, conts in batch))
+            else:  # the model keeps no DynamicCache to continue from: plain path from now on
+                self.shared_prefix = False
+                rest = [*rest, *(i for _, conts in batch for i, _ in conts)]
+        self._score_plain(items, sorted(rest), results, bar)
+        bar.close()
+        return results
+
+    def _context_batches(self, lengths: list[int], groups: list[list[int]]) -> list[list[list[int]]]:
+        """Groups in batches of at most ``batch_size`` contexts, longest first (as the plain path).
+
+        On CPU a batch also ends where its left padding would pass ``_CPU_PADDING`` of its real
+        tokens: a CPU forward costs about its padded tokens, and one context of ~100 tokens
+        already keeps the cores busy, so padding is pure loss there (on a GPU it is nearly free).
+        """
+        limit = _CPU_PADDING if self.device.type == "cpu" else math.inf
+        batches: list[list[list[int]]] = []
+        width = real = 0
+        for g in sorted(range(len(groups)), key=lambda g: (-lengths[g], groups[g][0])):
+            n = lengths[g]
+            grown = batches and len(batches[-1]) < self.batch_size
+            if grown and (len(batches[-1]) + 1) * width - (real + n) <= limit * (real + n):
+                batches[-1].append(groups[g])
+                real += n
+            else:  # sorted longest first: the first context of a batch sets its width
+                batches.append([groups[g]])
+                width = real = n
+        return batches
+
+    def _logprobs(self, logits: torch.Tensor) -> torch.Tensor:
+        # float32 at least (lm-eval), float64 kept for a float64 model
+        return torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
+
+    def _score_shared(self, batch: list[tuple[list[int], list[tuple[int, list[int]]]]], results: list[float]) -> bool:
+        """Score groups of continuations, each sharing its (untruncated) context; see the module docstring.
+
+        The contexts run as one left-padded batch, so every context ends at the same cache index
+        and the continuations follow it directly (as in batched generation; sliding-window layers
+        see the same distances as unpadded). False, with nothing scored, when the model returns
+        no DynamicCache to continue from.
+        """
+        lengths = torch.tensor([len(ctx) for ctx, _ in batch], dtype=torch.long)
+        width = int(lengths.max())
+        input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, (ctx, _) in enumerate(batch):  # left padding
+            input_ids[row, width - len(ctx) :] = torch.tensor(ctx, dtype=torch.long)
+            attention[row, width - len(ctx) :] = 1
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        kwargs: dict[str, Any] = {"logits_to_keep": 1} if self._has_logits_to_keep else {}
+        out = self.model(input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device),
+                         position_ids=positions.to(self.device), use_cache=True, **kwargs)
+        cache = out.get("cache", out.get("past_key_values"))
+        more = [(row, i, x) for row, (_, conts) in enumerate(batch) for i, x in conts if len(x) > 1]
+        if more and not isinstance(cache, DynamicCache):
+            return False
+        first = self._logprobs(out.logits[:, -1])  # each context's last position: the first tokens
+        scores = {i: [first[row, x[0]]] for row, (_, conts) in enumerate(batch) for i, x in conts}
+        more.sort(key=lambda item: -len(item[2]))  # little padding per continuation batch
+        chunks = [more[k : k + self.batch_size] for k in range(0, len(more), self.batch_size)]
+        for k, chunk in enumerate(chunks):
+            rows = torch.tensor([row for row, _, _ in chunk], dtype=torch.long)
+            # each forward appends to the cache it is given: copy it for all but the last batch
+            past = cache if k == len(chunks) - 1 else copy.deepcopy(cache)
+            past.batch_select_indices(rows.to(self.device))  # a context's row once per continuation
+            span = len(chunk[0][2]) - 1  # the last token is only a target
+            ids = torch.full((len(chunk), span), self.pad_id, dtype=torch.long)
+            for j, (_, _, x) in enumerate(chunk):  # right padding: never seen by the real tokens
+                ids[j, : len(x) - 1] = torch.tensor(x[:-1], dtype=torch.long)
+            mask = torch.cat([attention[rows], torch.ones((len(chunk), span), dtype=torch.long)], dim=1)
+            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                position_ids=(lengths[rows][:, None] + torch.arange(span)).to(self.device),
+                                use_cache=True, **{self._cache_arg: past}).logits
+            for j, (_, i, x) in enumerate(chunk):
+                logprobs = self._logprobs(logits[j, : len(x) - 1])
+                target = torch.tensor(x[1:], dtype=torch.long, device=logprobs.device)
+                scores[i].extend(logprobs.gather(-1, target[:, None])[:, 0])
+        for i, parts in scores.items():
+            results[i] = float(torch.stack(parts).sum())
+        return True
+
+    def _score_plain(self, items: list[tuple[list[int], int]], todo: list[int], results: list[float], bar: Any) -> None:
+        """Each request of ``todo`` run whole (context and continuation), in right-padded batches."""
+        # longest first (as lm-eval): the first batch shows the peak memory, batches pad little
+        order = sorted(todo, key=lambda i: (-len(items[i][0]), tuple(items[i][0])))
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            inputs = [items[i][0][:-1] for i in batch]  # the last token is only a target
+            width = max(len(x) for x in inputs)
             input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
             attention = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, (inp, _) in enumerate(batch):  # right padding
+            for row, inp in enumerate(inputs):  # right padding
                 input_ids[row, : len(inp)] = torch.tensor(inp, dtype=torch.long)
                 attention[row, : len(inp)] = 1
             # logits are only needed from the earliest continuation position on
-            first = min(len(inp) - items[i][1] for inp, members in batch for i in members)
+            first = min(len(inputs[row]) - items[i][1] for row, i in enumerate(batch))
             kwargs: dict[str, Any] = {}
             offset = 0
             if self._has_logits_to_keep:
@@ -259,16 +362,13 @@ class HFBackend:
                 use_cache=False,
                 **kwargs,
             ).logits
-            for row, (inp, members) in enumerate(batch):
-                end = len(inp) - offset  # logits at p predict token p + 1
-                for i in members:
-                    tokens, n_cont = items[i]
-                    logprobs = torch.log_softmax(logits[row, end - n_cont : end].float(), dim=-1)
-                    target = torch.tensor(tokens[-n_cont:], dtype=torch.long, device=logprobs.device)
-                    results[i] = float(logprobs.gather(-1, target[:, None]).sum())
-            bar.update(sum(len(members) for _, members in batch))
-        bar.close()
-        return results
+            for row, i in enumerate(batch):
+                tokens, n_cont = items[i]
+                end = len(inputs[row]) - offset  # logits at p predict token p + 1
+                logprobs = self._logprobs(logits[row, end - n_cont : end])
+                target = torch.tensor(tokens[-n_cont:], dtype=torch.long, device=logprobs.device)
+                results[i] = float(logprobs.gather(-1, target[:, None]).sum())
+            bar.update(len(batch))
 
 
 class _SeededSampler(LogitsProcessor):

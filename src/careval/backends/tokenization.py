@@ -16,6 +16,9 @@ The rules follow lm-evaluation-harness's HFLM / TemplateLM as of lm-eval 0.4.13:
   continuation already starts with it, its first token is (:func:`encode_pair`).
 * scoring window: ``(ctx + cont)[-(max_length + 1):]``; the model sees all but the last
   token, and the last ``len(cont)`` tokens are scored (:func:`scoring_window`).
+* shared prefix: requests with the same context ids whose window is not truncated are
+  scored from one forward of the context (:func:`shared_prefix_groups`); their token
+  splits are the ones above, so the scores are the same up to float rounding.
 * rolling log-likelihood: lm-eval's ``get_rolling_token_windows`` with ``context_len=1``
   followed by ``make_disjoint_window`` (reimplemented below), prefix token = BOS else EOS.
   One deliberate difference: when the tokenizer itself puts the prefix token at the start
@@ -148,6 +151,34 @@ def scoring_window(ctx: Sequence[int], cont: Sequence[int], max_length: int) -> 
         raise ValueError("context encodes to zero tokens; use '' to score from the BOS/EOS token")
     tokens = (list(ctx) + list(cont))[-(max_length + 1):]
     return tokens, n_cont
+
+
+def shared_prefix_groups(
+    requests: Sequence[tuple[Sequence[int], Sequence[int]]], max_length: int
+) -> tuple[list[list[int]], list[int]]:
+    """Indices of the requests that can share one context forward, and of the rest.
+
+    A group is >= 2 requests with identical context ids whose window is not truncated
+    (``len(ctx) + len(cont) <= max_length + 1``): only then is the model input the whole
+    context followed by the continuation, so the context's keys/values are the same for
+    every member. Truncated requests (their window starts at a continuation-dependent
+    token) and lone contexts go to the rest, scored whole as before. Groups in order of
+    first occurrence, members in input order.
+    """
+    by_context: dict[tuple[int, ...], list[int]] = {}
+    rest: list[int] = []
+    for i, (ctx, cont) in enumerate(requests):
+        if 0 < len(ctx) and 0 < len(cont) and len(ctx) + len(cont) <= max_length + 1:
+            by_context.setdefault(tuple(ctx), []).append(i)
+        else:
+            rest.append(i)
+    groups = []
+    for members in by_context.values():
+        if len(members) > 1:
+            groups.append(members)
+        else:
+            rest.extend(members)
+    return groups, sorted(rest)
 
 
 def generation_tokens(

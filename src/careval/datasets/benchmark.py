@@ -17,6 +17,10 @@ DEMO_DIR = REPO_ROOT / "resources" / "demo"
 
 # Tasks whose every benchmark generates text; classification generates only in `mode: generate`.
 GENERATING_TASKS: tuple[str, ...] = ("open", "extraction")
+# How an MCQA benchmark is scored: "letters" lists the options as "A. ..." in the prompt and scores
+# the letters (lm-eval's medqa_4options, medmcqa, mmlu, careqa); "cloze" scores each option's text
+# (lm-eval's pubmedqa, headqa).
+MCQA_STYLES: tuple[str, ...] = ("letters", "cloze")
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class Benchmark:
     # text metrics score a sample only when its output and reference have at least this many characters
     # (the authors' process_results: 1, 5 for MTS-Dialog and MIMIC-III, 10 for OLAPH); else status too_short
     min_chars: int = 1
+    mcqa_style: str = "cloze"
+    style_prompts: dict[str, str] = field(default_factory=dict)  # the catalogue's prompt of each mcqa style
 
     @property
     def generates(self) -> bool:

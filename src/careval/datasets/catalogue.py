@@ -15,6 +15,18 @@ from careval.datasets.benchmark import DEMO_DIR, Benchmark, HFSource, LocalSourc
 PARQUET = "refs/convert/parquet"
 
 MCQA_PROMPT = "Question: {question}\nAnswer:"
+# The authors' MCQA prompts (lm-eval 0.4.13): {options} fills as "A. ..." lines, and the letters
+# " A".." D" are the continuations scored (mcqa_style "letters"; tasks/mcqa.py).
+MEDQA_LETTERS_PROMPT = "Question: {question}\n{options}\nAnswer:"  # medqa/preprocess_medqa.py
+CHOICES_LETTERS_PROMPT = "Question: {question}\nChoices:\n{options}\nAnswer:"  # medmcqa, careqa utils.py
+PUBMEDQA_PROMPT = "Abstract: {context}\nQuestion: {question}\nAnswer:"  # pubmedqa/preprocess_pubmedqa.py
+
+
+def _styled(style: str, letters: str, cloze: str) -> dict:
+    """An MCQA entry's style keys: its default `style` and the prompt of each style (config `mcqa_style:`)."""
+    prompts = {"letters": letters, "cloze": cloze}
+    return {"mcqa_style": style, "prompt": prompts[style], "style_prompts": prompts}
+
 OPEN_QA_PROMPT = (
     "You are a medical expert. Answer the following question accurately and concisely.\n\n"
     "Question: {question}\nAnswer:"
@@ -87,12 +99,17 @@ MEDLFQA_META = {"must_have": "Must_have", "nice_to_have": "Nice_to_have"}
 
 
 def _mmlu(subject: str) -> Benchmark:
+    topic = subject.replace("_", " ")
     return Benchmark(
         name=f"mmlu_{subject}",
         task="mcqa",
         source=HFSource("cais/mmlu", config=subject, split="test"),
         fields={"question": "question", "options": "choices", "answer": "answer"},
-        prompt=MCQA_PROMPT,
+        # lm-eval's mmlu/default (its `description` line, then doc_to_text) and, for cloze, mmlu/continuation
+        **_styled("letters",
+                  letters=f"The following are multiple choice questions (with answers) about {topic}.\n\n"
+                          "{question}\n{options}\nAnswer:",
+                  cloze=f"The following are questions (with answers) about {topic}.\n\nQuestion: {{question}}\nAnswer:"),
         description=f"MMLU {subject.replace('_', ' ')} (test)",
         # the MLILAB-FedLLM re-host of the test CSVs: a header row, choice0..choice3, the answer as
         # a digit, every subject in one file (the sample adds `subject`)
@@ -124,7 +141,7 @@ CATALOGUE: list[Benchmark] = [
         task="mcqa",
         source=LocalSource(str(DEMO_DIR / "demo_mcqa.jsonl")),
         fields={"id": "id", "question": "question", "options": "options", "answer": "answer"},
-        prompt=MCQA_PROMPT,
+        **_styled("cloze", letters=CHOICES_LETTERS_PROMPT, cloze=MCQA_PROMPT),
         description="careval demo: four-option medical MCQA written by the project",
         meta_fields=("topic",),
     ),
@@ -151,7 +168,7 @@ CATALOGUE: list[Benchmark] = [
         task="mcqa",
         source=HFSource("GBaker/MedQA-USMLE-4-options", split="test"),
         fields={"question": "question", "options": "options", "answer": "answer_idx"},
-        prompt=MCQA_PROMPT,
+        **_styled("letters", letters=MEDQA_LETTERS_PROMPT, cloze=MCQA_PROMPT),
         answer_format="letter",
         description="MedQA (USMLE, 4 options)",
     ),
@@ -161,7 +178,7 @@ CATALOGUE: list[Benchmark] = [
         # lm-eval's medmcqa: the validation split stands in for the test set (hidden answers)
         source=HFSource("openlifescienceai/medmcqa", split="validation"),
         fields={"id": "id", "question": "question", "options": ["opa", "opb", "opc", "opd"], "answer": "cop"},
-        prompt=MCQA_PROMPT,
+        **_styled("letters", letters=CHOICES_LETTERS_PROMPT, cloze=MCQA_PROMPT),
         description="MedMCQA (validation split, 4 options)",
         meta_fields=("subject_name",),
         # the Medpredict re-host: `choices` prefixed "A. ".."D. ", 0-based `answer`, no id
@@ -175,7 +192,9 @@ CATALOGUE: list[Benchmark] = [
         fields={"id": "pubid", "question": "QUESTION", "context": "CONTEXTS", "answer": "final_decision"},
         choices=("yes", "no", "maybe"),
         answer_format="text",
-        prompt="Abstract: {context}\nQuestion: {question}\nAnswer:",
+        # lm-eval's pubmedqa scores the words yes/no/maybe (cloze); letters lists them as medmcqa does
+        **_styled("cloze", letters="Abstract: {context}\nQuestion: {question}\nChoices:\n{options}\nAnswer:",
+                  cloze=PUBMEDQA_PROMPT),
         description="PubMedQA (PQA-L, yes/no/maybe)",
     ),
     *[_mmlu(subject) for subject in MMLU_MEDICAL],
@@ -184,7 +203,7 @@ CATALOGUE: list[Benchmark] = [
         task="mcqa",
         source=HFSource("HPAI-BSC/CareQA", config="CareQA_en", split="test"),
         fields={"id": "unique_id", "question": "question", "options": ["op1", "op2", "op3", "op4"], "answer": "cop"},
-        prompt=MCQA_PROMPT,
+        **_styled("letters", letters=CHOICES_LETTERS_PROMPT, cloze=MCQA_PROMPT),
         answer_format="index1",
         description="CareQA-Close, English (Spanish MIR exams)",
         meta_fields=("category", "year"),
@@ -194,7 +213,8 @@ CATALOGUE: list[Benchmark] = [
         task="mcqa",
         source=HFSource("HPAI-BSC/CareQA", config="CareQA_es", split="test"),
         fields={"id": "unique_id", "question": "question", "options": ["op1", "op2", "op3", "op4"], "answer": "cop"},
-        prompt="Pregunta: {question}\nRespuesta:",
+        # lm-eval's careqa_es includes careqa_en: the same English "Question:/Choices:/Answer:" frame
+        **_styled("letters", letters=CHOICES_LETTERS_PROMPT, cloze="Pregunta: {question}\nRespuesta:"),
         answer_format="index1",
         description="CareQA-Close, Spanish",
         meta_fields=("category", "year"),
@@ -206,7 +226,8 @@ CATALOGUE: list[Benchmark] = [
         # qid repeats across exams, so the id is exam/qid (transform)
         fields={"id": "exam_qid", "question": "qtext", "options": "answers[].atext", "answer": "ra"},
         transform="headqa_ids",
-        prompt=MCQA_PROMPT,
+        # lm-eval's headqa_en scores each answer's text (cloze) after "Question: {{qtext}}\nAnswer:"
+        **_styled("cloze", letters=CHOICES_LETTERS_PROMPT, cloze=MCQA_PROMPT),
         answer_format="index1",
         description="HEAD-QA, English (Spanish healthcare specialisation exams)",
         meta_fields=("category", "year"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from careval.datasets.benchmark import CHOICE_TASKS, Benchmark, LocalSource
+from careval.datasets.benchmark import CHOICE_TASKS, MCQA_STYLES, Benchmark, LocalSource
 from careval.datasets.catalogue import CATALOGUE
 from careval.tasks.prompts import check_prompt
 
@@ -30,6 +30,8 @@ def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
         entry = replace(entry, **entry.formats[overrides["format"]])
     if overrides.get("path"):
         entry = replace(entry, source=LocalSource(overrides["path"]))
+    if overrides.get("mcqa_style"):
+        entry = _with_style(entry, overrides["mcqa_style"], name)
     for key in ("prompt", "max_new_tokens", "mode", "on_bad_row", "select"):
         if overrides.get(key):
             entry = replace(entry, **{key: overrides[key]})
@@ -38,5 +40,15 @@ def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
     # checked here, where the config is read, not by a KeyError inside inference after the model loads
     key = f"benchmarks.{name}.prompt" if overrides.get("prompt") else f"the catalogue's prompt of '{name}'"
     check_prompt(entry.prompt, entry.task, has_context="context" in entry.fields,
-                 has_options=entry.task in CHOICE_TASKS, key=key)
+                 has_options=entry.task in CHOICE_TASKS, key=key, mcqa_style=entry.mcqa_style)
     return entry
+
+
+def _with_style(entry: Benchmark, style: str, name: str) -> Benchmark:
+    """The entry scored in `style`, with that style's catalogue prompt (a `prompt:` override still wins)."""
+    if entry.task != "mcqa":
+        raise UnknownBenchmarkError(f"benchmarks.{name}.mcqa_style: '{name}' is not an mcqa benchmark "
+                                    f"(task {entry.task}); only mcqa benchmarks have a style")
+    if style not in MCQA_STYLES:
+        raise UnknownBenchmarkError(f"benchmarks.{name}.mcqa_style: unknown style '{style}' (known: {', '.join(MCQA_STYLES)})")
+    return replace(entry, mcqa_style=style, prompt=entry.style_prompts.get(style, entry.prompt))

@@ -44,12 +44,14 @@ def _placeholders(template: str, key: str) -> list[str]:
     return names
 
 
-def check_prompt(template: str, task: str, has_context: bool, has_options: bool, key: str) -> None:
+def check_prompt(template: str, task: str, has_context: bool, has_options: bool, key: str,
+                 mcqa_style: str = "cloze") -> None:
     """Raise PromptTemplateError unless `template` fills every sample of the task with what it needs.
 
     {question} is every sample's own text: without it each sample gets the same prompt. {context}
     and {options} must appear when the benchmark has them to show (a context field; the options of
-    a classification or prescription prompt) and must not when it has not: they would fill as "".
+    a classification or prescription prompt, or of an MCQA prompt in the letters style) and must
+    not when it has not: they would fill as "".
     """
     used = set(_placeholders(template, key))
     if "question" not in used:
@@ -60,5 +62,8 @@ def check_prompt(template: str, task: str, has_context: bool, has_options: bool,
         raise PromptTemplateError(f"{key}: {{context}} but the benchmark maps no context field, so it would be empty")
     if task in OPTIONS_LISTED_TASKS and "options" not in used:
         raise PromptTemplateError(f"{key}: no {{options}} placeholder, but a {task} prompt lists the options")
+    if task == "mcqa" and mcqa_style == "letters" and "options" not in used:
+        raise PromptTemplateError(f"{key}: no {{options}} placeholder, but the letters style scores the letters "
+                                  "of the options the prompt lists")
     if not has_options and "options" in used:
         raise PromptTemplateError(f"{key}: {{options}} but {task} samples have no options, so it would be empty")

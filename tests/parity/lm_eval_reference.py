@@ -1,0 +1,65 @@
+"""lm-eval's own reading of its MCQA task files (lm-eval 0.4.13), for the parity tests.
+
+The prompt lm-eval scores for a zero-shot multiple_choice task is `description + doc_to_text(doc)`
+(ConfigurableTask.fewshot_context) and each choice is `target_delimiter + choice`
+(construct_requests); doc_to_text / doc_to_choice are a !function, a Jinja template or a list.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TASK_FILES = {
+    "medqa": "medqa/medqa.yaml",
+    "medmcqa": "medmcqa/medmcqa.yaml",
+    "pubmedqa": "pubmedqa/pubmedqa.yaml",
+    "mmlu_anatomy": "mmlu/default/mmlu_anatomy.yaml",
+    "careqa_en": "careqa/careqa_en.yaml",
+    "careqa_es": "careqa/careqa_es.yaml",
+    "headqa": "headqa/headqa_en.yaml",
+}
+
+
+def task_file(benchmark: str) -> Path:
+    import lm_eval.tasks
+
+    return Path(lm_eval.tasks.__file__).parent / TASK_FILES[benchmark]
+
+
+def task_config(benchmark: str) -> dict:
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    return load_yaml(task_file(benchmark))
+
+
+def _field(cfg: dict, key: str, doc: dict):
+    from lm_eval.utils import apply_template
+
+    value = cfg[key]
+    if callable(value):
+        return value(doc)
+    if isinstance(value, str):
+        return apply_template(value, doc)
+    return value
+
+
+def lm_eval_request(benchmark: str, doc: dict) -> tuple[str, list[str]]:
+    """(context, continuations) lm-eval scores for `doc` of the benchmark's task, zero-shot."""
+    from lm_eval.utils import apply_template
+
+    cfg = task_config(benchmark)
+    context = apply_template(cfg.get("description", ""), doc) + _field(cfg, "doc_to_text", doc)
+    choices = _field(cfg, "doc_to_choice", doc)
+    if isinstance(choices, str):  # a Jinja template renders the list as its repr (lm-eval literal_evals it)
+        choices = ast.literal_eval(choices)
+    return context, [cfg.get("target_delimiter", " ") + choice for choice in choices]
+
+
+def lm_eval_target(benchmark: str, doc: dict) -> int:
+    """The gold choice index as lm-eval's doc_to_target reads it (a field name, a template, a function)."""
+    cfg = task_config(benchmark)
+    spec = cfg["doc_to_target"]
+    target = doc[spec] if isinstance(spec, str) and spec in doc else _field(cfg, "doc_to_target", doc)
+    if isinstance(target, str) and not target.strip().isdigit():  # a choice's text (pubmedqa's "yes")
+        return _field(cfg, "doc_to_choice", doc).index(target)
+    return int(target)
