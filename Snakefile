@@ -1,4 +1,5 @@
 """careval: evaluate healthcare LLMs beyond multiple-choice QA (see README.md)."""
+
 import sys
 
 from careval.plan import ConfigError, build_plan
@@ -27,6 +28,8 @@ config.update(PLAN.config)
 
 
 include: "workflow/rules/common.smk"
+
+
 # the shared engines' address files, before the DAG is built (common.smk, engine_input)
 engine_placeholders()
 

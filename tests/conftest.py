@@ -1,4 +1,5 @@
 """Shared fixtures: the repository root, the real-data samples in ../shared/data, the demo models."""
+
 from __future__ import annotations
 
 from pathlib import Path

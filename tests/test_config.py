@@ -1,4 +1,5 @@
 """The config schema: defaults are filled, and a bad or unknown key is one line naming it."""
+
 import copy
 
 import pytest

@@ -4,6 +4,7 @@ The graph is parsed with ast over src/careval, function-level (lazy) imports inc
 that closes a cycle still ties the two modules together. LAYERS is the module map; run
 `pytest -s tests/test_import_graph.py::test_module_map` to print it with the edges between packages.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,10 +23,17 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Module prefix -> layer (the longest prefix wins). A module may import only from its own layer or below.
 LAYERS: dict[str, int] = {
     # 0 facts: no careval imports (parquet schemas, benchmark specs, config reading, small utilities)
-    "careval.schemas": 0, "careval.datasets.benchmark": 0, "careval.config": 0, "careval.redaction": 0,
-    "careval.textio": 0, "careval.checkpoint": 0, "careval.metrics.registry": 0,
+    "careval.schemas": 0,
+    "careval.datasets.benchmark": 0,
+    "careval.config": 0,
+    "careval.redaction": 0,
+    "careval.textio": 0,
+    "careval.checkpoint": 0,
+    "careval.metrics.registry": 0,
     # 1 engines and model specs
-    "careval.backends": 1, "careval.models": 1, "careval.joblog": 1,
+    "careval.backends": 1,
+    "careval.models": 1,
+    "careval.joblog": 1,
     # 2 metrics: estimators over text, log-likelihoods or a model
     "careval.metrics": 2,
     # 3 tasks: prompts and per-task scoring
@@ -33,11 +41,15 @@ LAYERS: dict[str, int] = {
     # 4 benchmarks: the catalogue, loaders, normalisation
     "careval.datasets": 4,
     # 5 stages: inference, scoring, the CareQA build
-    "careval.inference": 5, "careval.scoring": 5, "careval.careqa": 5,
+    "careval.inference": 5,
+    "careval.scoring": 5,
+    "careval.careqa": 5,
     # 6 jobs that combine stages, and the analyses of their tables
-    "careval.jobs": 6, "careval.analysis": 6,
+    "careval.jobs": 6,
+    "careval.analysis": 6,
     # 7 the config -> plan step, and its command line
-    "careval.plan": 7, "careval.cli": 8,
+    "careval.plan": 7,
+    "careval.cli": 8,
     "careval": 9,  # the package itself
 }
 
@@ -158,8 +170,12 @@ def test_no_package_cycle():
 
 
 def test_metrics_never_import_scoring():
-    edges = [(s, t) for s, ts in GRAPH.items() for t in ts
-             if s.startswith("careval.metrics") and (t == "careval.scoring" or t.startswith("careval.scoring."))]
+    edges = [
+        (s, t)
+        for s, ts in GRAPH.items()
+        for t in ts
+        if s.startswith("careval.metrics") and (t == "careval.scoring" or t.startswith("careval.scoring."))
+    ]
     assert edges == []
 
 
@@ -176,14 +192,24 @@ def test_every_table_schema_is_in_careval_schemas():
         if name == "careval.schemas":
             continue
         for node in ast.parse(path.read_text()).body:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
             elsewhere |= {(name, t.id) for t in targets if isinstance(t, ast.Name) and t.id.endswith("SCHEMA")}
     assert elsewhere == PENDING_SCHEMAS
 
 
 def test_imports_point_down_the_layers():
-    upward = [f"{s} (layer {layer(s)}) -> {t} (layer {layer(t)})"
-              for s, ts in sorted(GRAPH.items()) for t in sorted(ts) if layer(t) > layer(s)]
+    upward = [
+        f"{s} (layer {layer(s)}) -> {t} (layer {layer(t)})"
+        for s, ts in sorted(GRAPH.items())
+        for t in sorted(ts)
+        if layer(t) > layer(s)
+    ]
     assert upward == []
 
 
@@ -206,8 +232,11 @@ def test_module_map(capsys):
 
 def _import(modules: list[str]) -> subprocess.CompletedProcess:
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
-           "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+        "OMP_NUM_THREADS": "1",
+    }
     return subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, env=env, timeout=300)
 
 

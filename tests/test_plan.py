@@ -1,4 +1,5 @@
 """One config -> one plan: schema defaults only, cross-checked names, typed model specs, one-line errors."""
+
 from __future__ import annotations
 
 import copy
@@ -63,36 +64,58 @@ def test_a_skipped_family_never_needs_its_section(demo_raw):
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda c: c["metrics"].pop("judge"),
-         "metrics.judge is not set, but the judge family is computed: set metrics.judge.model or add judge to metrics.skip"),
-        (lambda c: c["metrics"]["judge"].update(model="gpt-5"),
-         "metrics.judge.model: 'gpt-5' is not a key of `models` (have: smollm2-135m-instruct, gemma3-270m, "
-         "qwen2.5-coder-0.5b-instruct)"),
-        (lambda c: c["models"]["gemma3-270m"].update(size="huge"),
-         "models.gemma3-270m.size: 'huge' is not a key of model_sizes (have: none)"),
-        (lambda c: c["models"].update({"gemma3-270m": {"source": "local:/no/such/folder"}}),
-         "models.gemma3-270m.source: local model folder '/no/such/folder' does not exist"),
-        (lambda c: c["metrics"]["judge"].update(model={"source": "local:/no/judge"}),
-         "metrics.judge.model.source: local model folder '/no/judge' does not exist"),
-        (lambda c: c["benchmarks"].update(medqa_typo=None),
-         "unknown benchmark 'medqa_typo' in config: known are"),
-        (lambda c: c["metrics"]["relaxed_perplexity"].update(benchmarks=["demo_mcqa"]),
-         "metrics.relaxed_perplexity.benchmarks: demo_mcqa is not an open-ended benchmark of this config "
-         "(open-ended: demo_open_qa, demo_note)"),
-        (lambda c: c["analysis"]["resilience"].update(rephraser="nobody"),
-         "analysis.resilience.rephraser: 'nobody'"),
-        (lambda c: c["careqa"]["translator"].update(model="nobody"),
-         "careqa.translator.model: 'nobody' is not a key of `models`"),
-        (lambda c: c["models"]["gemma3-270m"].update(engine="shared"),
-         "models.gemma3-270m.engine: 'shared' needs backend: vllm (this entry's backend is hf)"),
-        (lambda c: c["analysis"].update(mcqa_average=["demo_mcqa", "medqa_typo"]),
-         "analysis.mcqa_average: medqa_typo is not a benchmark of the catalogue"),
-        (lambda c: c["analysis"].update(mcqa_average=["demo_mcqa", "careqa_open"]),
-         "analysis.mcqa_average: careqa_open is not an mcqa benchmark"),
-        (lambda c: c["benchmarks"].update(demo_open_qa={"mcqa_style": "letters"}),
-         "benchmarks.demo_open_qa.mcqa_style: 'demo_open_qa' is not an mcqa benchmark (task open)"),
-        (lambda c: c["benchmarks"].update(demo_mcqa={"mcqa_style": "letters", "prompt": "Q: {question}\nA:"}),
-         "benchmarks.demo_mcqa.prompt: no {options} placeholder, but the letters style scores the letters"),
+        (
+            lambda c: c["metrics"].pop("judge"),
+            "metrics.judge is not set, but the judge family is computed: set metrics.judge.model or add judge to metrics.skip",
+        ),
+        (
+            lambda c: c["metrics"]["judge"].update(model="gpt-5"),
+            "metrics.judge.model: 'gpt-5' is not a key of `models` (have: smollm2-135m-instruct, gemma3-270m, "
+            "qwen2.5-coder-0.5b-instruct)",
+        ),
+        (
+            lambda c: c["models"]["gemma3-270m"].update(size="huge"),
+            "models.gemma3-270m.size: 'huge' is not a key of model_sizes (have: none)",
+        ),
+        (
+            lambda c: c["models"].update({"gemma3-270m": {"source": "local:/no/such/folder"}}),
+            "models.gemma3-270m.source: local model folder '/no/such/folder' does not exist",
+        ),
+        (
+            lambda c: c["metrics"]["judge"].update(model={"source": "local:/no/judge"}),
+            "metrics.judge.model.source: local model folder '/no/judge' does not exist",
+        ),
+        (lambda c: c["benchmarks"].update(medqa_typo=None), "unknown benchmark 'medqa_typo' in config: known are"),
+        (
+            lambda c: c["metrics"]["relaxed_perplexity"].update(benchmarks=["demo_mcqa"]),
+            "metrics.relaxed_perplexity.benchmarks: demo_mcqa is not an open-ended benchmark of this config "
+            "(open-ended: demo_open_qa, demo_note)",
+        ),
+        (lambda c: c["analysis"]["resilience"].update(rephraser="nobody"), "analysis.resilience.rephraser: 'nobody'"),
+        (
+            lambda c: c["careqa"]["translator"].update(model="nobody"),
+            "careqa.translator.model: 'nobody' is not a key of `models`",
+        ),
+        (
+            lambda c: c["models"]["gemma3-270m"].update(engine="shared"),
+            "models.gemma3-270m.engine: 'shared' needs backend: vllm (this entry's backend is hf)",
+        ),
+        (
+            lambda c: c["analysis"].update(mcqa_average=["demo_mcqa", "medqa_typo"]),
+            "analysis.mcqa_average: medqa_typo is not a benchmark of the catalogue",
+        ),
+        (
+            lambda c: c["analysis"].update(mcqa_average=["demo_mcqa", "careqa_open"]),
+            "analysis.mcqa_average: careqa_open is not an mcqa benchmark",
+        ),
+        (
+            lambda c: c["benchmarks"].update(demo_open_qa={"mcqa_style": "letters"}),
+            "benchmarks.demo_open_qa.mcqa_style: 'demo_open_qa' is not an mcqa benchmark (task open)",
+        ),
+        (
+            lambda c: c["benchmarks"].update(demo_mcqa={"mcqa_style": "letters", "prompt": "Q: {question}\nA:"}),
+            "benchmarks.demo_mcqa.prompt: no {options} placeholder, but the letters style scores the letters",
+        ),
     ],
 )
 def test_every_cross_check_is_one_line_naming_the_key(demo_raw, mutate, message):
@@ -106,8 +129,15 @@ def test_every_cross_check_is_one_line_naming_the_key(demo_raw, mutate, message)
 def test_score_files_follow_the_families_of_each_benchmark(demo_raw):
     plan = build_plan(demo_raw)
     assert plan.families("demo_mcqa") == ["accuracy"]
-    assert plan.families("demo_open_qa") == ["rouge", "bleu", "bertscore", "moverscore", "perplexity", "judge",
-                                             "relaxed_perplexity"]
+    assert plan.families("demo_open_qa") == [
+        "rouge",
+        "bleu",
+        "bertscore",
+        "moverscore",
+        "perplexity",
+        "judge",
+        "relaxed_perplexity",
+    ]
     # the judge and Relaxed Perplexity run on demo_open_qa only (metrics.<family>.benchmarks)
     assert plan.families("demo_note") == ["rouge", "bleu", "bertscore", "moverscore", "perplexity"]
     assert len(plan.score_files()) == 3 * (1 + 7 + 5)
@@ -117,13 +147,17 @@ def test_the_elo_csv_is_checked_when_the_plan_is_built(demo_raw, tmp_path):
     elo = tmp_path / "elo.csv"
     elo.write_text("model,elo\nSmolLM2-135m-instruct,1000\ngemma3-270m,1100\n")
     demo_raw["analysis"]["elo_csv"] = str(elo)
-    with pytest.raises(ConfigError, match=r"^analysis.elo_csv: .*elo.csv: model 'SmolLM2-135m-instruct' is not in the "
-                                          r"config; did you mean 'smollm2-135m-instruct'\?"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^analysis.elo_csv: .*elo.csv: model 'SmolLM2-135m-instruct' is not in the "
+        r"config; did you mean 'smollm2-135m-instruct'\?",
+    ):
         build_plan(demo_raw)
     elo.write_text("model,elo\nsmollm2-135m-instruct,1000\ngpt-4o,1300\n")
     assert build_plan(demo_raw).elo_warning == (
         "1 Elo CSV model(s) not in the config, ignored: gpt-4o; 2 configured model(s) without an Elo, not in the "
-        "Elo figure: gemma3-270m, qwen2.5-coder-0.5b-instruct")
+        "Elo figure: gemma3-270m, qwen2.5-coder-0.5b-instruct"
+    )
     elo.write_text("name,score\nx,1\n")
     with pytest.raises(ConfigError, match=r"^analysis.elo_csv: .*elo.csv:1: header lacks column\(s\) model, elo"):
         build_plan(demo_raw)
@@ -142,7 +176,9 @@ def test_paper_sets_are_appendix_bs_and_figure_17_needs_relaxed_perplexity(paper
     assert plan.analysis.figure_sets["metric_x_metric"] == ("b2",)
     assert "relaxed_perplexity_vs_all_b2" in plan.analysis.figure_names()
     demo_raw["analysis"]["relaxed_perplexity_anchor"] = "demo_note"  # Relaxed Perplexity runs on demo_open_qa only
-    with pytest.raises(ConfigError, match="^analysis.relaxed_perplexity_anchor: 'demo_note' is not scored with Relaxed"):
+    with pytest.raises(
+        ConfigError, match=r"^analysis.relaxed_perplexity_anchor: 'demo_note' is not scored with Relaxed"
+    ):
         build_plan(demo_raw)
     demo_raw["analysis"]["relaxed_perplexity_anchor"] = None
     demo_raw["analysis"]["model_sets"]["demo"].append("gpt-5")
@@ -157,15 +193,24 @@ def test_paper_resilience_is_six_rephrasings_by_an_inline_qwen_on_mediqa(paper_r
     assert "Qwen2.5-72B-Instruct" not in plan.models and "Qwen2.5-72B-Instruct" in plan.entries
     assert plan.analysis.resilience_benchmarks == ["mediqa2019"] and plan.config["analysis"]["resilience"]["k"] == 6
     paper_raw["analysis"]["resilience"]["rephraser"] = {"source": "pypi:x==1"}
-    with pytest.raises(ConfigError, match="analysis.resilience.rephraser"):
+    with pytest.raises(ConfigError, match=r"analysis\.resilience\.rephraser"):
         build_plan(paper_raw)
 
 
 def test_the_mcqa_average_is_the_papers_set_less_what_the_run_lacks(paper_raw, demo_raw):
     # the schema's default: CareQA-Close once (English); careqa_es is reported, not averaged
     assert build_plan(paper_raw).analysis.mcqa_average == [
-        "medmcqa", "pubmedqa", "medqa", "mmlu_anatomy", "mmlu_clinical_knowledge", "mmlu_college_biology",
-        "mmlu_college_medicine", "mmlu_medical_genetics", "mmlu_professional_medicine", "careqa_en"]
+        "medmcqa",
+        "pubmedqa",
+        "medqa",
+        "mmlu_anatomy",
+        "mmlu_clinical_knowledge",
+        "mmlu_college_biology",
+        "mmlu_college_medicine",
+        "mmlu_medical_genetics",
+        "mmlu_professional_medicine",
+        "careqa_en",
+    ]
     assert build_plan(demo_raw).analysis.mcqa_average == ["demo_mcqa"]
     demo_raw["analysis"]["mcqa_average"] = ["medqa", "demo_mcqa", "careqa_en"]
     assert build_plan(demo_raw).analysis.mcqa_average == ["demo_mcqa"]

@@ -1,4 +1,5 @@
 """Metric families over per-sample rows: statuses are counted, corpus values carried, values match the metric library."""
+
 import math
 
 import polars as pl
@@ -11,14 +12,31 @@ from careval.tasks.open import generation_rows, loglik_requests
 
 
 def _samples(references):
-    return pl.DataFrame([
-        {"id": f"s{i}", "benchmark": "b", "task": "open", "question": f"Question {i}?", "context": None,
-         "options": None, "answer": None, "reference": ref, "meta": "{}"} for i, ref in enumerate(references)
-    ], schema=DATASET_SCHEMA)
+    return pl.DataFrame(
+        [
+            {
+                "id": f"s{i}",
+                "benchmark": "b",
+                "task": "open",
+                "question": f"Question {i}?",
+                "context": None,
+                "options": None,
+                "answer": None,
+                "reference": ref,
+                "meta": "{}",
+            }
+            for i, ref in enumerate(references)
+        ],
+        schema=DATASET_SCHEMA,
+    )
 
 
 def test_empty_output_is_nan_with_status_and_others_match_rouge_score():
-    refs = ["Metformin is the first-line drug for type 2 diabetes.", "Aspirin irreversibly inhibits COX-1.", "Rest, ice and elevation."]
+    refs = [
+        "Metformin is the first-line drug for type 2 diabetes.",
+        "Aspirin irreversibly inhibits COX-1.",
+        "Rest, ice and elevation.",
+    ]
     outputs = ["Metformin is first line in type 2 diabetes.", "   ", "Ice and rest help."]
     samples = _samples(refs)
     generations = generation_rows(samples, ["p"] * 3, outputs)
@@ -62,8 +80,12 @@ def test_perplexity_rows_from_logliks_by_hand():
 def test_moverscore_family_matches_the_scorer_and_counts_undefined_pairs():
     from careval.metrics import MoverScorer
 
-    refs = ["Metformin is the first-line drug for type 2 diabetes.", "Aspirin irreversibly inhibits COX-1.",
-            "Rest, ice and elevation.", "Drink fluids."]
+    refs = [
+        "Metformin is the first-line drug for type 2 diabetes.",
+        "Aspirin irreversibly inhibits COX-1.",
+        "Rest, ice and elevation.",
+        "Drink fluids.",
+    ]
     # "?!" keeps no word piece after v2's punctuation filter: the pair has no defined score.
     outputs = ["Metformin is first line in type 2 diabetes.", "Aspirin blocks COX-1 for good.", "?!", ""]
     samples = _samples(refs)
@@ -91,9 +113,13 @@ def test_bleu_family_writes_the_authors_bleu_and_sacrebleu_under_its_name():
     refs = ["The patient has community acquired pneumonia and a fever.", "Start amoxicillin for five days."]
     outputs = ["The patient has community acquired pneumonia.", "Start amoxicillin for seven days."]
     samples = _samples(refs)
-    scores = score_text("bleu", samples, generation_rows(samples, ["p"] * 2, outputs)).filter(pl.col("level") == "sample")
+    scores = score_text("bleu", samples, generation_rows(samples, ["p"] * 2, outputs)).filter(
+        pl.col("level") == "sample"
+    )
     by_metric = {m: scores.filter(pl.col("metric") == m)["value"].to_list() for m in ("bleu", "sacrebleu")}
     assert by_metric["bleu"] == pytest.approx(bleu_hf(outputs, refs))
-    assert by_metric["sacrebleu"] == pytest.approx([sacrebleu.sentence_bleu(o, [r]).score for o, r in zip(outputs, refs)])
+    assert by_metric["sacrebleu"] == pytest.approx(
+        [sacrebleu.sentence_bleu(o, [r]).score for o, r in zip(outputs, refs)]
+    )
     assert 0 < by_metric["bleu"][0] < 1 and by_metric["bleu"][1] == 0.0  # no 4-gram in common: unsmoothed 0
     assert metric_spec("bleu").bounds == (0.0, 1.0) and metric_spec("sacrebleu").bounds == (0.0, 100.0)

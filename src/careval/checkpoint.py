@@ -22,6 +22,7 @@ not, because every request is seeded by (seed, prompt, occurrence of the prompt 
 `batches_keeping_duplicates` keeps every copy of a prompt in one batch, in input order, so each
 copy keeps the occurrence number it has in one whole call.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -112,8 +113,10 @@ class Checkpoint:
         if self.directory.exists():
             found = key_file.read_text().strip() if key_file.is_file() else ""
             if found != key:
-                print(f"{label}: checkpoint {self.directory} was made for other inputs or settings; starting over",
-                      flush=True)
+                print(
+                    f"{label}: checkpoint {self.directory} was made for other inputs or settings; starting over",
+                    flush=True,
+                )
                 shutil.rmtree(self.directory)
         if not key_file.is_file():
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -134,8 +137,10 @@ class Checkpoint:
                 self.computed += 1
             # read back in both cases: the outputs are made of the same bytes whether resumed or not
             frames.append(pl.read_parquet(part))
-        print(f"{self.label}: {len(batches)} batches, {self.resumed} from the checkpoint, {self.computed} computed",
-              flush=True)
+        print(
+            f"{self.label}: {len(batches)} batches, {self.resumed} from the checkpoint, {self.computed} computed",
+            flush=True,
+        )
         return pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=schema)
 
     def discard(self) -> None:

@@ -1,8 +1,9 @@
 """The `careval` command: check a config and print the plan it gives, without Snakemake or any model.
 
-    careval plan config/paper.yaml        # models (backend, GPUs, memory), benchmarks and their metric
-                                          # families, the analyses and figures; exit 2 on a config error
+careval plan config/paper.yaml        # models (backend, GPUs, memory), benchmarks and their metric
+                                      # families, the analyses and figures; exit 2 on a config error
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,10 @@ def describe_plan(plan: Plan) -> list[str]:
     """The plan as lines a person reads before submitting a run."""
     lines = [f"results in {plan.results_dir}/ (logs in {plan.results_dir}/logs/)", "", f"models ({len(plan.models)}):"]
     for spec in plan.models.values():
-        lines.append(f"  {spec.name}: {spec.backend}, {spec.path}, gpus={spec.gpus}, mem_mb={spec.mem_mb}, "
-                     f"runtime={spec.runtime} min, threads={spec.threads}")
+        lines.append(
+            f"  {spec.name}: {spec.backend}, {spec.path}, gpus={spec.gpus}, mem_mb={spec.mem_mb}, "
+            f"runtime={spec.runtime} min, threads={spec.threads}"
+        )
     careqa = [(f"careqa {step}", spec) for step, spec in plan.careqa_llms.items()]
     for role, spec in (("judge", plan.judge), ("resilience rephraser", plan.rephraser), *careqa):
         if spec is not None:
@@ -28,12 +31,17 @@ def describe_plan(plan: Plan) -> list[str]:
     lines += ["", f"benchmarks ({len(plan.benchmarks)}):"]
     for name, entry in plan.benchmarks.items():
         limit = plan.limits[name]
-        lines.append(f"  {name} [{entry.task}{', first ' + str(limit) if limit else ''}]: {', '.join(plan.families(name))}")
+        lines.append(
+            f"  {name} [{entry.task}{', first ' + str(limit) if limit else ''}]: {', '.join(plan.families(name))}"
+        )
     analysis = plan.analysis
-    lines += ["", "analyses:",
-              f"  resilience on: {', '.join(analysis.resilience_benchmarks) or 'off'}",
-              f"  self-consistency on: {', '.join(analysis.consistency_benchmarks) or 'off'}",
-              f"  figures ({len(analysis.figure_names())}): {', '.join(analysis.figure_names())}"]
+    lines += [
+        "",
+        "analyses:",
+        f"  resilience on: {', '.join(analysis.resilience_benchmarks) or 'off'}",
+        f"  self-consistency on: {', '.join(analysis.consistency_benchmarks) or 'off'}",
+        f"  figures ({len(analysis.figure_names())}): {', '.join(analysis.figure_names())}",
+    ]
     if plan.elo_warning:
         lines.append(f"  warning: analysis.elo_csv: {plan.elo_warning}")
     return lines

@@ -1,4 +1,5 @@
 """Load a careval config, fill its defaults and validate it against the JSON schema."""
+
 from __future__ import annotations
 
 import copy

@@ -1,4 +1,5 @@
 """Run one model on one benchmark: generations for open tasks, log-likelihoods for every task."""
+
 from __future__ import annotations
 
 import time
@@ -79,8 +80,10 @@ class OnDemandBackend:
             start = time.perf_counter()
             self._backend = load_backend(self.spec)
             # one line per load: the logs count how often a model was loaded (README, cluster section)
-            print(f"loaded model {self.spec['name']} ({self.spec.get('backend', 'hf')}, gpus={self.spec.get('gpus', 0)}) "
-                  f"in {time.perf_counter() - start:.1f}s")
+            print(
+                f"loaded model {self.spec['name']} ({self.spec.get('backend', 'hf')}, gpus={self.spec.get('gpus', 0)}) "
+                f"in {time.perf_counter() - start:.1f}s"
+            )
         return self._backend
 
 
@@ -90,26 +93,44 @@ def model_facts(spec: dict) -> dict:
     return {key: value for key, value in spec.items() if key != "threads"}
 
 
-def checkpointed_logliks(backend: OnDemandBackend, requests: pl.DataFrame, output: Path, batch_size: int,
-                         label: str) -> tuple[pl.DataFrame, Checkpoint]:
+def checkpointed_logliks(
+    backend: OnDemandBackend, requests: pl.DataFrame, output: Path, batch_size: int, label: str
+) -> tuple[pl.DataFrame, Checkpoint]:
     """score_logliks over batches of `batch_size` samples (a sample's requests stay together), checkpointed beside `output`."""
     ids = requests["id"].unique(maintain_order=True).to_list()
     batches = [[ids[i] for i in batch] for batch in contiguous_batches(len(ids), batch_size)]
-    key = fingerprint(output="loglik", model=model_facts(backend.spec), requests=digest(requests.rows()),
-                      batches=[len(batch) for batch in batches])
+    key = fingerprint(
+        output="loglik",
+        model=model_facts(backend.spec),
+        requests=digest(requests.rows()),
+        batches=[len(batch) for batch in batches],
+    )
     checkpoint = Checkpoint(output, key, label)
-    frame = checkpoint.run(batches, lambda batch: score_logliks(backend(), requests.filter(pl.col("id").is_in(batch))),
-                           LOGLIK_SCHEMA)
+    frame = checkpoint.run(
+        batches, lambda batch: score_logliks(backend(), requests.filter(pl.col("id").is_in(batch))), LOGLIK_SCHEMA
+    )
     return frame, checkpoint
 
 
-def checkpointed_generations(backend: OnDemandBackend, samples: pl.DataFrame, benchmark: Benchmark, sampling: Sampling,
-                             output: Path, batch_size: int) -> tuple[pl.DataFrame, Checkpoint]:
+def checkpointed_generations(
+    backend: OnDemandBackend,
+    samples: pl.DataFrame,
+    benchmark: Benchmark,
+    sampling: Sampling,
+    output: Path,
+    batch_size: int,
+) -> tuple[pl.DataFrame, Checkpoint]:
     """One generation per sample, in batches of prompts (identical prompts together, for their seeds), checkpointed."""
     prompts = open_task.generation_prompts(samples, benchmark.prompt)
     batches = batches_keeping_duplicates(prompts, batch_size)
-    key = fingerprint(output="generations", model=model_facts(backend.spec), sampling=asdict(sampling),
-                      ids=digest(samples["id"]), prompts=digest(prompts), batches=batches)
+    key = fingerprint(
+        output="generations",
+        model=model_facts(backend.spec),
+        sampling=asdict(sampling),
+        ids=digest(samples["id"]),
+        prompts=digest(prompts),
+        batches=batches,
+    )
 
     def compute(batch):
         start = time.perf_counter()
@@ -122,9 +143,16 @@ def checkpointed_generations(backend: OnDemandBackend, samples: pl.DataFrame, be
     return frame[input_order(batches)], checkpoint
 
 
-def run_inference(samples_path: Path, benchmark: Benchmark, spec: dict, generation: dict,
-                  loglik_path: Path, generations_path: Path | None = None,
-                  *, checkpoint_every: int) -> None:
+def run_inference(
+    samples_path: Path,
+    benchmark: Benchmark,
+    spec: dict,
+    generation: dict,
+    loglik_path: Path,
+    generations_path: Path | None = None,
+    *,
+    checkpoint_every: int,
+) -> None:
     """Load the model once; write its log-likelihoods and, when asked, its generations.
 
     Both are computed in batches of `checkpoint_every` samples, each kept in a checkpoint beside its
@@ -134,12 +162,14 @@ def run_inference(samples_path: Path, benchmark: Benchmark, spec: dict, generati
     samples = pl.read_parquet(samples_path)
     sampling = sampling_for(benchmark, generation)  # a bad setting stops the job before any work
     backend = OnDemandBackend(spec)
-    logliks, checkpoint = checkpointed_logliks(backend, loglik_requests(samples, benchmark), loglik_path,
-                                               checkpoint_every, f"{benchmark.name} log-likelihoods")
+    logliks, checkpoint = checkpointed_logliks(
+        backend, loglik_requests(samples, benchmark), loglik_path, checkpoint_every, f"{benchmark.name} log-likelihoods"
+    )
     outputs, checkpoints = {loglik_path: logliks}, [checkpoint]
     if generations_path is not None:
-        frame, checkpoint = checkpointed_generations(backend, samples, benchmark, sampling, generations_path,
-                                                     checkpoint_every)
+        frame, checkpoint = checkpointed_generations(
+            backend, samples, benchmark, sampling, generations_path, checkpoint_every
+        )
         outputs[generations_path] = frame
         checkpoints.append(checkpoint)
     for path, frame in outputs.items():

@@ -4,6 +4,7 @@ Everything written is passed through careval.redaction first, so a registered se
 reaches neither the log nor the console. A secret split across two writes is not caught: the
 messages that can carry one (error excerpts) are redacted whole where they are made.
 """
+
 from __future__ import annotations
 
 import contextlib

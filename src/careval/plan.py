@@ -5,6 +5,7 @@ The Snakefile calls :func:`build_plan` once; every config error is a one-line :c
 raised here, before any job. A family a config skips (``metrics.skip``) or never reaches (no
 benchmark for it) never needs its section: ``metrics.skip: [judge]`` without ``metrics.judge`` plans.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -69,22 +70,32 @@ class Plan:
     def families(self, benchmark: str) -> list[str]:
         """The metric families `benchmark` is scored with under this config."""
         entry = self.benchmarks[benchmark]
-        return [family for family in TASK_FAMILIES[entry.task] + entry.extra_metrics
-                if family not in self.skipped_families
-                and (self.family_benchmarks.get(family) is None or benchmark in self.family_benchmarks[family])]
+        return [
+            family
+            for family in TASK_FAMILIES[entry.task] + entry.extra_metrics
+            if family not in self.skipped_families
+            and (self.family_benchmarks.get(family) is None or benchmark in self.family_benchmarks[family])
+        ]
 
     def score_job_families(self, task: str) -> list[str]:
         """The families the scoring job of a task writes (LLM-based and per-entry ones have their own rules)."""
-        return [family for family in TASK_FAMILIES[task]
-                if FAMILIES[family].job == "score" and family not in self.skipped_families]
+        return [
+            family
+            for family in TASK_FAMILIES[task]
+            if FAMILIES[family].job == "score" and family not in self.skipped_families
+        ]
 
     def repeat_families(self) -> list[str]:
         """The open-ended families recomputed on every rephrasing and sampled answer, by the repeats' scoring job."""
         return [family for family in self.score_job_families("open") if FAMILIES[family].repeats]
 
     def score_files(self) -> list[str]:
-        return [f"{self.results_dir}/scores/{model}/{benchmark}/{family}.parquet"
-                for model in self.models for benchmark in self.benchmarks for family in self.families(benchmark)]
+        return [
+            f"{self.results_dir}/scores/{model}/{benchmark}/{family}.parquet"
+            for model in self.models
+            for benchmark in self.benchmarks
+            for family in self.families(benchmark)
+        ]
 
     def loaded_model(self, name: str) -> ModelSpec:
         """Any model a job loads: an evaluated one, the judge or the rephraser."""
@@ -119,13 +130,19 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
         chosen = (metrics.get(family) or {}).get("benchmarks")
         unknown = [b for b in chosen or [] if b not in open_benchmarks]
         if unknown:
-            raise ConfigError(f"metrics.{family}.benchmarks: {', '.join(unknown)} is not an open-ended benchmark "
-                              f"of this config (open-ended: {', '.join(open_benchmarks) or 'none'})")
+            raise ConfigError(
+                f"metrics.{family}.benchmarks: {', '.join(unknown)} is not an open-ended benchmark "
+                f"of this config (open-ended: {', '.join(open_benchmarks) or 'none'})"
+            )
         family_benchmarks[family] = None if chosen is None else tuple(chosen)
 
     try:
-        analysis = analysis_plan(config, open_benchmarks, {name: entry.task for name, entry in benchmarks.items()},
-                                 {name: entry.task for name, entry in REGISTRY.items()})
+        analysis = analysis_plan(
+            config,
+            open_benchmarks,
+            {name: entry.task for name, entry in benchmarks.items()},
+            {name: entry.task for name, entry in REGISTRY.items()},
+        )
     except AnalysisConfigError as error:
         raise ConfigError(str(error)) from None
     elo_warning = None
@@ -136,22 +153,35 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
         except EloFileError as error:
             raise ConfigError(f"analysis.elo_csv: {error}") from None
 
-    plan = Plan(config=config, models=models, benchmarks=benchmarks, limits=limits, skipped_families=skipped,
-                family_benchmarks=family_benchmarks, analysis=analysis, elo_warning=elo_warning)
+    plan = Plan(
+        config=config,
+        models=models,
+        benchmarks=benchmarks,
+        limits=limits,
+        skipped_families=skipped,
+        family_benchmarks=family_benchmarks,
+        analysis=analysis,
+        elo_warning=elo_warning,
+    )
     anchor = analysis.relaxed_perplexity_anchor
     if anchor is not None and "relaxed_perplexity" not in plan.families(anchor):
-        raise ConfigError(f"analysis.relaxed_perplexity_anchor: '{anchor}' is not scored with Relaxed Perplexity "
-                          f"under this config (see metrics.relaxed_perplexity.benchmarks and metrics.skip)")
+        raise ConfigError(
+            f"analysis.relaxed_perplexity_anchor: '{anchor}' is not scored with Relaxed Perplexity "
+            f"under this config (see metrics.relaxed_perplexity.benchmarks and metrics.skip)"
+        )
     judged = any("judge" in plan.families(b) for b in open_benchmarks) and bool(models)
     judge = _judge(config, models, spec_of) if judged else None
     rephraser = _rephraser(config, models, spec_of) if analysis.resilience_benchmarks else None
     entries = dict(config["models"])
-    for spec, value in ((judge, judge and config["metrics"]["judge"]["model"]),
-                        (rephraser, rephraser and config["analysis"]["resilience"]["rephraser"])):
+    for spec, value in (
+        (judge, judge and config["metrics"]["judge"]["model"]),
+        (rephraser, rephraser and config["analysis"]["resilience"]["rephraser"]),
+    ):
         if isinstance(value, dict):
             entries[spec.name] = value
-    return replace(plan, judge=judge, rephraser=rephraser, careqa_llms=_careqa_llms(config, models, resources),
-                   entries=entries)
+    return replace(
+        plan, judge=judge, rephraser=rephraser, careqa_llms=_careqa_llms(config, models, resources), entries=entries
+    )
 
 
 def inline_model_name(entry: dict) -> str:
@@ -173,14 +203,17 @@ def _named_or_inline(value, models: dict[str, ModelSpec], key: str, spec_of) -> 
 def _judge(config: dict, models: dict[str, ModelSpec], spec_of) -> ModelSpec:
     judge = config["metrics"].get("judge")
     if not judge:
-        raise ConfigError("metrics.judge is not set, but the judge family is computed: set metrics.judge.model "
-                          "or add judge to metrics.skip")
+        raise ConfigError(
+            "metrics.judge is not set, but the judge family is computed: set metrics.judge.model "
+            "or add judge to metrics.skip"
+        )
     return _named_or_inline(judge.get("model"), models, "metrics.judge.model", spec_of)
 
 
 def _rephraser(config: dict, models: dict[str, ModelSpec], spec_of) -> ModelSpec:
-    return _named_or_inline(config["analysis"]["resilience"]["rephraser"], models, "analysis.resilience.rephraser",
-                            spec_of)
+    return _named_or_inline(
+        config["analysis"]["resilience"]["rephraser"], models, "analysis.resilience.rephraser", spec_of
+    )
 
 
 def _careqa_llms(config: dict, models: dict[str, ModelSpec], resources: dict) -> dict[str, ModelSpec]:
@@ -192,8 +225,13 @@ def _careqa_llms(config: dict, models: dict[str, ModelSpec], resources: dict) ->
             continue
         key = f"careqa.{step}"
         if settings.get("endpoint"):
-            specs[step] = endpoint_spec(f"{step}:{settings['endpoint']['model']}", settings["endpoint"],
-                                        settings.get("system_prompt"), resources, key=f"{key}.endpoint")
+            specs[step] = endpoint_spec(
+                f"{step}:{settings['endpoint']['model']}",
+                settings["endpoint"],
+                settings.get("system_prompt"),
+                resources,
+                key=f"{key}.endpoint",
+            )
             continue
         name = settings["model"]
         if name not in models:

@@ -1,4 +1,5 @@
 """Keep secrets (API keys) out of every message and log: a process-wide list of secrets and the redactor."""
+
 from __future__ import annotations
 
 import re

@@ -3,6 +3,7 @@
 Each name says which stage's table it is (README "Outputs" gives the paths). This module imports
 nothing of careval, so any layer may read a schema without pulling in the code that writes it.
 """
+
 from __future__ import annotations
 
 import polars as pl
@@ -10,21 +11,27 @@ import polars as pl
 # --- datasets: resources/datasets/<benchmark>.parquet, the canonical sample of every benchmark.
 # Nothing downstream of a loader knows a source's own field names.
 DATASET_SCHEMA: dict[str, pl.DataType] = {
-    "id": pl.String,          # unique within a benchmark
-    "benchmark": pl.String,   # registry name, e.g. "demo_mcqa"
-    "task": pl.String,        # one of careval.datasets.benchmark.TASKS
-    "question": pl.String,    # the prompt body (question, dialogue, text to summarise)
-    "context": pl.String,     # optional supporting text (abstract, dialogue); may be null
+    "id": pl.String,  # unique within a benchmark
+    "benchmark": pl.String,  # registry name, e.g. "demo_mcqa"
+    "task": pl.String,  # one of careval.datasets.benchmark.TASKS
+    "question": pl.String,  # the prompt body (question, dialogue, text to summarise)
+    "context": pl.String,  # optional supporting text (abstract, dialogue); may be null
     "options": pl.List(pl.String),  # the options or class names of a CHOICE_TASKS sample; else null
-    "answer": pl.Int64,       # 0-based gold option index; null for text tasks
-    "reference": pl.String,   # gold text (answer, note, summary, rendered gold relations); null for choice tasks
-    "meta": pl.String,        # JSON object with source-specific extras
+    "answer": pl.Int64,  # 0-based gold option index; null for text tasks
+    "reference": pl.String,  # gold text (answer, note, summary, rendered gold relations); null for choice tasks
+    "meta": pl.String,  # JSON object with source-specific extras
 }
 
 # --- inference: results/generations/<model>/<benchmark>.parquet and results/loglik/...
 GENERATION_SCHEMA = {"id": pl.String, "prompt": pl.String, "output": pl.String, "status": pl.String}
-LOGLIK_SCHEMA = {"id": pl.String, "kind": pl.String, "option": pl.Int64,
-                 "context": pl.String, "continuation": pl.String, "loglik": pl.Float64}
+LOGLIK_SCHEMA = {
+    "id": pl.String,
+    "kind": pl.String,
+    "option": pl.Int64,
+    "context": pl.String,
+    "continuation": pl.String,
+    "loglik": pl.Float64,
+}
 
 # --- repeats: results/rephrase/... and results/consistency/... (k rephrasings, r sampled answers)
 REPEAT_GENERATION_SCHEMA = {"id": pl.String, "repeat": pl.Int64, "output": pl.String, "status": pl.String}
@@ -32,55 +39,147 @@ CONSISTENCY_LOGLIK_SCHEMA = {**LOGLIK_SCHEMA, "repeat": pl.Int64}
 
 # --- scoring: results/scores/<model>/<benchmark>/<family>.parquet, every family the same long layout.
 # `level` is "sample" or "corpus"; `weight` is what a per-sample value counts for when averaged.
-SCORE_SCHEMA = {"id": pl.String, "metric": pl.String, "value": pl.Float64, "status": pl.String,
-                "level": pl.String, "weight": pl.Float64}
+SCORE_SCHEMA = {
+    "id": pl.String,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "status": pl.String,
+    "level": pl.String,
+    "weight": pl.Float64,
+}
 # The judge's score rows carry its probabilities of the scores 1..5 (metrics/judge_distribution.py).
 JUDGE_PROBABILITY_COLUMNS = ("p1", "p2", "p3", "p4", "p5")
-JUDGE_SCORE_SCHEMA = {**SCORE_SCHEMA, **{column: pl.Float64 for column in JUDGE_PROBABILITY_COLUMNS}}
+JUDGE_SCORE_SCHEMA = {**SCORE_SCHEMA, **dict.fromkeys(JUDGE_PROBABILITY_COLUMNS, pl.Float64)}
 # Relaxed Perplexity per (sample, target) before the per-sample mean that goes into SCORE_SCHEMA.
-RELAXED_PERPLEXITY_TARGET_SCHEMA = {"id": pl.String, "target_set": pl.String, "target_index": pl.Int64, "target": pl.String,
-                                    "relaxed_cross_entropy": pl.Float64, "relaxed_perplexity": pl.Float64,
-                                    "status": pl.String}
+RELAXED_PERPLEXITY_TARGET_SCHEMA = {
+    "id": pl.String,
+    "target_set": pl.String,
+    "target_index": pl.Int64,
+    "target": pl.String,
+    "relaxed_cross_entropy": pl.Float64,
+    "relaxed_perplexity": pl.Float64,
+    "status": pl.String,
+}
 # A metric on each repeated output (resilience, self-consistency), before the spread.
-REPEAT_SCORE_SCHEMA = {"id": pl.String, "repeat": pl.Int64, "metric": pl.String, "value": pl.Float64,
-                       "status": pl.String}
+REPEAT_SCORE_SCHEMA = {
+    "id": pl.String,
+    "repeat": pl.Int64,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "status": pl.String,
+}
 
 # How the judge's verdicts were read, per model x benchmark x rubric (judge.py): n_judged answers sent
 # to the judge; of them n_parsed by prometheus-eval's parser, n_from_distribution read from the
 # judge's score distribution, n_parse_error neither; n_not_judged failed or empty answers (and
 # samples without a reference), never sent.
-JUDGE_VERDICTS_SCHEMA = {"model": pl.String, "benchmark": pl.String, "metric": pl.String, "n_judged": pl.Int64,
-                         "n_parsed": pl.Int64, "n_from_distribution": pl.Int64, "n_parse_error": pl.Int64,
-                         "n_not_judged": pl.Int64, "share_parsed": pl.Float64, "share_from_distribution": pl.Float64}
+JUDGE_VERDICTS_SCHEMA = {
+    "model": pl.String,
+    "benchmark": pl.String,
+    "metric": pl.String,
+    "n_judged": pl.Int64,
+    "n_parsed": pl.Int64,
+    "n_from_distribution": pl.Int64,
+    "n_parse_error": pl.Int64,
+    "n_not_judged": pl.Int64,
+    "share_parsed": pl.Float64,
+    "share_from_distribution": pl.Float64,
+}
 # --- summary: results/summary/scores.parquet and results/summary/sample_scores.parquet.
 # n_skipped: source rows dropped at normalisation (`on_bad_row: skip`), the same for every model of a
 # benchmark; null where the normalisation reports were not given (unknown is not zero).
-SUMMARY_SCHEMA = {"model": pl.String, "benchmark": pl.String, "task": pl.String, "metric": pl.String,
-                  "value": pl.Float64, "n": pl.Int64, "n_failed": pl.Int64, "n_skipped": pl.Int64}
+SUMMARY_SCHEMA = {
+    "model": pl.String,
+    "benchmark": pl.String,
+    "task": pl.String,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "n": pl.Int64,
+    "n_failed": pl.Int64,
+    "n_skipped": pl.Int64,
+}
 # The per-sample table the bootstrap resamples: every sample-level score row, labelled.
-SUMMARY_SAMPLE_SCHEMA = {"model": pl.String, "benchmark": pl.String, "task": pl.String, "metric": pl.String,
-                         "id": pl.String, "value": pl.Float64, "status": pl.String, "weight": pl.Float64}
+SUMMARY_SAMPLE_SCHEMA = {
+    "model": pl.String,
+    "benchmark": pl.String,
+    "task": pl.String,
+    "metric": pl.String,
+    "id": pl.String,
+    "value": pl.Float64,
+    "status": pl.String,
+    "weight": pl.Float64,
+}
 
 # --- analysis: correlations, rankings, resilience/consistency spread.
-CORRELATION_SCHEMA = {"analysis": pl.String, "benchmark": pl.String, "metric": pl.String, "x": pl.String,
-                      "y": pl.String, "method": pl.String, "r": pl.Float64, "p_value": pl.Float64,
-                      "ci_low": pl.Float64, "ci_high": pl.Float64, "n_models": pl.Int64, "agreement": pl.Float64}
-RANKING_SCHEMA = {"benchmark": pl.String, "metric": pl.String, "model": pl.String, "value": pl.Float64,
-                  "rank": pl.Int64}
+CORRELATION_SCHEMA = {
+    "analysis": pl.String,
+    "benchmark": pl.String,
+    "metric": pl.String,
+    "x": pl.String,
+    "y": pl.String,
+    "method": pl.String,
+    "r": pl.Float64,
+    "p_value": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "n_models": pl.Int64,
+    "agreement": pl.Float64,
+}
+RANKING_SCHEMA = {
+    "benchmark": pl.String,
+    "metric": pl.String,
+    "model": pl.String,
+    "value": pl.Float64,
+    "rank": pl.Int64,
+}
 # The analysis tables over a model set (analysis.model_sets): correlations, rankings, metric clusters.
 SET_CORRELATION_SCHEMA = {"model_set": pl.String, **CORRELATION_SCHEMA}
 SET_RANKING_SCHEMA = {"model_set": pl.String, **RANKING_SCHEMA}
-CLUSTER_SCHEMA = {"model_set": pl.String, "benchmark": pl.String, "method": pl.String, "cluster": pl.String,
-                  "metric": pl.String}
-SPREAD_SCHEMA = {"model": pl.String, "benchmark": pl.String, "id": pl.String, "metric": pl.String, "n": pl.Int64,
-                 "mean": pl.Float64, "variance": pl.Float64, "scaled_variance": pl.Float64, "cv": pl.Float64}
+CLUSTER_SCHEMA = {
+    "model_set": pl.String,
+    "benchmark": pl.String,
+    "method": pl.String,
+    "cluster": pl.String,
+    "metric": pl.String,
+}
+SPREAD_SCHEMA = {
+    "model": pl.String,
+    "benchmark": pl.String,
+    "id": pl.String,
+    "metric": pl.String,
+    "n": pl.Int64,
+    "mean": pl.Float64,
+    "variance": pl.Float64,
+    "scaled_variance": pl.Float64,
+    "cv": pl.Float64,
+}
 
 # --- CareQA build: the close-ended set (the published HPAI-BSC/CareQA column order), the open-ended set
 # and the translation audit.
-CAREQA_CLOSE_SCHEMA = {"exam_id": pl.Int64, "question": pl.String, "op1": pl.String, "op2": pl.String,
-                       "op3": pl.String, "op4": pl.String, "cop": pl.Int64, "year": pl.Int64,
-                       "category": pl.String, "unique_id": pl.String}
-CAREQA_OPEN_SCHEMA = {"exam_id": pl.Int64, "question": pl.String, "answer": pl.String, "year": pl.Int64,
-                      "category": pl.String, "unique_id": pl.String}
-CAREQA_TRANSLATION_AUDIT_SCHEMA = {"unique_id": pl.String, "field": pl.String, "source": pl.String,
-                                   "output": pl.String, "status": pl.String}
+CAREQA_CLOSE_SCHEMA = {
+    "exam_id": pl.Int64,
+    "question": pl.String,
+    "op1": pl.String,
+    "op2": pl.String,
+    "op3": pl.String,
+    "op4": pl.String,
+    "cop": pl.Int64,
+    "year": pl.Int64,
+    "category": pl.String,
+    "unique_id": pl.String,
+}
+CAREQA_OPEN_SCHEMA = {
+    "exam_id": pl.Int64,
+    "question": pl.String,
+    "answer": pl.String,
+    "year": pl.Int64,
+    "category": pl.String,
+    "unique_id": pl.String,
+}
+CAREQA_TRANSLATION_AUDIT_SCHEMA = {
+    "unique_id": pl.String,
+    "field": pl.String,
+    "source": pl.String,
+    "output": pl.String,
+    "status": pl.String,
+}

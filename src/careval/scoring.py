@@ -5,6 +5,7 @@ Every family writes the same long layout: id, metric, value, status, level, weig
 benchmark (corpus BLEU, lm-eval's weighted perplexities); `weight` is what a per-sample
 value counts for when averaged (1, or the words/bytes behind a perplexity).
 """
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,9 @@ def _frame(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=SCORE_SCHEMA)
 
 
-def _text_metric_rows(generations: pl.DataFrame, statuses: list[str], values: dict[str, list[float]], ok: list[bool]) -> list[dict]:
+def _text_metric_rows(
+    generations: pl.DataFrame, statuses: list[str], values: dict[str, list[float]], ok: list[bool]
+) -> list[dict]:
     """Spread values computed on the ok samples back over all samples; the rest keep their status and NaN."""
     rows = []
     for metric, scored in values.items():
@@ -38,21 +41,25 @@ def _text_metric_rows(generations: pl.DataFrame, statuses: list[str], values: di
     return rows
 
 
-def _pairs(samples: pl.DataFrame, generations: pl.DataFrame,
-           min_chars: int = 1) -> tuple[list[str], list[str], list[bool], list[str]]:
+def _pairs(
+    samples: pl.DataFrame, generations: pl.DataFrame, min_chars: int = 1
+) -> tuple[list[str], list[str], list[bool], list[str]]:
     joined = generations.join(samples.select("id", "reference"), on="id", how="left", maintain_order="left")
     # the authors' process_results score a pair only when output and reference both have min_chars
     # characters (1, 5 or 10 by task); otherwise every text metric is NaN, which their nanmean drops
-    statuses = ["too_short" if status == "ok" and min(len(out), len(ref or "")) < min_chars else status
-                for status, out, ref in zip(joined["status"], joined["output"], joined["reference"])]
+    statuses = [
+        "too_short" if status == "ok" and min(len(out), len(ref or "")) < min_chars else status
+        for status, out, ref in zip(joined["status"], joined["output"], joined["reference"])
+    ]
     ok = [status == "ok" for status in statuses]
     predictions = [out for out, good in zip(joined["output"], ok) if good]
     references = [ref for ref, good in zip(joined["reference"], ok) if good]
     return predictions, references, ok, statuses
 
 
-def score_text(family: str, samples: pl.DataFrame, generations: pl.DataFrame, options: dict | None = None,
-               min_chars: int = 1) -> pl.DataFrame:
+def score_text(
+    family: str, samples: pl.DataFrame, generations: pl.DataFrame, options: dict | None = None, min_chars: int = 1
+) -> pl.DataFrame:
     options = options or {}
     predictions, references, ok, statuses = _pairs(samples, generations, min_chars)
     extra: list[dict] = []
@@ -60,11 +67,20 @@ def score_text(family: str, samples: pl.DataFrame, generations: pl.DataFrame, op
         values = metrics.rouge(predictions, references) if predictions else {"rouge1": [], "rouge2": [], "rougeL": []}
     elif family == "bleu":
         # `bleu` is the authors' (evaluate's BLEU, 0-1); sacreBLEU (0-100) is kept under its own name
-        values = {"bleu": metrics.bleu_hf(predictions, references) if predictions else [],
-                  "sacrebleu": metrics.bleu_sentence(predictions, references) if predictions else []}
+        values = {
+            "bleu": metrics.bleu_hf(predictions, references) if predictions else [],
+            "sacrebleu": metrics.bleu_sentence(predictions, references) if predictions else [],
+        }
         corpus = metrics.bleu_corpus(predictions, references) if predictions else float("nan")
-        extra.append({"id": None, "metric": "sacrebleu_corpus", "value": corpus,
-                      "status": "ok" if predictions else "no_valid_samples", "level": "corpus"})
+        extra.append(
+            {
+                "id": None,
+                "metric": "sacrebleu_corpus",
+                "value": corpus,
+                "status": "ok" if predictions else "no_valid_samples",
+                "level": "corpus",
+            }
+        )
     elif family == "bertscore":
         if predictions:
             scorer = metrics.BertScorer(**bertscore_kwargs(options))
@@ -133,7 +149,9 @@ def score_perplexity(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.DataFra
         texts = [references[i] for i in ids]
         for bad_id in (i for i, good in zip(subset["id"], finite) if not good):
             for metric in ("word_perplexity", "byte_perplexity", "bits_per_byte"):
-                rows.append({"id": bad_id, "metric": metric + suffix, "value": float("nan"), "status": "invalid_loglik"})
+                rows.append(
+                    {"id": bad_id, "metric": metric + suffix, "value": float("nan"), "status": "invalid_loglik"}
+                )
         if not ids:
             continue
         per_sample = metrics.per_sample_perplexities(lls, texts)
@@ -142,15 +160,30 @@ def score_perplexity(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.DataFra
         weights = {"word_perplexity": words, "byte_perplexity": n_bytes, "bits_per_byte": n_bytes}
         for metric, values in per_sample.items():
             for sample_id, value, weight in zip(ids, values, weights[metric]):
-                rows.append({"id": sample_id, "metric": metric + suffix, "value": float(value),
-                             "status": "ok", "weight": weight})
+                rows.append(
+                    {
+                        "id": sample_id,
+                        "metric": metric + suffix,
+                        "value": float(value),
+                        "status": "ok",
+                        "weight": weight,
+                    }
+                )
         for metric, value in metrics.corpus_perplexities(lls, texts).items():
-            rows.append({"id": None, "metric": metric + suffix, "value": float(value), "status": "ok", "level": "corpus"})
+            rows.append(
+                {"id": None, "metric": metric + suffix, "value": float(value), "status": "ok", "level": "corpus"}
+            )
     return _frame(rows)
 
 
-def family_scores(family: str, samples: pl.DataFrame, generations: pl.DataFrame | None,
-                  logliks: pl.DataFrame | None, options: dict | None = None, min_chars: int = 1) -> pl.DataFrame:
+def family_scores(
+    family: str,
+    samples: pl.DataFrame,
+    generations: pl.DataFrame | None,
+    logliks: pl.DataFrame | None,
+    options: dict | None = None,
+    min_chars: int = 1,
+) -> pl.DataFrame:
     if family == "accuracy":
         return score_mcqa(samples, logliks).with_columns(level=pl.lit("sample"), weight=pl.lit(1.0))
     if family == "perplexity":
@@ -162,8 +195,14 @@ def family_scores(family: str, samples: pl.DataFrame, generations: pl.DataFrame 
     return score_text(family, samples, generations, options, min_chars)
 
 
-def score_benchmark(samples_path: Path, outputs: dict[str, Path], generations_path: Path | None = None,
-                    loglik_path: Path | None = None, options: dict | None = None, min_chars: int = 1) -> None:
+def score_benchmark(
+    samples_path: Path,
+    outputs: dict[str, Path],
+    generations_path: Path | None = None,
+    loglik_path: Path | None = None,
+    options: dict | None = None,
+    min_chars: int = 1,
+) -> None:
     """Every metric family of one model x benchmark, in one job: inputs are read and models loaded once."""
     samples = pl.read_parquet(samples_path)
     generations = pl.read_parquet(generations_path) if generations_path else None
@@ -172,4 +211,3 @@ def score_benchmark(samples_path: Path, outputs: dict[str, Path], generations_pa
         scores = family_scores(family, samples, generations, logliks, (options or {}).get(family, {}), min_chars)
         output.parent.mkdir(parents=True, exist_ok=True)
         scores.write_parquet(output)
-

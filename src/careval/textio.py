@@ -1,4 +1,5 @@
 """Read an input file as text with its encoding checked: a bad byte is one line naming the file, line and column."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,7 +24,7 @@ def decode_text(data: bytes, path: str | Path, encoding: str = "utf-8") -> str:
         line_start = data.rfind(b"\n", 0, error.start) + 1
         line = data.count(b"\n", 0, error.start) + 1
         column = error.start - line_start + 1
-        byte = data[error.start:error.end][:1]
+        byte = data[error.start : error.end][:1]
         raise TextDecodeError(f"{path}:{line}", encoding.upper(), f"byte 0x{byte.hex()} at column {column}") from None
     return text[1:] if text.startswith(BOM) else text
 

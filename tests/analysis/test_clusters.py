@@ -1,12 +1,16 @@
 """Hierarchical clustering finds and names the obvious blocks of a constructed correlation matrix."""
+
 import numpy as np
 
 from careval.analysis.clusters import cluster_metrics
 from careval.metrics.registry import metric_category
 
 NAMES = ["rouge1", "word_perplexity", "bleu", "judge_helpfulness", "bits_per_byte", "bertscore_f1", "byte_perplexity"]
-BLOCKS = {"n-gram": ["rouge1", "bleu", "bertscore_f1"], "perplexity": ["word_perplexity", "bits_per_byte", "byte_perplexity"],
-          "judge": ["judge_helpfulness"]}
+BLOCKS = {
+    "n-gram": ["rouge1", "bleu", "bertscore_f1"],
+    "perplexity": ["word_perplexity", "bits_per_byte", "byte_perplexity"],
+    "judge": ["judge_helpfulness"],
+}
 
 
 def _matrix():
@@ -22,8 +26,11 @@ def _matrix():
 
 def test_three_named_clusters():
     clusters = {c.name: set(c.members) for c in cluster_metrics(NAMES, _matrix(), min_correlation=0.7)}
-    assert clusters == {"n-gram + semantic": set(BLOCKS["n-gram"]), "perplexity": set(BLOCKS["perplexity"]),
-                        "llm-judge": {"judge_helpfulness"}}
+    assert clusters == {
+        "n-gram + semantic": set(BLOCKS["n-gram"]),
+        "perplexity": set(BLOCKS["perplexity"]),
+        "llm-judge": {"judge_helpfulness"},
+    }
 
 
 def test_a_low_threshold_merges_and_undefined_counts_as_no_agreement():
@@ -37,9 +44,17 @@ def test_a_low_threshold_merges_and_undefined_counts_as_no_agreement():
 
 
 def test_categories_follow_the_paper():
-    assert [metric_category(m) for m in ("relaxed_perplexity", "word_perplexity_given_question", "bleurt", "sacrebleu_corpus",
-                                         "moverscore", "judge_score")] == [
-        "relaxed perplexity", "perplexity", "semantic", "n-gram", "semantic", "llm-judge"]
+    assert [
+        metric_category(m)
+        for m in (
+            "relaxed_perplexity",
+            "word_perplexity_given_question",
+            "bleurt",
+            "sacrebleu_corpus",
+            "moverscore",
+            "judge_score",
+        )
+    ] == ["relaxed perplexity", "perplexity", "semantic", "n-gram", "semantic", "llm-judge"]
 
 
 def _partition(labels, names):
@@ -60,8 +75,12 @@ def test_a_fixed_number_of_clusters_is_scipys_maxclust_cut():
     assert len(cluster_metrics(NAMES, r, min_correlation=0.7)) == 4
     clusters = cluster_metrics(NAMES, r, n_clusters=3)
     expected = fcluster(linkage(squareform(1 - r, checks=False), method="average"), t=3, criterion="maxclust")
-    assert _partition([i for c in clusters for i in [c.name] * len(c.members)],
-                      [m for c in clusters for m in c.members]) == _partition(expected, NAMES)
+    assert _partition(
+        [i for c in clusters for i in [c.name] * len(c.members)], [m for c in clusters for m in c.members]
+    ) == _partition(expected, NAMES)
     assert {c.name: set(c.members) for c in clusters} == {
-        "n-gram + semantic": set(BLOCKS["n-gram"]), "perplexity": set(BLOCKS["perplexity"]), "llm-judge": {"judge_helpfulness"}}
+        "n-gram + semantic": set(BLOCKS["n-gram"]),
+        "perplexity": set(BLOCKS["perplexity"]),
+        "llm-judge": {"judge_helpfulness"},
+    }
     assert len(cluster_metrics(NAMES, r, n_clusters=2)) == 2

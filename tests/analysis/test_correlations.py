@@ -1,4 +1,5 @@
 """Correlations across models, checked against hand formulas."""
+
 import math
 
 import numpy as np
@@ -31,8 +32,8 @@ def test_pearson_and_spearman_match_hand_formulas():
 
 
 def test_undefined_correlations_are_nan_not_zero():
-    assert math.isnan(correlate([1, 2], [3, 4], "pearson")[0])          # too few models
-    assert math.isnan(correlate([1, 1, 1], [3, 4, 5], "spearman")[0])   # constant input
+    assert math.isnan(correlate([1, 2], [3, 4], "pearson")[0])  # too few models
+    assert math.isnan(correlate([1, 1, 1], [3, 4, 5], "spearman")[0])  # constant input
     assert math.isnan(correlate([1, float("nan"), 2], [3, 4, 5], "pearson")[0])  # NaN drops a model
 
 
@@ -42,9 +43,39 @@ def _summary():
     rouge = {"m1": 0.1, "m2": 0.3, "m3": 0.2, "m4": 0.4}
     ppl = {"m1": 30.0, "m2": 20.0, "m3": 25.0, "m4": 10.0}
     for model in acc:
-        rows.append({"model": model, "benchmark": MCQA_AVERAGE, "task": "mcqa", "metric": "acc", "value": acc[model], "n": 10, "n_failed": 0})
-        rows.append({"model": model, "benchmark": "qa", "task": "open", "metric": "rouge1", "value": rouge[model], "n": 5, "n_failed": 0})
-        rows.append({"model": model, "benchmark": "qa", "task": "open", "metric": "word_perplexity", "value": ppl[model], "n": 5, "n_failed": 0})
+        rows.append(
+            {
+                "model": model,
+                "benchmark": MCQA_AVERAGE,
+                "task": "mcqa",
+                "metric": "acc",
+                "value": acc[model],
+                "n": 10,
+                "n_failed": 0,
+            }
+        )
+        rows.append(
+            {
+                "model": model,
+                "benchmark": "qa",
+                "task": "open",
+                "metric": "rouge1",
+                "value": rouge[model],
+                "n": 5,
+                "n_failed": 0,
+            }
+        )
+        rows.append(
+            {
+                "model": model,
+                "benchmark": "qa",
+                "task": "open",
+                "metric": "word_perplexity",
+                "value": ppl[model],
+                "n": 5,
+                "n_failed": 0,
+            }
+        )
     return pl.DataFrame(rows, schema=SUMMARY_SCHEMA), acc, rouge, ppl
 
 
@@ -60,7 +91,7 @@ def test_mcqa_vs_open_uses_the_weighted_average_per_model():
 
 def test_metric_matrix_is_symmetric_with_unit_diagonal():
     summary, *_ = _summary()
-    names, r, p = metric_matrix(summary, "qa", "spearman")
+    names, r, _p = metric_matrix(summary, "qa", "spearman")
     assert names == ["rouge1", "word_perplexity"]
     assert np.allclose(r, r.T) and np.allclose(np.diag(r), 1.0)
     assert r[0, 1] == pytest.approx(-1.0)  # rouge rises exactly as perplexity falls
@@ -71,8 +102,10 @@ def test_benchmark_and_elo_matrices_match_hand_formulas():
 
     summary, acc, rouge, _ = _summary()
     rouge_b = {"m1": 0.5, "m2": 0.1, "m3": 0.3, "m4": 0.2}
-    extra = [{"model": m, "benchmark": "qb", "task": "open", "metric": "rouge1", "value": v, "n": 5, "n_failed": 0}
-             for m, v in rouge_b.items()]
+    extra = [
+        {"model": m, "benchmark": "qb", "task": "open", "metric": "rouge1", "value": v, "n": 5, "n_failed": 0}
+        for m, v in rouge_b.items()
+    ]
     summary = pl.concat([summary, pl.DataFrame(extra, schema=SUMMARY_SCHEMA)])
     models = sorted(acc)
     table = benchmark_matrices(summary, ["pearson"])
@@ -91,10 +124,15 @@ def test_agreement_orients_r_by_each_metric_direction():
     # raw r is -1 for all three, but only the lower-is-better ones agree with MCQA
     acc = {"m1": 0.2, "m2": 0.4, "m3": 0.6, "m4": 0.8}
     falling = {"m1": 40.0, "m2": 30.0, "m3": 20.0, "m4": 10.0}
-    rows = [{"model": m, "benchmark": MCQA_AVERAGE, "task": "mcqa", "metric": "acc", "value": v, "n": 10, "n_failed": 0}
-            for m, v in acc.items()]
-    rows += [{"model": m, "benchmark": "qa", "task": "open", "metric": metric, "value": v, "n": 5, "n_failed": 0}
-             for metric in ("word_perplexity", "relaxed_cross_entropy", "rouge1") for m, v in falling.items()]
+    rows = [
+        {"model": m, "benchmark": MCQA_AVERAGE, "task": "mcqa", "metric": "acc", "value": v, "n": 10, "n_failed": 0}
+        for m, v in acc.items()
+    ]
+    rows += [
+        {"model": m, "benchmark": "qa", "task": "open", "metric": metric, "value": v, "n": 5, "n_failed": 0}
+        for metric in ("word_perplexity", "relaxed_cross_entropy", "rouge1")
+        for m, v in falling.items()
+    ]
     table = mcqa_vs_open(pl.DataFrame(rows, schema=SUMMARY_SCHEMA), ["pearson"])
     got = {row["y"]: (row["r"], row["agreement"]) for row in table.iter_rows(named=True)}
     assert got["word_perplexity"] == pytest.approx((-1.0, 1.0))
@@ -108,13 +146,26 @@ def test_figure_17_is_scipys_correlation_of_the_anchor_with_every_other_score():
     from careval.analysis.correlations import relaxed_perplexity_vs_all
 
     models = ["m1", "m2", "m3", "m4", "m5"]
-    table = {("olaph", "relaxed_perplexity"): [12.8, 11.2, 15.0, 9.5, 13.3],
-             ("olaph", "rouge1"): [0.21, 0.25, 0.18, 0.30, 0.19],
-             ("medtext", "relaxed_perplexity"): [2.1, 2.6, 3.9, 2.0, 2.2],
-             ("medtext", "bertscore_f1"): [0.80, 0.84, 0.79, 0.86, 0.81],
-             (MCQA_AVERAGE, "acc"): [0.55, 0.61, 0.48, 0.70, 0.52]}
-    rows = [{"model": m, "benchmark": b, "task": "mcqa" if b == MCQA_AVERAGE else "open", "metric": k, "value": v[i],
-             "n": 5, "n_failed": 0} for (b, k), v in table.items() for i, m in enumerate(models)]
+    table = {
+        ("olaph", "relaxed_perplexity"): [12.8, 11.2, 15.0, 9.5, 13.3],
+        ("olaph", "rouge1"): [0.21, 0.25, 0.18, 0.30, 0.19],
+        ("medtext", "relaxed_perplexity"): [2.1, 2.6, 3.9, 2.0, 2.2],
+        ("medtext", "bertscore_f1"): [0.80, 0.84, 0.79, 0.86, 0.81],
+        (MCQA_AVERAGE, "acc"): [0.55, 0.61, 0.48, 0.70, 0.52],
+    }
+    rows = [
+        {
+            "model": m,
+            "benchmark": b,
+            "task": "mcqa" if b == MCQA_AVERAGE else "open",
+            "metric": k,
+            "value": v[i],
+            "n": 5,
+            "n_failed": 0,
+        }
+        for (b, k), v in table.items()
+        for i, m in enumerate(models)
+    ]
     got = relaxed_perplexity_vs_all(pl.DataFrame(rows, schema=SUMMARY_SCHEMA), ["pearson", "spearman"], "olaph")
     anchor = table[("olaph", "relaxed_perplexity")]
     assert got.height == 2 * (len(table) - 1)  # every other benchmark x metric, not the anchor itself

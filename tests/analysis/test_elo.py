@@ -1,4 +1,5 @@
 """The Elo CSV: comments and extra columns allowed, every malformation a one-line error naming file and line."""
+
 import pytest
 
 from careval.analysis.elo import EloFileError, read_elo, resolve_elo_path
@@ -10,13 +11,16 @@ def test_reads_model_and_elo_with_comments_and_extra_columns(tmp_path):
     assert read_elo(path) == {"big-model": 1250.5, "small-model": 1101.0}
 
 
-@pytest.mark.parametrize("text, message", [
-    ("model,score\na,1\n", "elo.csv:1: header lacks column(s) elo"),
-    ("model,elo\na,12x\n", "elo.csv:2: Elo '12x' of model 'a' is not a number"),
-    ("model,elo\na,1\na,2\n", "elo.csv:3: model 'a' appears twice"),
-    ("model,elo\nonly-a-name\n", "elo.csv:2: expected 2 columns, got 1"),
-    ("# nothing\n", "elo.csv: no header line"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("model,score\na,1\n", "elo.csv:1: header lacks column(s) elo"),
+        ("model,elo\na,12x\n", "elo.csv:2: Elo '12x' of model 'a' is not a number"),
+        ("model,elo\na,1\na,2\n", "elo.csv:3: model 'a' appears twice"),
+        ("model,elo\nonly-a-name\n", "elo.csv:2: expected 2 columns, got 1"),
+        ("# nothing\n", "elo.csv: no header line"),
+    ],
+)
 def test_malformed_csv_is_one_clear_line(tmp_path, text, message):
     path = tmp_path / "elo.csv"
     path.write_text(text)

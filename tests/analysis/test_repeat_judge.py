@@ -1,4 +1,5 @@
 """The judge on repeats (issue 12 item 1): every rephrasing / sampled answer graded with the answer's own prompt and reference."""
+
 import math
 
 import polars as pl
@@ -25,11 +26,17 @@ class GradeByResponse:
 
 def frames():
     samples = pl.DataFrame({"id": ["a", "b", "c"], "reference": ["ref a", "ref b", "ref c"]})
-    generations = pl.DataFrame({"id": ["a", "b", "c"], "prompt": ["Qa?", "Qb?", "Qc?"],
-                                "output": ["5", "4", "3"], "status": ["ok"] * 3})
-    repeats = pl.DataFrame({"id": ["a", "a", "b", "b", "c", "c"], "repeat": [0, 1, 0, 1, 0, 1],
-                            "output": ["5 x", "3 y", "? z", "", "2", "1"],
-                            "status": ["ok", "ok", "ok", "empty_output", "ok", "ok"]})
+    generations = pl.DataFrame(
+        {"id": ["a", "b", "c"], "prompt": ["Qa?", "Qb?", "Qc?"], "output": ["5", "4", "3"], "status": ["ok"] * 3}
+    )
+    repeats = pl.DataFrame(
+        {
+            "id": ["a", "a", "b", "b", "c", "c"],
+            "repeat": [0, 1, 0, 1, 0, 1],
+            "output": ["5 x", "3 y", "? z", "", "2", "1"],
+            "status": ["ok", "ok", "ok", "empty_output", "ok", "ok"],
+        }
+    )
     return samples, generations, repeats
 
 

@@ -1,4 +1,5 @@
 """The whole analysis step on synthetic score tables: every planned figure is a titled PDF page and a PNG."""
+
 import numpy as np
 import polars as pl
 import pytest
@@ -14,22 +15,62 @@ MODELS = ["m1", "m2", "m3", "m4"]
 def _tables(tmp_path):
     rng = np.random.default_rng(1)
     samples, summary = [], []
-    for benchmark, task, metrics in (("mc", "mcqa", ["acc"]), ("qa", "open", ["rouge1", "bleu", "word_perplexity", "relaxed_perplexity"]),
-                                     ("note", "open", ["rouge1", "bleu"])):
+    for benchmark, task, metrics in (
+        ("mc", "mcqa", ["acc"]),
+        ("qa", "open", ["rouge1", "bleu", "word_perplexity", "relaxed_perplexity"]),
+        ("note", "open", ["rouge1", "bleu"]),
+    ):
         for metric in metrics:
             for i, model in enumerate(MODELS):
                 values = rng.random(6) + i if metric != "acc" else (rng.random(6) < 0.25 * (i + 1)).astype(float)
-                samples += [{"model": model, "benchmark": benchmark, "task": task, "metric": metric, "id": f"s{j}",
-                             "value": float(v), "status": "ok", "weight": 1.0} for j, v in enumerate(values)]
-                summary.append({"model": model, "benchmark": benchmark, "task": task, "metric": metric,
-                                "value": float(np.exp(np.log(values).mean()) if "perplexity" in metric else values.mean()),
-                                "n": 6, "n_failed": 0})
+                samples += [
+                    {
+                        "model": model,
+                        "benchmark": benchmark,
+                        "task": task,
+                        "metric": metric,
+                        "id": f"s{j}",
+                        "value": float(v),
+                        "status": "ok",
+                        "weight": 1.0,
+                    }
+                    for j, v in enumerate(values)
+                ]
+                summary.append(
+                    {
+                        "model": model,
+                        "benchmark": benchmark,
+                        "task": task,
+                        "metric": metric,
+                        "value": float(np.exp(np.log(values).mean()) if "perplexity" in metric else values.mean()),
+                        "n": 6,
+                        "n_failed": 0,
+                    }
+                )
     summary += [{**row, "benchmark": MCQA_AVERAGE} for row in summary if row["benchmark"] == "mc"]
-    spread = [{"model": m, "benchmark": "qa", "id": f"s{j}", "metric": metric, "n": 3, "mean": 0.5,
-               "variance": 0.01 * j, "scaled_variance": 0.02 * j, "cv": 0.1 * j}
-              for m in MODELS for j in range(4) for metric in ("rouge1", "word_perplexity")]
-    paths = {"summary": tmp_path / "scores.parquet", "samples": tmp_path / "samples.parquet",
-             "resilience": tmp_path / "res.parquet", "consistency": tmp_path / "con.parquet", "elo": tmp_path / "elo.csv"}
+    spread = [
+        {
+            "model": m,
+            "benchmark": "qa",
+            "id": f"s{j}",
+            "metric": metric,
+            "n": 3,
+            "mean": 0.5,
+            "variance": 0.01 * j,
+            "scaled_variance": 0.02 * j,
+            "cv": 0.1 * j,
+        }
+        for m in MODELS
+        for j in range(4)
+        for metric in ("rouge1", "word_perplexity")
+    ]
+    paths = {
+        "summary": tmp_path / "scores.parquet",
+        "samples": tmp_path / "samples.parquet",
+        "resilience": tmp_path / "res.parquet",
+        "consistency": tmp_path / "con.parquet",
+        "elo": tmp_path / "elo.csv",
+    }
     pl.DataFrame(summary, schema=SUMMARY_SCHEMA).write_parquet(paths["summary"])
     pl.DataFrame(samples, schema=SUMMARY_SAMPLE_SCHEMA).write_parquet(paths["samples"])
     pl.DataFrame(spread, schema=SPREAD_SCHEMA).drop("cv").write_parquet(paths["resilience"])
@@ -40,13 +81,26 @@ def _tables(tmp_path):
 
 def _plan(resilience, consistency, sets=None):
     sets = sets or {"all": tuple(MODELS)}
-    return AnalysisPlan(["note", "qa"], ["pearson", "spearman"], resilience, consistency, elo=True, model_sets=sets,
-                        figure_sets={family: tuple(sets) for family in SET_FAMILIES}, relaxed_perplexity_anchor="qa")
+    return AnalysisPlan(
+        ["note", "qa"],
+        ["pearson", "spearman"],
+        resilience,
+        consistency,
+        elo=True,
+        model_sets=sets,
+        figure_sets={family: tuple(sets) for family in SET_FAMILIES},
+        relaxed_perplexity_anchor="qa",
+    )
 
 
 def _outputs(tmp_path):
-    return {"pdf": tmp_path / "out.pdf", "figures": tmp_path / "figures", "correlations": tmp_path / "c.parquet",
-            "clusters": tmp_path / "k.parquet", "rankings": tmp_path / "r.parquet"}
+    return {
+        "pdf": tmp_path / "out.pdf",
+        "figures": tmp_path / "figures",
+        "correlations": tmp_path / "c.parquet",
+        "clusters": tmp_path / "k.parquet",
+        "rankings": tmp_path / "r.parquet",
+    }
 
 
 def test_every_planned_figure_is_written_with_intervals(tmp_path):
@@ -55,13 +109,22 @@ def test_every_planned_figure_is_written_with_intervals(tmp_path):
     inputs = _tables(tmp_path)
     plan = _plan(["qa"], ["qa"])
     outputs = _outputs(tmp_path)
-    settings = {"bootstrap": {"resamples": 50, "seed": 3, "confidence": 0.95}, "resilience": {"k": 3}, "consistency": {"r": 3}}
+    settings = {
+        "bootstrap": {"resamples": 50, "seed": 3, "confidence": 0.95},
+        "resilience": {"k": 3},
+        "consistency": {"r": 3},
+    }
     write_analysis_report(inputs, outputs, plan, settings)
     assert sorted(p.stem for p in outputs["figures"].glob("*.png")) == sorted(plan.figure_names())
     assert len(PdfReader(outputs["pdf"]).pages) == len(plan.figure_names())
     table = pl.read_parquet(outputs["correlations"])
-    assert set(table["analysis"]) == {"mcqa_vs_open", "metric_x_metric", "benchmark_x_benchmark", "mcqa_vs_elo",
-                                      "relaxed_perplexity_vs_all"}
+    assert set(table["analysis"]) == {
+        "mcqa_vs_open",
+        "metric_x_metric",
+        "benchmark_x_benchmark",
+        "mcqa_vs_elo",
+        "relaxed_perplexity_vs_all",
+    }
     defined = table.filter(pl.col("r").is_not_nan() & (pl.col("x") != pl.col("y")))
     assert defined.height and defined["ci_low"].is_not_nan().all()
     assert (defined["ci_low"] <= defined["ci_high"]).all()
@@ -72,10 +135,14 @@ def test_every_planned_figure_is_written_with_intervals(tmp_path):
 
 def test_plan_rejects_a_rephraser_that_is_not_a_model():
     config = {"models": {"a": {}}, "analysis": {"resilience": {"rephraser": "qwen-72b"}}}
-    with pytest.raises(AnalysisConfigError, match="analysis.resilience.rephraser: 'qwen-72b' is not a key of `models`"):
+    with pytest.raises(
+        AnalysisConfigError, match=r"analysis.resilience.rephraser: 'qwen-72b' is not a key of `models`"
+    ):
         analysis_plan(config, ["qa"])
     config["analysis"] = {"consistency": {"r": 3, "benchmarks": ["mc"]}}
-    with pytest.raises(AnalysisConfigError, match="analysis.consistency.benchmarks: mc is not an open-ended benchmark"):
+    with pytest.raises(
+        AnalysisConfigError, match=r"analysis.consistency.benchmarks: mc is not an open-ended benchmark"
+    ):
         analysis_plan(config, ["qa"])
 
 
@@ -88,19 +155,37 @@ def test_a_figure_over_a_model_set_uses_exactly_its_models(tmp_path):
     outputs = _outputs(tmp_path)
     write_analysis_report(inputs, outputs, plan, {"bootstrap": {"resamples": 20, "seed": 3}})
     stems = {p.stem for p in outputs["figures"].glob("*.png")}
-    assert {"mcqa_vs_open_trio", "metric_x_metric_trio_qa", "benchmark_x_benchmark_trio_pearson", "mcqa_vs_elo_trio",
-            "rankings_trio_qa", "relaxed_perplexity_vs_all_trio"} <= stems
+    assert {
+        "mcqa_vs_open_trio",
+        "metric_x_metric_trio_qa",
+        "benchmark_x_benchmark_trio_pearson",
+        "mcqa_vs_elo_trio",
+        "rankings_trio_qa",
+        "relaxed_perplexity_vs_all_trio",
+    } <= stems
     summary = pl.read_parquet(inputs["summary"])
     value = {(m, b, k): v for m, b, k, v in summary.select("model", "benchmark", "metric", "value").iter_rows()}
     table = pl.read_parquet(outputs["correlations"])
     for name, models in sets.items():
-        row = table.filter((pl.col("model_set") == name) & (pl.col("analysis") == "metric_x_metric")
-                           & (pl.col("benchmark") == "qa") & (pl.col("method") == "pearson")
-                           & (pl.col("x") == "rouge1") & (pl.col("y") == "bleu"))
-        expected = stats.pearsonr([value[(m, "qa", "rouge1")] for m in models], [value[(m, "qa", "bleu")] for m in models])
+        row = table.filter(
+            (pl.col("model_set") == name)
+            & (pl.col("analysis") == "metric_x_metric")
+            & (pl.col("benchmark") == "qa")
+            & (pl.col("method") == "pearson")
+            & (pl.col("x") == "rouge1")
+            & (pl.col("y") == "bleu")
+        )
+        expected = stats.pearsonr(
+            [value[(m, "qa", "rouge1")] for m in models], [value[(m, "qa", "bleu")] for m in models]
+        )
         assert row["r"][0] == pytest.approx(expected.statistic) and row["n_models"][0] == len(models)
-    elo = table.filter((pl.col("model_set") == "trio") & (pl.col("analysis") == "mcqa_vs_elo")
-                       & (pl.col("x") == MCQA_AVERAGE) & (pl.col("y") == "elo") & (pl.col("method") == "spearman"))
+    elo = table.filter(
+        (pl.col("model_set") == "trio")
+        & (pl.col("analysis") == "mcqa_vs_elo")
+        & (pl.col("x") == MCQA_AVERAGE)
+        & (pl.col("y") == "elo")
+        & (pl.col("method") == "spearman")
+    )
     expected = stats.spearmanr([value[(m, MCQA_AVERAGE, "acc")] for m in sets["trio"]], [1000, 1100, 1090])
     assert elo["r"][0] == pytest.approx(expected.statistic)
     rankings = pl.read_parquet(outputs["rankings"]).filter(pl.col("model_set") == "trio")
@@ -108,14 +193,18 @@ def test_a_figure_over_a_model_set_uses_exactly_its_models(tmp_path):
 
 
 def test_plan_checks_model_sets_and_figure_sets():
-    config = {"models": {"a": {}, "b": {}, "c": {}},
-              "analysis": {"model_sets": {"small": ["a", "b"]}, "figure_sets": {"rankings": ["small", "all"]}}}
+    config = {
+        "models": {"a": {}, "b": {}, "c": {}},
+        "analysis": {"model_sets": {"small": ["a", "b"]}, "figure_sets": {"rankings": ["small", "all"]}},
+    }
     plan = analysis_plan(config, ["qa"])
     assert plan.model_sets == {"small": ("a", "b"), "all": ("a", "b", "c")}
     assert plan.figure_sets["rankings"] == ("small", "all") and plan.figure_sets["metric_x_metric"] == ("all",)
     assert "rankings_small_qa" in plan.figure_names() and "metric_x_metric_all_qa" in plan.figure_names()
     config["analysis"]["model_sets"]["small"] = ["a", "z"]
-    with pytest.raises(AnalysisConfigError, match=r"^analysis.model_sets.small: z is not a key of `models` \(have: a, b, c\)$"):
+    with pytest.raises(
+        AnalysisConfigError, match=r"^analysis.model_sets.small: z is not a key of `models` \(have: a, b, c\)$"
+    ):
         analysis_plan(config, ["qa"])
     config["analysis"] = {"figure_sets": {"mcqa_vs_open": ["medium"]}}
     with pytest.raises(AnalysisConfigError, match=r"^analysis.figure_sets.mcqa_vs_open: medium is not a model set"):
@@ -124,7 +213,7 @@ def test_plan_checks_model_sets_and_figure_sets():
 
 def test_figure_17_needs_a_relaxed_perplexity_benchmark():
     config = {"models": {"a": {}}, "analysis": {"relaxed_perplexity_anchor": "olaph"}}
-    with pytest.raises(AnalysisConfigError, match="^analysis.relaxed_perplexity_anchor: 'olaph' is not an open-ended"):
+    with pytest.raises(AnalysisConfigError, match=r"^analysis.relaxed_perplexity_anchor: 'olaph' is not an open-ended"):
         analysis_plan(config, ["qa"])
     config["analysis"]["relaxed_perplexity_anchor"] = "qa"
     assert analysis_plan(config, ["qa"]).figure_names()[-1] == "relaxed_perplexity_vs_all_all"

@@ -1,5 +1,6 @@
 """Reference computations for the backend tests, written directly against transformers
 (no careval code), so the tests compare the backends with an independent implementation."""
+
 from __future__ import annotations
 
 import torch
@@ -20,7 +21,7 @@ def direct_loglikelihood(model, ctx_ids: list[int], cont_ids: list[int]) -> floa
         logits = model(torch.tensor([ids])).logits[0].float()
         logp = torch.log_softmax(logits, dim=-1)
         positions = torch.arange(len(ctx_ids) - 1, len(ids) - 1)
-        targets = torch.tensor(ids[len(ctx_ids):])
+        targets = torch.tensor(ids[len(ctx_ids) :])
         return float(logp[positions].gather(-1, targets[:, None]).sum())
 
 
@@ -30,10 +31,10 @@ def lm_eval_pair(tokenizer, context: str, continuation: str, **special) -> tuple
     if context == "":
         return [tokenizer.bos_token_id], tokenizer.encode(continuation, add_special_tokens=False)
     stripped = context.rstrip()
-    continuation = context[len(stripped):] + continuation
+    continuation = context[len(stripped) :] + continuation
     whole = tokenizer.encode(stripped + continuation, **special)
     ctx = tokenizer.encode(stripped, **special)
-    return ctx, whole[len(ctx):]
+    return ctx, whole[len(ctx) :]
 
 
 @torch.inference_mode()

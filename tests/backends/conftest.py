@@ -1,5 +1,6 @@
 """Fixtures for the backend tests: a tiny random Llama with a byte-level BPE tokenizer built
 offline (no hub), and the path of the real SmolLM2 folder when it exists."""
+
 from __future__ import annotations
 
 import os
@@ -42,9 +43,14 @@ def _build_tokenizer(out: Path):
     )
     tok.train_from_iterator(CORPUS * 3, trainer=trainer)
     # like Gemma/Llama-2: add_special_tokens=True puts BOS in front
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))])
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))]
+    )
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
         additional_special_tokens=["<|im_start|>", "<|im_end|>"],
     )
     fast.save_pretrained(out)

@@ -1,6 +1,7 @@
 """Log-likelihood requests built from the real MedQA / MedMCQA rows in ../shared/data (their
 SOURCE.md), in the two MCQA protocols: cloze (the option text after "Answer:", as careval's
 tasks/mcqa.py) and letters (the options listed, " A".." D" after "Answer:")."""
+
 from __future__ import annotations
 
 import json

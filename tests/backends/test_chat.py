@@ -1,4 +1,5 @@
 """chat.format_prompt: the one place chat templates are applied."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """HFBackend on the tiny random Llama, checked against direct transformers computations."""
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,10 @@ def test_loglikelihood_equals_a_direct_forward_pass(hf, tiny_model, tiny_tokeniz
 
 def test_add_bos_token_false_scores_without_special_tokens(make_hf, tiny_model, tiny_tokenizer):
     got = make_hf(add_bos_token=False, batch_size=2).loglikelihood(PAIRS)
-    want = [direct_loglikelihood(tiny_model, *lm_eval_pair(tiny_tokenizer, c, x, add_special_tokens=False))
-            for c, x in PAIRS]
+    want = [
+        direct_loglikelihood(tiny_model, *lm_eval_pair(tiny_tokenizer, c, x, add_special_tokens=False))
+        for c, x in PAIRS
+    ]
     assert got == pytest.approx(want, abs=1e-4)
     default = [direct_loglikelihood(tiny_model, *lm_eval_pair(tiny_tokenizer, c, x)) for c, x in PAIRS]
     assert max(abs(a - b) for a, b in zip(got, default)) > 1e-2  # BOS does matter
@@ -86,7 +89,7 @@ def test_continuations_after_one_context_share_one_forward(make_hf, tiny_model, 
         hook.remove()
     want = reference_scores(tiny_model, tiny_tokenizer, pairs)
     assert got == pytest.approx(want, abs=1e-4)
-    assert len(set(round(g, 3) for g in got[:5])) == 5  # five different targets, not one value copied
+    assert len({round(g, 3) for g in got[:5]}) == 5  # five different targets, not one value copied
     # the five share the context's one forward (shared-prefix scoring): one-token continuations are read
     # from its last position, longer ones (this toy tokenizer writes " 1" as a space and a digit) run
     # on its cached keys/values in batches; the two other pairs run whole (plain path)
@@ -224,13 +227,20 @@ def test_chat_template_is_used_for_generation(tiny_chat_dir, tiny_model):
     from careval.backends import load_backend
 
     backend = load_backend(
-        {"name": "tiny-chat", "backend": "hf", "path": str(tiny_chat_dir), "dtype": "float32",
-         "chat_template": True, "system_prompt": "Be brief."}
+        {
+            "name": "tiny-chat",
+            "backend": "hf",
+            "path": str(tiny_chat_dir),
+            "dtype": "float32",
+            "chat_template": True,
+            "system_prompt": "Be brief.",
+        }
     )
     tok = AutoTokenizer.from_pretrained(tiny_chat_dir)
     formatted = tok.apply_chat_template(
         [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is BP?"}],
-        add_generation_prompt=True, tokenize=False,
+        add_generation_prompt=True,
+        tokenize=False,
     )
     assert formatted.endswith("<|im_start|>assistant\n")
     ids = tok.encode(formatted)

@@ -3,6 +3,7 @@
 lm-eval is not a careval dependency; run with it installed next to the project, e.g.
 ``pip install --no-deps lm-eval==0.4.13`` in a throwaway venv that sees the project's.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -30,8 +31,9 @@ PROMPTS = ["The patient presented with", "Question: What is", "A"]
 def _hflm(path, max_length):
     from lm_eval.models.huggingface import HFLM
 
-    return HFLM(pretrained=str(path), backend="causal", device="cpu", dtype="float32",
-                batch_size=3, max_length=max_length)
+    return HFLM(
+        pretrained=str(path), backend="causal", device="cpu", dtype="float32", batch_size=3, max_length=max_length
+    )
 
 
 def _requests(kind, args):
@@ -41,8 +43,7 @@ def _requests(kind, args):
 
 
 def _compare(path, max_length, bos_doubling):
-    ours = load_backend({"name": "m", "path": str(path), "dtype": "float32", "batch_size": 3,
-                         "max_length": max_length})
+    ours = load_backend({"name": "m", "path": str(path), "dtype": "float32", "batch_size": 3, "max_length": max_length})
     theirs = _hflm(path, max_length)
 
     want = [ll for ll, _ in theirs.loglikelihood(_requests("loglikelihood", PAIRS))]

@@ -1,4 +1,5 @@
 """load_backend: spec handling, lazy vLLM import."""
+
 from __future__ import annotations
 
 import subprocess
@@ -15,8 +16,15 @@ def test_hf_spec_builds_an_hf_backend(tiny_model_dir):
     before = torch.get_num_threads()
     try:
         backend = load_backend(
-            {"name": "tiny", "backend": "hf", "path": str(tiny_model_dir), "dtype": "float32",
-             "threads": 1, "batch_size": 4, "family": "ignored-extra-key"}
+            {
+                "name": "tiny",
+                "backend": "hf",
+                "path": str(tiny_model_dir),
+                "dtype": "float32",
+                "threads": 1,
+                "batch_size": 4,
+                "family": "ignored-extra-key",
+            }
         )
         assert torch.get_num_threads() == 1
     finally:
@@ -54,9 +62,6 @@ def test_vllm_without_vllm_is_a_one_line_install_hint(tiny_model_dir, monkeypatc
 
 
 def test_importing_the_package_does_not_import_vllm_or_torch():
-    code = (
-        "import sys, careval.backends, careval.backends.vllm; "
-        "print('vllm' in sys.modules, 'torch' in sys.modules)"
-    )
+    code = "import sys, careval.backends, careval.backends.vllm; print('vllm' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

@@ -1,5 +1,6 @@
 """The real models prepared under resources/models: SmolLM2-135M-Instruct (chat, no BOS
 added by its tokenizer) and, where present, Gemma-3-270m (base, its tokenizer adds BOS)."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,8 +22,15 @@ PAIRS = [
 @pytest.fixture(scope="module")
 def smol(smollm2_dir):
     return load_backend(
-        {"name": "smollm2", "backend": "hf", "path": str(smollm2_dir), "dtype": "float32",
-         "chat_template": True, "batch_size": 4, "threads": 1}
+        {
+            "name": "smollm2",
+            "backend": "hf",
+            "path": str(smollm2_dir),
+            "dtype": "float32",
+            "chat_template": True,
+            "batch_size": 4,
+            "threads": 1,
+        }
     )
 
 
@@ -67,7 +75,9 @@ def gemma(gemma_dir):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    backend = load_backend({"name": "gemma3", "path": str(gemma_dir), "dtype": "float32", "batch_size": 3, "threads": 1})
+    backend = load_backend(
+        {"name": "gemma3", "path": str(gemma_dir), "dtype": "float32", "batch_size": 3, "threads": 1}
+    )
     model = AutoModelForCausalLM.from_pretrained(gemma_dir, dtype=torch.float32).eval()
     return backend, model, AutoTokenizer.from_pretrained(gemma_dir)
 

@@ -1,5 +1,6 @@
 """Shared-prefix scoring (hf.py, tokenization.shared_prefix_groups) against the plain path
 (``shared_prefix=False``, one whole forward per request) and direct transformers forwards."""
+
 from __future__ import annotations
 
 import contextlib
@@ -55,8 +56,14 @@ def counted_forwards(model):
 
 # ----------------------------------------------------------------------------- grouping
 def test_groups_are_identical_untruncated_contexts_of_two_or_more():
-    requests = [([1, 2, 3], [4]), ([9], [8]), ([1, 2, 3], [5, 6]), ([1, 2], [3]), ([1, 2, 3], [7, 7, 7, 7, 7]),
-                ([9], [8, 8])]
+    requests = [
+        ([1, 2, 3], [4]),
+        ([9], [8]),
+        ([1, 2, 3], [5, 6]),
+        ([1, 2], [3]),
+        ([1, 2, 3], [7, 7, 7, 7, 7]),
+        ([9], [8, 8]),
+    ]
     # max_length 6: [1,2,3]+[7]*5 is 8 > 7 tokens, truncated from the left, so it is scored whole
     groups, rest = shared_prefix_groups(requests, max_length=6)
     assert groups == [[0, 2], [1, 5]]
@@ -68,8 +75,9 @@ def test_groups_are_identical_untruncated_contexts_of_two_or_more():
 # ----------------------------------------------------------------------------- tiny model
 @pytest.mark.parametrize("padding", ["cpu", "gpu"])
 @pytest.mark.parametrize("batch_size", [1, 2, 8])
-def test_tiny_shared_equals_direct_forwards_and_the_plain_path(make_hf, tiny_model, tiny_tokenizer, batch_size,
-                                                               padding, monkeypatch):
+def test_tiny_shared_equals_direct_forwards_and_the_plain_path(
+    make_hf, tiny_model, tiny_tokenizer, batch_size, padding, monkeypatch
+):
     if padding == "gpu":  # every batch of contexts left-padded, as on a GPU
         monkeypatch.setattr(hf, "_CPU_PADDING", math.inf)
     backend = make_hf(batch_size=batch_size)  # batch 1 and 2: the 5-continuation group runs in several batches
@@ -94,8 +102,15 @@ def test_tiny_group_runs_the_context_once(make_hf):
 def test_contexts_longer_than_max_length_are_truncated_as_the_plain_path(make_hf, tiny_model, tiny_tokenizer):
     backend = make_hf(max_length=32, batch_size=4)
     context = "A 45-year-old woman with type 2 diabetes was started on"
-    pairs = [(context, x) for x in (" metformin", " metformin 500 mg twice daily.", " aspirin",
-                                    " metformin 500 mg twice daily and heart failure.")]
+    pairs = [
+        (context, x)
+        for x in (
+            " metformin",
+            " metformin 500 mg twice daily.",
+            " aspirin",
+            " metformin 500 mg twice daily and heart failure.",
+        )
+    ]
     encoded = [lm_eval_pair(tiny_tokenizer, c, x) for c, x in pairs]
     # the short continuations fit and share the context; the long ones are truncated, scored whole
     assert shared_prefix_groups(encoded, 32) == ([[0, 2]], [1, 3])
@@ -111,8 +126,10 @@ def test_contexts_longer_than_max_length_are_truncated_as_the_plain_path(make_hf
 @pytest.mark.parametrize("batch_size", [1, 8])
 def test_letters_need_one_context_forward_per_batch_of_questions(make_hf, batch_size):
     backend = make_hf(batch_size=batch_size)
-    items = [("What lowers blood pressure?", ["Aspirin", "Lifestyle changes", "Metformin", "Rest"]),
-             ("What causes chest pain?", ["Pneumonia", "Heart failure", "Embolism", "Diabetes"])]
+    items = [
+        ("What lowers blood pressure?", ["Aspirin", "Lifestyle changes", "Metformin", "Rest"]),
+        ("What causes chest pain?", ["Pneumonia", "Heart failure", "Embolism", "Diabetes"]),
+    ]
     # the tiny tokenizer has no " A" token: one-token words stand in for the letters here
     # (test_smollm2_real_rows_float32 counts real " A".." D")
     pairs = [(c, {" A": " heart", " B": " with", " C": " the", " D": " and"}[x]) for c, x in letters(items)]
@@ -152,8 +169,9 @@ def test_shared_prefix_false_is_a_spec_key(tiny_model_dir):
 # ----------------------------------------------------------------------------- real models, real rows
 @pytest.fixture(scope="module")
 def smol(smollm2_dir):
-    return load_backend({"name": "smollm2", "path": str(smollm2_dir), "dtype": "float32", "batch_size": 8,
-                         "threads": 1})
+    return load_backend(
+        {"name": "smollm2", "path": str(smollm2_dir), "dtype": "float32", "batch_size": 8, "threads": 1}
+    )
 
 
 @pytest.mark.slow
@@ -178,8 +196,9 @@ def test_smollm2_real_rows_float32(smol, shared_data):
 
 @pytest.mark.slow
 def test_smollm2_real_rows_float64(smollm2_dir, shared_data):
-    backend = load_backend({"name": "smollm2", "path": str(smollm2_dir), "dtype": "float32", "batch_size": 8,
-                            "threads": 1})
+    backend = load_backend(
+        {"name": "smollm2", "path": str(smollm2_dir), "dtype": "float32", "batch_size": 8, "threads": 1}
+    )
     backend.model.to(torch.float64)
     pairs = cloze(questions(shared_data, "medqa", 2)) + letters(questions(shared_data, "medmcqa", 1))
     got = scores(backend, pairs, shared=True)
@@ -188,8 +207,9 @@ def test_smollm2_real_rows_float64(smollm2_dir, shared_data):
 
 @pytest.mark.slow
 def test_gemma3_sliding_window_real_rows(gemma_dir, shared_data, monkeypatch):
-    backend = load_backend({"name": "gemma3", "path": str(gemma_dir), "dtype": "float32", "batch_size": 8,
-                            "threads": 1})
+    backend = load_backend(
+        {"name": "gemma3", "path": str(gemma_dir), "dtype": "float32", "batch_size": 8, "threads": 1}
+    )
     window = backend.config.sliding_window
     items = questions(shared_data, "medqa", 12)
     # a context just past the sliding window: the sliding layers keep only its last tokens in the cache

@@ -10,6 +10,7 @@ careval's shared path, by lm-eval and by careval's plain path (``shared_prefix=F
 lm-eval runs a context once when its continuations are one token (its logits cache groups
 requests by context + continuation[:-1]), not for multi-token ones (lm-eval issue #1351).
 """
+
 from __future__ import annotations
 
 import time
@@ -42,8 +43,9 @@ def token_counts(backend, pairs) -> dict[str, int]:
 def backends(smollm2_dir):
     from lm_eval.models.huggingface import HFLM
 
-    ours = load_backend({"name": "smollm2", "path": str(smollm2_dir), "dtype": "float32", "batch_size": 8,
-                         "threads": 1})
+    ours = load_backend(
+        {"name": "smollm2", "path": str(smollm2_dir), "dtype": "float32", "batch_size": 8, "threads": 1}
+    )
     theirs = HFLM(pretrained=str(smollm2_dir), backend="causal", device="cpu", dtype="float32", batch_size=8)
     assert ours.max_length == theirs.max_length
     return ours, theirs
@@ -88,10 +90,16 @@ def test_shared_prefix_speed_against_lm_eval(backends, shared_data, protocol):
     print(f"  careval shared prefix {t_shared:7.1f} s   {tokens['shared']:7d} tokens")
     print(f"  lm-eval 0.4.13 HFLM   {t_lm_eval:7.1f} s   {tokens['lm_eval']:7d} tokens")
     print(f"  careval plain path    {t_plain:7.1f} s   {tokens['plain']:7d} tokens")
-    print(f"  speed-up vs lm-eval {t_lm_eval / t_shared:5.2f}x  (token bound {tokens['lm_eval'] / tokens['shared']:5.2f}x)")
-    print(f"  speed-up vs plain   {t_plain / t_shared:5.2f}x  (token bound {tokens['plain'] / tokens['shared']:5.2f}x;"
-          f" tokens run / tokens of the plain path = {tokens['shared'] / tokens['plain']:.3f})")
-    print(f"  max |careval - lm-eval| = {max(abs(a - b) for a, b in zip(got, want)):.2e}, "
-          f"max |shared - plain| = {max(abs(a - b) for a, b in zip(got, base)):.2e}")
+    print(
+        f"  speed-up vs lm-eval {t_lm_eval / t_shared:5.2f}x  (token bound {tokens['lm_eval'] / tokens['shared']:5.2f}x)"
+    )
+    print(
+        f"  speed-up vs plain   {t_plain / t_shared:5.2f}x  (token bound {tokens['plain'] / tokens['shared']:5.2f}x;"
+        f" tokens run / tokens of the plain path = {tokens['shared'] / tokens['plain']:.3f})"
+    )
+    print(
+        f"  max |careval - lm-eval| = {max(abs(a - b) for a, b in zip(got, want)):.2e}, "
+        f"max |shared - plain| = {max(abs(a - b) for a, b in zip(got, base)):.2e}"
+    )
     assert got == pytest.approx(want, abs=1e-4)
     assert got == pytest.approx(base, abs=1e-4)

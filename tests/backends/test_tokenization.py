@@ -1,4 +1,5 @@
 """The shared token rules (lm-eval's) and the window / seed / stop helpers."""
+
 from __future__ import annotations
 
 import pytest

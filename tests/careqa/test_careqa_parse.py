@@ -1,4 +1,5 @@
 """MIR booklet and answer-key parsing, from text and through a generated PDF."""
+
 from __future__ import annotations
 
 import pytest
@@ -95,11 +96,28 @@ def test_question_text_options_and_key_are_joined():
 def test_extra_and_missing_options_are_counted_not_raised():
     booklet = "\n".join(
         [
-            "1. Q one", "1. a", "2. b", "3. c", "4. d",
-            "2. Q two with five options", "1. a", "2. b", "3. c", "4. d", "5. e",
-            "3. Q three", "1. a", "2. b", "3. c", "4. d",
+            "1. Q one",
+            "1. a",
+            "2. b",
+            "3. c",
+            "4. d",
+            "2. Q two with five options",
+            "1. a",
+            "2. b",
+            "3. c",
+            "4. d",
+            "5. e",
+            "3. Q three",
+            "1. a",
+            "2. b",
+            "3. c",
+            "4. d",
             "4. Q four has no options",
-            "5. Q five", "1. a", "2. b", "3. c", "4. d",
+            "5. Q five",
+            "1. a",
+            "2. b",
+            "3. c",
+            "4. d",
         ]
     )
     good, bad = parse_booklet(booklet)
@@ -118,9 +136,7 @@ def test_answer_key_variants():
     key, conflicts = parse_answer_key("Versión 0 2024\n1. 4\n2 0 3 -\n4 anulada\n5 2\n5 3\n6 7\n")
     assert key == {1: 4, 2: None, 3: None, 4: None, 5: 2}
     assert conflicts == {5}
-    _, report = parse_exam(
-        "5. Q\n1. a\n2. b\n3. c\n4. d\n", "5 2\n5 3\n", exam_id=1, year=2020, category="Biology"
-    )
+    _, report = parse_exam("5. Q\n1. a\n2. b\n3. c\n4. d\n", "5 2\n5 3\n", exam_id=1, year=2020, category="Biology")
     assert report.misparsed[5] == "conflicting answer-key entries"
     # A booklet that starts at question 5 has lost 1-4, and the report says so.
     assert {report.misparsed[n] for n in (1, 2, 3, 4)} == {"not found in booklet"}
@@ -189,9 +205,7 @@ def test_read_exam_text_sniffs_pdf_and_text(tmp_path):
 
 def test_well_formed_question_before_question_five_is_kept():
     # Question 4 is followed by "5. ...", which the anchor test reads like an option 5; it must still parse.
-    booklet = "\n".join(
-        line for n in range(1, 8) for line in (f"{n}. Question {n}?", "1. a", "2. b", "3. c", "4. d")
-    )
+    booklet = "\n".join(line for n in range(1, 8) for line in (f"{n}. Question {n}?", "1. a", "2. b", "3. c", "4. d"))
     key = "\n".join(f"{n} {1 + n % 4}" for n in range(1, 8))
     questions, report = parse_exam(booklet, key, exam_id=1, year=2024, category="Medicine")
     assert [q.number for q in questions] == list(range(1, 8))

@@ -1,4 +1,5 @@
 """Review sample size, stratified sampling and the appendix A.3 agreement statistics."""
+
 from __future__ import annotations
 
 import csv
@@ -52,7 +53,9 @@ def test_sample_size_never_exceeds_population():
     assert sample_size(10) == 10
 
 
-@pytest.mark.parametrize("bad", [dict(population=0), dict(population=10, confidence=1.0), dict(population=10, margin=0)])
+@pytest.mark.parametrize(
+    "bad", [dict(population=0), dict(population=10, confidence=1.0), dict(population=10, margin=0)]
+)
 def test_sample_size_rejects_nonsense(bad):
     with pytest.raises(ValueError):
         sample_size(**bad)
@@ -69,7 +72,14 @@ def test_allocation_is_proportional_with_largest_remainder():
 
 
 def test_stratified_sample_proportions_and_seed():
-    sizes = {"medicine": 1800, "nursing": 1100, "pharmacology": 900, "psychology": 800, "biology": 560, "chemistry": 461}
+    sizes = {
+        "medicine": 1800,
+        "nursing": 1100,
+        "pharmacology": 900,
+        "psychology": 800,
+        "biology": 560,
+        "chemistry": 461,
+    }
     population = [(f"{cat}-{i}", cat) for cat, size in sizes.items() for i in range(size)]
     total = sum(sizes.values())
     sample = stratified_sample(population, 360, seed=3)
@@ -95,18 +105,27 @@ def test_agreement_statistics_on_a_hand_filled_sheet(tmp_path):
     first = _sheet(
         tmp_path / "ana.csv",
         [
-            ("q1", "ana", "correct"), ("q2", "ana", "correct"), ("q3", "ana", "correct"),
-            ("q4", "ana", "incorrect"), ("q5", "ana", "correct"),
+            ("q1", "ana", "correct"),
+            ("q2", "ana", "correct"),
+            ("q3", "ana", "correct"),
+            ("q4", "ana", "incorrect"),
+            ("q5", "ana", "correct"),
         ],
     )
     second = _sheet(
         tmp_path / "rest.csv",
         [
-            ("q1", "ben", "correct"), ("q1", "cai", "Correct"),
-            ("q2", "ben", "correct"), ("q2", "cai", "incorrect"),
-            ("q3", "ben", "incorrect"), ("q3", "cai", "incorrect"),
-            ("q4", "ben", "incorrect"), ("q4", "cai", "incorrect"),
-            ("q5", "ben", "correct"), ("q5", "cai", "correct"), ("q5", "dan", "correct"),
+            ("q1", "ben", "correct"),
+            ("q1", "cai", "Correct"),
+            ("q2", "ben", "correct"),
+            ("q2", "cai", "incorrect"),
+            ("q3", "ben", "incorrect"),
+            ("q3", "cai", "incorrect"),
+            ("q4", "ben", "incorrect"),
+            ("q4", "cai", "incorrect"),
+            ("q5", "ben", "correct"),
+            ("q5", "cai", "correct"),
+            ("q5", "dan", "correct"),
         ],
     )
     stats = agreement_stats(read_sheets([first, second]))
@@ -128,7 +147,11 @@ def test_too_few_reviewers_is_an_error():
         ([("q1", "ana", "maybe")], None, r"bad\.csv: row 2, column 'label': expected"),
         ([("q1", "ana", "correct"), ("q2", "", "correct")], None, r"bad\.csv: row 3, column 'reviewer': empty"),
         ([("q1", "ana", "correct")], ("item_id", "annotator", "label"), r"bad\.csv: row 1, column 'reviewer': missing"),
-        ([("q1", "ana", "correct"), ("q1", "ana", "incorrect")], None, r"bad\.csv: row 3, column 'reviewer': 'ana' already"),
+        (
+            [("q1", "ana", "correct"), ("q1", "ana", "incorrect")],
+            None,
+            r"bad\.csv: row 3, column 'reviewer': 'ana' already",
+        ),
     ],
 )
 def test_malformed_sheet_names_file_row_and_column(tmp_path, rows, header, message):

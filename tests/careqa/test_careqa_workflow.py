@@ -1,4 +1,5 @@
 """The CareQA sub-workflow with snakemake on the demo exam: plan offline, then build it end to end (slow)."""
+
 from __future__ import annotations
 
 import json
@@ -44,14 +45,23 @@ def _workdir(repo: Path, tmp: Path, *, booklet_pdf: bool = False, max_new_tokens
 
 
 def _run(args: list[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
     return subprocess.run([SNAKEMAKE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def _job_counts(output: str) -> dict[str, int]:
-    return {line.split()[0]: int(line.split()[1]) for line in output.splitlines()
-            if len(line.split()) == 2 and line.split()[1].isdigit()}
+    return {
+        line.split()[0]: int(line.split()[1])
+        for line in output.splitlines()
+        if len(line.split()) == 2 and line.split()[1].isdigit()
+    }
 
 
 def test_careqa_is_planned_on_demand_and_not_part_of_all(repo_root, tmp_path):
@@ -61,8 +71,15 @@ def test_careqa_is_planned_on_demand_and_not_part_of_all(repo_root, tmp_path):
     counts = _job_counts(planned.stdout + planned.stderr)
     n_editions = len(config["careqa"]["editions"])
     assert counts["careqa_acquire"] == n_editions
-    for rule in ("careqa_parse", "careqa_translate", "careqa_filter_negative", "careqa_rephrase",
-                 "careqa_rephrase_iteration2", "careqa_open", "careqa_stage_counts"):
+    for rule in (
+        "careqa_parse",
+        "careqa_translate",
+        "careqa_filter_negative",
+        "careqa_rephrase",
+        "careqa_rephrase_iteration2",
+        "careqa_open",
+        "careqa_stage_counts",
+    ):
         assert counts[rule] == 1, rule
     assert counts["careqa_validate"] == 2  # iteration 1 and iteration 2
     assert counts["careqa_review_sheet"] == 2  # translation and rephrasing
@@ -81,9 +98,18 @@ def test_agreement_without_filled_sheets_names_the_folder(repo_root, tmp_path):
 @pytest.mark.slow
 def test_careqa_builds_on_the_demo_exam(repo_root, tmp_path, demo_model_dirs):
     work, _ = _workdir(repo_root, tmp_path, booklet_pdf=True)
-    result = _run(["--cores", "2", *TARGETS, "results/careqa/stage_counts.json",
-                   "results/careqa/review/translation/sheet.csv", "results/careqa/review/rephrasing/sheet.csv"],
-                  work, timeout=1800)
+    result = _run(
+        [
+            "--cores",
+            "2",
+            *TARGETS,
+            "results/careqa/stage_counts.json",
+            "results/careqa/review/translation/sheet.csv",
+            "results/careqa/review/rephrasing/sheet.csv",
+        ],
+        work,
+        timeout=1800,
+    )
     assert result.returncode == 0, result.stderr[-5000:]
     out = work / "results" / "careqa"
     counts = json.loads((out / "stage_counts.json").read_text())

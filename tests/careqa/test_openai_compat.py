@@ -1,4 +1,5 @@
 """The OpenAI-compatible client against a fake /v1/chat/completions server on localhost."""
+
 from __future__ import annotations
 
 import json
@@ -71,8 +72,15 @@ def _default_key(monkeypatch):
 
 
 def _backend(server, **kwargs) -> OpenAICompatBackend:
-    spec = {"name": "gpt", "backend": "openai", "path": "gpt-4", "base_url": server.base_url,
-            "max_retries": 2, "concurrency": 3, **kwargs}
+    spec = {
+        "name": "gpt",
+        "backend": "openai",
+        "path": "gpt-4",
+        "base_url": server.base_url,
+        "max_retries": 2,
+        "concurrency": 3,
+        **kwargs,
+    }
     backend = load_backend(spec)
     assert isinstance(backend, OpenAICompatBackend)
     return backend
@@ -90,8 +98,10 @@ def test_generate_sends_chat_requests_and_keeps_prompt_order(monkeypatch):
     first = next(r for r in server.requests if r["messages"][-1]["content"] == "prompt number 0")
     assert first["path"] == "/v1/chat/completions"
     assert first["model"] == "gpt-4"
-    assert first["messages"] == [{"role": "system", "content": "Translate."},
-                                 {"role": "user", "content": "prompt number 0"}]
+    assert first["messages"] == [
+        {"role": "system", "content": "Translate."},
+        {"role": "user", "content": "prompt number 0"},
+    ]
     assert first["max_tokens"] == 20 and first["temperature"] == 0.0 and first["stop"] == ["9"]
     assert "top_p" not in first  # greedy: no nucleus setting sent
     assert all(h.get("Authorization") == "Bearer sk-test" for h in server.headers)

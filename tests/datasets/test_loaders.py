@@ -1,4 +1,5 @@
 """Source loaders: the Hugging Face `datasets` path (on a local dataset folder, offline) and local files."""
+
 import json
 
 import pytest

@@ -1,4 +1,5 @@
 """Normalisation onto the canonical schema: the demo data, real samples, and one-line errors for bad rows."""
+
 import json
 from dataclasses import replace
 
@@ -10,7 +11,9 @@ from careval.datasets.benchmark import LocalSource
 from careval.schemas import DATASET_SCHEMA
 
 
-@pytest.mark.parametrize("name, task, minimum", [("demo_mcqa", "mcqa", 20), ("demo_open_qa", "open", 20), ("demo_note", "open", 10)])
+@pytest.mark.parametrize(
+    "name, task, minimum", [("demo_mcqa", "mcqa", 20), ("demo_open_qa", "open", 20), ("demo_note", "open", 10)]
+)
 def test_demo_benchmarks_normalise(tmp_path, repo_root, name, task, minimum):
     samples = build_benchmark(get_benchmark(name), tmp_path / f"{name}.parquet", root=repo_root)
     assert samples.schema == pl.Schema(DATASET_SCHEMA)
@@ -55,14 +58,20 @@ def test_real_meqsum_sample(shared_data):
 
 
 def test_missing_field_names_benchmark_row_and_field():
-    rows = [{"id": "a", "question": "q?", "options": ["x", "y"], "answer": 0}, {"id": "b", "question": "q2?", "options": ["x", "y"]}]
+    rows = [
+        {"id": "a", "question": "q?", "options": ["x", "y"], "answer": 0},
+        {"id": "b", "question": "q2?", "options": ["x", "y"]},
+    ]
     with pytest.raises(SampleError, match=r"^demo_mcqa: row 2: missing field 'answer'$"):
         normalise(rows, get_benchmark("demo_mcqa"))
 
 
 def test_out_of_range_answer_and_duplicate_id_are_named():
     entry = get_benchmark("demo_mcqa")
-    with pytest.raises(SampleError, match=r"^demo_mcqa: row 1: field 'answer' = 7 is not a valid index0 answer \(expected an integer from 0 to 1\)$"):
+    with pytest.raises(
+        SampleError,
+        match=r"^demo_mcqa: row 1: field 'answer' = 7 is not a valid index0 answer \(expected an integer from 0 to 1\)$",
+    ):
         normalise([{"id": "a", "question": "q?", "options": ["x", "y"], "answer": 7}], entry)
     rows = [{"id": "a", "question": "q?", "options": ["x", "y"], "answer": 0}] * 2
     with pytest.raises(SampleError, match=r"^demo_mcqa: row 2: duplicate id 'a' \(first at row 1\)$"):

@@ -1,4 +1,5 @@
 """The 16 real-data samples in ../shared/data, each loaded through its registry entry (`path:` override)."""
+
 import json
 
 import polars as pl
@@ -15,14 +16,32 @@ CASES = {
     "medqa": ("medqa", {}, lambda r: r["question"], lambda r: r["answer"]),
     "medmcqa": ("medmcqa", {"format": "medpredict"}, lambda r: r["question"], lambda r: r["choices"][r["answer"]][3:]),
     "pubmedqa": ("pubmedqa", {}, lambda r: r["QUESTION"], lambda r: r["final_decision"]),
-    "mmlu_anatomy": ("mmlu_medical", {"format": "csv_rehost"}, lambda r: r["question"], lambda r: r[f"choice{r['answer']}"]),
-    "headqa": ("headqa", {}, lambda r: r["qtext"],
-               lambda r: next(a["atext"] for a in r["answers"] if str(a["aid"]) == r["ra"])),
-    "medical_text_classification": ("medical_abstracts_tc", {}, lambda r: r["medical_abstract"],
-                                    lambda r: {"3": "nervous system diseases"}[r["condition_label"]]),
+    "mmlu_anatomy": (
+        "mmlu_medical",
+        {"format": "csv_rehost"},
+        lambda r: r["question"],
+        lambda r: r[f"choice{r['answer']}"],
+    ),
+    "headqa": (
+        "headqa",
+        {},
+        lambda r: r["qtext"],
+        lambda r: next(a["atext"] for a in r["answers"] if str(a["aid"]) == r["ra"]),
+    ),
+    "medical_text_classification": (
+        "medical_abstracts_tc",
+        {},
+        lambda r: r["medical_abstract"],
+        lambda r: {"3": "nervous system diseases"}[r["condition_label"]],
+    ),
     "medical_transcriptions": ("mtsamples", {}, lambda r: r["transcription"], lambda r: r["medical_specialty"].strip()),
     "biored": ("biored", {}, lambda r: r["passages"][0]["text"], None),
-    "mediqa2019": ("mediqa2019_qa", {"format": "xml"}, lambda r: r["QuestionText"], lambda r: r["AnswerList"][0]["AnswerText"]),
+    "mediqa2019": (
+        "mediqa2019_qa",
+        {"format": "xml"},
+        lambda r: r["QuestionText"],
+        lambda r: r["AnswerList"][0]["AnswerText"],
+    ),
     # the authors' meqsum sends the message without its "SUBJECT: ..." line
     "meqsum": ("meqsum", {}, lambda r: r["CHQ"].partition("MESSAGE: ")[2] or r["CHQ"], lambda r: r["Summary"]),
     "mts_dialog": ("mts_dialog", {}, lambda r: r["dialogue"], lambda r: r["section_text"]),
@@ -67,7 +86,9 @@ def test_mmlu_rehost_selects_one_subject_per_entry(tmp_path, shared_data):
     raw = _raw(shared_data, "mmlu_medical")
     path = str(shared_data / "mmlu_medical" / "sample.jsonl")
     for subject in ("anatomy", "medical_genetics", "professional_medicine"):
-        samples = build_benchmark(get_benchmark(f"mmlu_{subject}", {"format": "csv_rehost", "path": path}), tmp_path / f"{subject}.parquet")
+        samples = build_benchmark(
+            get_benchmark(f"mmlu_{subject}", {"format": "csv_rehost", "path": path}), tmp_path / f"{subject}.parquet"
+        )
         expected = [r["question"].strip() for r in raw if r["subject"] == subject]
         assert samples["question"].to_list() == expected and len(expected) == 33
 
@@ -96,12 +117,19 @@ def test_olaph_live_qa_skips_and_counts_its_empty_answer(shared_data, capsys):
 
 def test_biored_gold_relations_keep_every_relation_with_mention_names(tmp_path, shared_data):
     raw = _raw(shared_data, "biored")
-    samples = build_benchmark(get_benchmark("biored", {"path": str(shared_data / "biored" / "sample.jsonl")}), tmp_path / "b.parquet")
+    samples = build_benchmark(
+        get_benchmark("biored", {"path": str(shared_data / "biored" / "sample.jsonl")}), tmp_path / "b.parquet"
+    )
     assert samples["id"].to_list() == [r["id"] for r in raw]
     meta = json.loads(samples["meta"][0])
     assert len(meta["relations"]) == len(raw[0]["relations"])
     # the first document's first relation, looked up by hand in the raw annotations
     relation = raw[0]["relations"][0]["infons"]
-    mentions = {a["text"] for p in raw[0]["passages"] for a in p["annotations"] if a["infons"]["identifier"] == relation["entity1"]}
+    mentions = {
+        a["text"]
+        for p in raw[0]["passages"]
+        for a in p["annotations"]
+        if a["infons"]["identifier"] == relation["entity1"]
+    }
     assert set(meta["relations"][0]["entity1"]) == mentions and meta["relations"][0]["type"] == relation["type"]
     assert samples["question"][0].startswith(raw[0]["passages"][0]["text"])

@@ -1,4 +1,5 @@
 """Source formats beyond jsonl (XML, CSV, BioC JSON), nested field paths, bad rows (error / skip), missing local data."""
+
 import csv
 import json
 import xml.etree.ElementTree as ElementTree
@@ -26,7 +27,9 @@ def test_mediqa_xml_reads_back_the_rows_it_was_written_from(tmp_path, shared_dat
         ElementTree.SubElement(question, "QuestionText").text = row["QuestionText"]
         answers = ElementTree.SubElement(question, "AnswerList")
         for answer in row["AnswerList"]:
-            element = ElementTree.SubElement(answers, "Answer", **{k: answer[k] for k in ("AID", "SystemRank", "ReferenceRank", "ReferenceScore")})
+            element = ElementTree.SubElement(
+                answers, "Answer", **{k: answer[k] for k in ("AID", "SystemRank", "ReferenceRank", "ReferenceScore")}
+            )
             ElementTree.SubElement(element, "AnswerURL").text = answer["AnswerURL"]
             ElementTree.SubElement(element, "AnswerText").text = answer["AnswerText"]
     path = tmp_path / "mediqa.xml"
@@ -34,7 +37,9 @@ def test_mediqa_xml_reads_back_the_rows_it_was_written_from(tmp_path, shared_dat
     loaded = read_source(LocalSource(str(path)))
     assert [r["QID"] for r in loaded] == [r["QID"] for r in rows]
     assert [r["QuestionText"] for r in loaded] == [r["QuestionText"].strip() for r in rows]
-    assert [[a["AnswerText"] for a in r["AnswerList"]] for r in loaded] == [[a["AnswerText"].strip() for a in r["AnswerList"]] for r in rows]
+    assert [[a["AnswerText"] for a in r["AnswerList"]] for r in loaded] == [
+        [a["AnswerText"].strip() for a in r["AnswerList"]] for r in rows
+    ]
     samples = build_benchmark(get_benchmark("mediqa2019", {"format": "xml", "path": str(path)}), tmp_path / "m.parquet")
     assert samples["reference"].to_list() == [r["AnswerList"][0]["AnswerText"].strip() for r in rows]
 
@@ -65,8 +70,12 @@ def test_json_dict_of_records_keeps_the_key(tmp_path):
 
 
 def test_nested_field_paths():
-    row = {"QUESTION": {"AnswerList": [{"Answer": {"AnswerText": "a"}}, {"Answer": {"AnswerText": "b"}}]},
-           "answers": [{"atext": "x"}, {"atext": "y"}], "utterances": {"utterance": ["hi", "hello"]}, "": "0"}
+    row = {
+        "QUESTION": {"AnswerList": [{"Answer": {"AnswerText": "a"}}, {"Answer": {"AnswerText": "b"}}]},
+        "answers": [{"atext": "x"}, {"atext": "y"}],
+        "utterances": {"utterance": ["hi", "hello"]},
+        "": "0",
+    }
     assert resolve(row, "QUESTION.AnswerList[0].Answer.AnswerText") == "a"
     assert resolve(row, "QUESTION.AnswerList[].Answer.AnswerText") == ["a", "b"]
     assert resolve(row, "answers[].atext") == ["x", "y"]
@@ -77,7 +86,9 @@ def test_nested_field_paths():
 
 
 def test_missing_nested_field_is_named():
-    with pytest.raises(SampleError, match=r"^mediqa2019: row 1: missing field 'QUESTION.AnswerList\[0\].Answer.AnswerText'$"):
+    with pytest.raises(
+        SampleError, match=r"^mediqa2019: row 1: missing field 'QUESTION.AnswerList\[0\].Answer.AnswerText'$"
+    ):
         normalise([{"QUESTION": {"QID": "1", "QuestionText": "q?", "AnswerList": []}}], get_benchmark("mediqa2019"))
 
 
@@ -93,8 +104,10 @@ def test_on_bad_row_error_or_skip(shared_data, mode):
     else:
         result = normalise_report(rows, entry)
         assert result.samples.height == 8
-        assert result.skipped == ["medqa: row 4: missing field 'answer_idx'",
-                                  "medqa: row 7: field 'answer_idx' = 'F' is not a valid letter answer (expected one letter from A to D)"]
+        assert result.skipped == [
+            "medqa: row 4: missing field 'answer_idx'",
+            "medqa: row 7: field 'answer_idx' = 'F' is not a valid letter answer (expected one letter from A to D)",
+        ]
 
 
 def test_missing_credentialed_file_says_how_to_provide_it(tmp_path):

@@ -63,4 +63,3 @@ def test_malformed_questions_are_errors():
         mcqa_predictions([[]], [[]])
     with pytest.raises(ValueError):
         mcqa_predictions([[-1.0]], [])
-

@@ -26,16 +26,35 @@ CORPUS = [
     "small left pleural effusion with basilar atelectasis",
     "the feeding tube has been removed since the previous exam",
 ]
-CANDIDATES = ["heart size is normal", "no acute abnormality", "mild edema of the lungs",
-              "tube removed", "the patient has a small pleural effusion and the lungs are clear", ""]
-REFERENCES = ["the heart is normal and lungs are clear", "no acute cardiopulmonary abnormality",
-              "mild pulmonary edema", "the feeding tube has been removed", "small left pleural effusion", "no effusion"]
+CANDIDATES = [
+    "heart size is normal",
+    "no acute abnormality",
+    "mild edema of the lungs",
+    "tube removed",
+    "the patient has a small pleural effusion and the lungs are clear",
+    "",
+]
+REFERENCES = [
+    "the heart is normal and lungs are clear",
+    "no acute cardiopulmonary abnormality",
+    "mild pulmonary edema",
+    "the feeding tube has been removed",
+    "small left pleural effusion",
+    "no effusion",
+]
 WORDS = sorted({w for s in CORPUS + CANDIDATES + REFERENCES for w in s.split()})
 
 
 def _tiny_config(vocab_size: int, embedding_size: int | None) -> BleurtConfig:
-    return BleurtConfig(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=16, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=128)
+    return BleurtConfig(
+        vocab_size=vocab_size,
+        embedding_size=embedding_size,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=128,
+    )
 
 
 def _random_model(config: BleurtConfig) -> BleurtForSequenceClassification:
@@ -55,9 +74,19 @@ def sp_checkpoint(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bleurt_sp")
     buffer = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(CORPUS * 3), model_writer=buffer, vocab_size=60, model_type="unigram", pad_id=0,
-        unk_id=1, bos_id=-1, eos_id=-1, user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"], num_threads=1,
-        minloglevel=2, hard_vocab_limit=False)
+        sentence_iterator=iter(CORPUS * 3),
+        model_writer=buffer,
+        vocab_size=60,
+        model_type="unigram",
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        num_threads=1,
+        minloglevel=2,
+        hard_vocab_limit=False,
+    )
     (folder / "spm.model").write_bytes(buffer.getvalue())
     vocab = sentencepiece.SentencePieceProcessor(model_file=str(folder / "spm.model")).vocab_size()
     model = _random_model(_tiny_config(vocab, embedding_size=8))
@@ -81,19 +110,37 @@ def _reference_logits_rembert(model: BleurtForSequenceClassification, ids, segme
     from transformers import RemBertConfig, RemBertModel
 
     cfg = model.config
-    rembert = RemBertModel(RemBertConfig(
-        vocab_size=cfg.vocab_size, input_embedding_size=cfg.embedding_size, hidden_size=cfg.hidden_size,
-        num_hidden_layers=cfg.num_hidden_layers, num_attention_heads=cfg.num_attention_heads,
-        intermediate_size=cfg.intermediate_size, hidden_act=cfg.hidden_act, max_position_embeddings=cfg.max_position_embeddings,
-        type_vocab_size=cfg.type_vocab_size, layer_norm_eps=cfg.layer_norm_eps, hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0, pad_token_id=cfg.pad_token_id, bos_token_id=None, eos_token_id=None)).eval()
-    state = {k.removeprefix("bleurt.").replace("encoder.embedding_projection", "encoder.embedding_hidden_mapping_in"): v
-             for k, v in model.state_dict().items() if k.startswith("bleurt.")}
+    rembert = RemBertModel(
+        RemBertConfig(
+            vocab_size=cfg.vocab_size,
+            input_embedding_size=cfg.embedding_size,
+            hidden_size=cfg.hidden_size,
+            num_hidden_layers=cfg.num_hidden_layers,
+            num_attention_heads=cfg.num_attention_heads,
+            intermediate_size=cfg.intermediate_size,
+            hidden_act=cfg.hidden_act,
+            max_position_embeddings=cfg.max_position_embeddings,
+            type_vocab_size=cfg.type_vocab_size,
+            layer_norm_eps=cfg.layer_norm_eps,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+            pad_token_id=cfg.pad_token_id,
+            bos_token_id=None,
+            eos_token_id=None,
+        )
+    ).eval()
+    state = {
+        k.removeprefix("bleurt.").replace("encoder.embedding_projection", "encoder.embedding_hidden_mapping_in"): v
+        for k, v in model.state_dict().items()
+        if k.startswith("bleurt.")
+    }
     rembert.load_state_dict(state, strict=True)
     out = []
     with torch.no_grad():
         for pair_ids, pair_segments in zip(ids, segments):
-            pooled = rembert(input_ids=torch.tensor([pair_ids]), token_type_ids=torch.tensor([pair_segments])).pooler_output
+            pooled = rembert(
+                input_ids=torch.tensor([pair_ids]), token_type_ids=torch.tensor([pair_segments])
+            ).pooler_output
             out.append(float(pooled[0] @ model.classifier.weight[0] + model.classifier.bias[0]))
     return out
 
@@ -119,13 +166,24 @@ def test_wordpiece_checkpoint_matches_bert(wp_checkpoint):
 
     folder, model = wp_checkpoint
     cfg = model.config
-    bert = BertModel(BertConfig(
-        vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
-        num_attention_heads=cfg.num_attention_heads, intermediate_size=cfg.intermediate_size, hidden_act=cfg.hidden_act,
-        max_position_embeddings=cfg.max_position_embeddings, type_vocab_size=cfg.type_vocab_size,
-        layer_norm_eps=cfg.layer_norm_eps, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)).eval()
-    bert.load_state_dict({k.removeprefix("bleurt."): v for k, v in model.state_dict().items() if k.startswith("bleurt.")},
-                         strict=True)
+    bert = BertModel(
+        BertConfig(
+            vocab_size=cfg.vocab_size,
+            hidden_size=cfg.hidden_size,
+            num_hidden_layers=cfg.num_hidden_layers,
+            num_attention_heads=cfg.num_attention_heads,
+            intermediate_size=cfg.intermediate_size,
+            hidden_act=cfg.hidden_act,
+            max_position_embeddings=cfg.max_position_embeddings,
+            type_vocab_size=cfg.type_vocab_size,
+            layer_norm_eps=cfg.layer_norm_eps,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+        )
+    ).eval()
+    bert.load_state_dict(
+        {k.removeprefix("bleurt."): v for k, v in model.state_dict().items() if k.startswith("bleurt.")}, strict=True
+    )
     # The tokenizers library's own BERT pair template (reference first), one pair at a time.
     # (transformers 5's BertTokenizerFast(vocab_file=...) maps every word to [UNK], so it is not used.)
     tokenizer = BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=True)
@@ -158,7 +216,10 @@ def test_candidate_and_reference_order(sp_checkpoint):
     ref_ids, cand_ids = scorer._tokens("mild edema"), scorer._tokens("no acute abnormality")
     assert ids == [scorer._tokens.cls_id, *ref_ids, scorer._tokens.sep_id, *cand_ids, scorer._tokens.sep_id]
     assert segments == [0] * (len(ref_ids) + 2) + [1] * (len(cand_ids) + 1)
-    forward, swapped = scorer.score(["no acute abnormality"], ["mild edema"]), scorer.score(["mild edema"], ["no acute abnormality"])
+    forward, swapped = (
+        scorer.score(["no acute abnormality"], ["mild edema"]),
+        scorer.score(["mild edema"], ["no acute abnormality"]),
+    )
     assert forward != swapped
 
 
@@ -183,12 +244,23 @@ def test_long_inputs_are_truncated_to_max_length(sp_checkpoint):
 
 def expected_checkpoint_keys(num_layers: int, projection: bool) -> set[str]:
     """Parameter names of bleurt-pytorch 0.0.1's BleurtForSequenceClassification (what the hub checkpoints hold)."""
-    keys = {f"bleurt.embeddings.{name}.weight" for name in ("word_embeddings", "position_embeddings", "token_type_embeddings")}
+    keys = {
+        f"bleurt.embeddings.{name}.weight"
+        for name in ("word_embeddings", "position_embeddings", "token_type_embeddings")
+    }
     keys |= {"bleurt.embeddings.LayerNorm.weight", "bleurt.embeddings.LayerNorm.bias"}
     if projection:
         keys |= {"bleurt.encoder.embedding_projection.weight", "bleurt.encoder.embedding_projection.bias"}
-    per_layer = ["attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-                 "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"]
+    per_layer = [
+        "attention.self.query",
+        "attention.self.key",
+        "attention.self.value",
+        "attention.output.dense",
+        "attention.output.LayerNorm",
+        "intermediate.dense",
+        "output.dense",
+        "output.LayerNorm",
+    ]
     for layer in range(num_layers):
         keys |= {f"bleurt.encoder.layer.{layer}.{module}.{p}" for module in per_layer for p in ("weight", "bias")}
     keys |= {"bleurt.pooler.dense.weight", "bleurt.pooler.dense.bias", "classifier.weight", "classifier.bias"}
@@ -244,15 +316,22 @@ def test_missing_checkpoint_offline_gives_one_line_error(model, monkeypatch):
 def test_score_text_bleurt_family(sp_checkpoint):
     folder, _ = sp_checkpoint
     samples = pl.DataFrame({"id": ["a", "b", "c", "d"], "reference": REFERENCES[:4]})
-    generations = pl.DataFrame({"id": ["a", "b", "c", "d"], "output": [CANDIDATES[0], "", CANDIDATES[2], CANDIDATES[3]],
-                                "status": ["ok", "empty_output", "ok", "ok"]})
+    generations = pl.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "output": [CANDIDATES[0], "", CANDIDATES[2], CANDIDATES[3]],
+            "status": ["ok", "empty_output", "ok", "ok"],
+        }
+    )
     rows = scoring.score_text("bleurt", samples, generations, {"model": str(folder), "batch_size": 2})
     assert rows["metric"].to_list() == ["bleurt"] * 4
     assert rows["status"].to_list() == ["ok", "empty_output", "ok", "ok"]
     assert rows["level"].unique().to_list() == ["sample"]
     values = rows["value"].to_list()
     assert math.isnan(values[1])
-    want = BleurtScorer(folder).score([CANDIDATES[0], CANDIDATES[2], CANDIDATES[3]], [REFERENCES[0], REFERENCES[2], REFERENCES[3]])
+    want = BleurtScorer(folder).score(
+        [CANDIDATES[0], CANDIDATES[2], CANDIDATES[3]], [REFERENCES[0], REFERENCES[2], REFERENCES[3]]
+    )
     np.testing.assert_allclose([values[0], values[2], values[3]], want, atol=1e-6, rtol=0)
 
 
@@ -273,4 +352,6 @@ def test_real_bleurt_20_d12_matches_bleurt_pytorch_readme():
         pytest.skip(str(err))
     references = ["a bird chirps by the window", "this is a random sentence"]
     candidates = ["a bird chirps by the window", "this looks like a random sentence"]
-    np.testing.assert_allclose(scorer.score(candidates, references), [0.9604414105415344, 0.8080050349235535], atol=1e-3)
+    np.testing.assert_allclose(
+        scorer.score(candidates, references), [0.9604414105415344, 0.8080050349235535], atol=1e-3
+    )

@@ -1,4 +1,5 @@
 """The Prometheus judge: prometheus-eval's prompt and parser, the retry loop, statuses and the score layout."""
+
 from __future__ import annotations
 
 import copy
@@ -27,14 +28,21 @@ from careval.schemas import SCORE_SCHEMA
 def test_prompt_is_prometheus_absolute_template_with_reference_filled_by_hand():
     rubric = pe_prompts.HELPFULNESS_RUBRIC
     expected = pe_prompts.ABSOLUTE_PROMPT
-    for placeholder, value in [("{instruction}", "What lowers fever?"), ("{response}", "Paracetamol."),
-                               ("{reference_answer}", "Paracetamol or ibuprofen."), ("{rubric}", rubric)]:
+    for placeholder, value in [
+        ("{instruction}", "What lowers fever?"),
+        ("{response}", "Paracetamol."),
+        ("{reference_answer}", "Paracetamol or ibuprofen."),
+        ("{rubric}", rubric),
+    ]:
         assert expected.count(placeholder) == 1
         expected = expected.replace(placeholder, value)
     prompt = judge_prompt("What lowers fever?", "Paracetamol.", "Paracetamol or ibuprofen.", rubric)
     assert prompt == expected
     # the with-reference variant, ending where the judge starts writing
-    assert "###Reference Answer (Score 5):\nParacetamol or ibuprofen.\n\n###Score Rubrics:\n[Does the model provide" in prompt
+    assert (
+        "###Reference Answer (Score 5):\nParacetamol or ibuprofen.\n\n###Score Rubrics:\n[Does the model provide"
+        in prompt
+    )
     assert prompt.endswith("###Feedback: ")
 
 
@@ -45,8 +53,11 @@ def test_prompt_keeps_braces_in_the_texts():
 
 def test_predefined_and_custom_rubrics():
     assert rubric_text("factual_validity") == ("factual_validity", pe_prompts.FACTUAL_VALIDITY_RUBRIC)
-    custom = {"name": "safety", "criteria": "Is the advice safe?",
-              **{f"score{i}_description": f"level {i}" for i in range(1, 6)}}
+    custom = {
+        "name": "safety",
+        "criteria": "Is the advice safe?",
+        **{f"score{i}_description": f"level {i}" for i in range(1, 6)},
+    }
     by_hand = "[Is the advice safe?]\n" + "\n".join(f"Score {i}: level {i}" for i in range(1, 6))
     assert rubric_text(custom) == ("safety", by_hand)
     with pytest.raises(JudgeConfigError, match="'kindness'"):
@@ -65,7 +76,11 @@ def test_predefined_and_custom_rubrics():
         ("Clear.\n[RESULT] 5\n", 5, "Clear."),
         ("Vague. [RESULT] (2)", 2, "Vague."),
         ("Feedback: fine. [RESULT] 3/5", 3, "Feedback: fine."),
-        ("Partly right, so a score of 3", 3, "Partly right, so a score of 3"),  # prometheus-eval also reads "score of n"
+        (
+            "Partly right, so a score of 3",
+            3,
+            "Partly right, so a score of 3",
+        ),  # prometheus-eval also reads "score of n"
     ],
 )
 def test_parser_reads_the_final_score(output, score, feedback):
@@ -160,14 +175,17 @@ class FakeBackend:
 
 @pytest.fixture
 def frames():
-    samples = pl.DataFrame({"id": ["s1", "s2", "s3", "s4", "s5"],
-                            "reference": ["ref one", "ref two", "ref three", None, "ref five"]})
-    generations = pl.DataFrame({
-        "id": ["s1", "s2", "s3", "s4", "s5"],
-        "prompt": [f"Question {i}?" for i in range(1, 6)],
-        "output": ["4 good", "? odd", "", "5 great", "2 poor"],
-        "status": ["ok", "ok", "empty_output", "ok", "ok"],
-    })
+    samples = pl.DataFrame(
+        {"id": ["s1", "s2", "s3", "s4", "s5"], "reference": ["ref one", "ref two", "ref three", None, "ref five"]}
+    )
+    generations = pl.DataFrame(
+        {
+            "id": ["s1", "s2", "s3", "s4", "s5"],
+            "prompt": [f"Question {i}?" for i in range(1, 6)],
+            "output": ["4 good", "? odd", "", "5 great", "2 poor"],
+            "status": ["ok", "ok", "empty_output", "ok", "ok"],
+        }
+    )
     return samples, generations
 
 
@@ -176,8 +194,9 @@ def test_score_judge_rows_statuses_and_layout(frames):
     backend = FakeBackend()
     options = {"rubrics": ["helpfulness", "factual_validity"], "retries": 1, "max_new_tokens": 16}
     scores = score_judge(backend, samples, generations, options)
-    assert scores.schema == pl.Schema({**SCORE_SCHEMA, "p1": pl.Float64, "p2": pl.Float64, "p3": pl.Float64,
-                                       "p4": pl.Float64, "p5": pl.Float64})
+    assert scores.schema == pl.Schema(
+        {**SCORE_SCHEMA, "p1": pl.Float64, "p2": pl.Float64, "p3": pl.Float64, "p4": pl.Float64, "p5": pl.Float64}
+    )
     assert set(scores["level"]) == {"sample"} and set(scores["weight"]) == {1.0}
     got = {(r["id"], r["metric"]): (r["value"], r["status"]) for r in scores.iter_rows(named=True)}
     assert len(got) == scores.height == 20
@@ -196,14 +215,18 @@ def test_score_judge_rows_statuses_and_layout(frames):
     # 3 gradable samples x 2 rubrics asked once, then s2's two prompts once more
     assert backend.calls == 2 and len(backend.prompts) == 8
     assert all(pe_prompts.HELPFULNESS_RUBRIC in p or pe_prompts.FACTUAL_VALIDITY_RUBRIC in p for p in backend.prompts)
-    assert "###The instruction to evaluate:\nQuestion 1?\n\n###Response to evaluate:\n4 good\n\n###Reference Answer (Score 5):\nref one" in backend.prompts[0]
+    assert (
+        "###The instruction to evaluate:\nQuestion 1?\n\n###Response to evaluate:\n4 good\n\n###Reference Answer (Score 5):\nref one"
+        in backend.prompts[0]
+    )
 
 
 def test_score_judge_limit_and_greedy_skips_retries(frames):
     samples, generations = frames
     backend = FakeBackend()
-    scores = score_judge(backend, samples, generations,
-                         {"rubrics": ["honesty"], "retries": 5, "temperature": 0.0, "limit": 2})
+    scores = score_judge(
+        backend, samples, generations, {"rubrics": ["honesty"], "retries": 5, "temperature": 0.0, "limit": 2}
+    )
     assert scores["id"].to_list() == ["s1", "s1", "s2", "s2"]
     assert scores["status"].to_list() == ["ok", "no_logprobs", "parse_error", "no_logprobs"]
     assert backend.calls == 1  # greedy: a retry would repeat the same output
@@ -211,6 +234,7 @@ def test_score_judge_limit_and_greedy_skips_retries(frames):
 
 def test_no_judge_is_loaded_when_nothing_is_gradable(frames):
     samples, generations = frames
+
     def factory():
         raise AssertionError("the judge must not be loaded")
 
@@ -234,15 +258,19 @@ def test_demo_config_judge_section(demo_config):
         {"model": "m", "rubrics": ["kindness"]},
         {"model": {"source": "pypi:some-model==1.0"}},  # a PyPI judge must be listed under models
         {"model": "m", "retries": -1},
-        {"model": "smollm2-135m-instruct", "rubrics": [{"name": "safety_expected", "criteria": "Safe?",
-                                    **{f"score{i}_description": "x" for i in range(1, 6)}}]},
+        {
+            "model": "smollm2-135m-instruct",
+            "rubrics": [
+                {"name": "safety_expected", "criteria": "Safe?", **{f"score{i}_description": "x" for i in range(1, 6)}}
+            ],
+        },
         {"rubrics": ["helpfulness"]},
     ],
 )
 def test_bad_judge_config_is_one_line(demo_config, judge):
     config = copy.deepcopy(demo_config)
     config["metrics"]["judge"] = judge
-    with pytest.raises(ConfigError, match="metrics.judge"):
+    with pytest.raises(ConfigError, match=r"metrics\.judge"):
         prepare_config(config)
 
 
@@ -260,19 +288,31 @@ def test_real_small_judge_always_gives_a_grade(demo_model_dirs, demo_config, cap
     backend = load_backend({**spec.backend_kwargs(), "system_prompt": pe_prompts.ABS_SYSTEM_PROMPT})
     # prometheus-eval's system prompt reaches the model through its chat template
     assert pe_prompts.ABS_SYSTEM_PROMPT in format_prompt(backend.tokenizer, "x", True, backend.system_prompt)
-    samples = pl.DataFrame({"id": ["a", "b", "c"], "reference": [
-        "Intramuscular adrenaline (epinephrine) into the outer thigh.",
-        "Metformin reduces glucose production by the liver.",
-        "Sudden facial drooping, arm weakness and slurred speech; call emergency services."]})
-    generations = pl.DataFrame({
-        "id": ["a", "b", "c"],
-        "prompt": ["What is the first-line treatment for anaphylaxis?", "How does metformin lower blood glucose?",
-                   "What are the warning signs of a stroke?"],
-        "output": ["Give adrenaline intramuscularly.", "It makes the pancreas secrete more insulin.", "Headache."],
-        "status": ["ok"] * 3,
-    })
-    scores = score_judge(backend, samples, generations,
-                         {"rubrics": ["helpfulness"], "retries": 1, "max_new_tokens": 48})
+    samples = pl.DataFrame(
+        {
+            "id": ["a", "b", "c"],
+            "reference": [
+                "Intramuscular adrenaline (epinephrine) into the outer thigh.",
+                "Metformin reduces glucose production by the liver.",
+                "Sudden facial drooping, arm weakness and slurred speech; call emergency services.",
+            ],
+        }
+    )
+    generations = pl.DataFrame(
+        {
+            "id": ["a", "b", "c"],
+            "prompt": [
+                "What is the first-line treatment for anaphylaxis?",
+                "How does metformin lower blood glucose?",
+                "What are the warning signs of a stroke?",
+            ],
+            "output": ["Give adrenaline intramuscularly.", "It makes the pancreas secrete more insulin.", "Headache."],
+            "status": ["ok"] * 3,
+        }
+    )
+    scores = score_judge(
+        backend, samples, generations, {"rubrics": ["helpfulness"], "retries": 1, "max_new_tokens": 48}
+    )
     assert scores.height == 6
     for row in scores.iter_rows(named=True):
         # an hf judge always grades: parsed, or read from its own score distribution

@@ -1,6 +1,7 @@
 """The judge's score distribution: context, probabilities, most likely and expected grade, the job's rows,
 the judge without log-probabilities, and the real demo judge (hf, and vLLM on a fake engine) against a
 plain transformers forward."""
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,8 @@ from careval.metrics.judge_distribution import (
     expected_score,
     most_likely,
     probabilities,
-    scoring_context,
     score_distributions,
+    scoring_context,
 )
 
 # ---------------------------------------------------------------- the five probabilities
@@ -54,7 +55,10 @@ def test_probabilities_reject_a_wrong_count_or_non_finite_values():
         ("The answer is right. [RESULT] 4", "PROMPT>The answer is right. [RESULT] "),
         ("Feedback: vague. [RESULT] 4\nI hope this helps!", "PROMPT>Feedback: vague. [RESULT] "),
         ("Good. [RESULT] excellent", "PROMPT>Good. [RESULT] "),
-        ("The response misses the dose and", "PROMPT>The response misses the dose and [RESULT] "),  # cut at max_new_tokens
+        (
+            "The response misses the dose and",
+            "PROMPT>The response misses the dose and [RESULT] ",
+        ),  # cut at max_new_tokens
         ("  \n", "PROMPT>[RESULT] "),
         ("[result] 7", "PROMPT>[RESULT] "),
     ],
@@ -96,8 +100,14 @@ class ScoringJudge:
 @pytest.fixture
 def frames():
     samples = pl.DataFrame({"id": ["a", "b", "c"], "reference": ["ref a", "ref b", "ref c"]})
-    generations = pl.DataFrame({"id": ["a", "b", "c"], "prompt": ["Qa?", "Qb?", "Qc?"],
-                                "output": ["answer a", "answer b", ""], "status": ["ok", "ok", "empty_output"]})
+    generations = pl.DataFrame(
+        {
+            "id": ["a", "b", "c"],
+            "prompt": ["Qa?", "Qb?", "Qc?"],
+            "output": ["answer a", "answer b", ""],
+            "status": ["ok", "ok", "empty_output"],
+        }
+    )
     return samples, generations
 
 
@@ -126,7 +136,9 @@ def test_parsed_verdict_keeps_prometheus_number_and_the_rest_comes_from_the_dist
     # one scoring call: five pairs per verdict, after the formatted prompt, the feedback and " [RESULT] "
     assert judge.calls == 1 and len(judge.pairs) == 10
     prompt_b = judge_prompt("Qb?", "answer b", "ref b", rubric_text("helpfulness")[1])
-    assert judge.pairs[5:] == [(f"<user>{prompt_b}<assistant>It names the drug but [RESULT] ", str(s)) for s in range(1, 6)]
+    assert judge.pairs[5:] == [
+        (f"<user>{prompt_b}<assistant>It names the drug but [RESULT] ", str(s)) for s in range(1, 6)
+    ]
     assert judge.pairs[0][0].endswith("<assistant>Correct and complete. [RESULT] ")
 
 
@@ -197,15 +209,23 @@ def smollm2(demo_model_dirs, demo_config):
 
 
 def real_case():
-    samples = pl.DataFrame({"id": ["a", "b"], "reference": [
-        "Intramuscular adrenaline (epinephrine) into the outer thigh.",
-        "Metformin reduces glucose production by the liver."]})
-    generations = pl.DataFrame({
-        "id": ["a", "b"],
-        "prompt": ["What is the first-line treatment for anaphylaxis?", "How does metformin lower blood glucose?"],
-        "output": ["Give adrenaline intramuscularly.", "It makes the pancreas secrete more insulin."],
-        "status": ["ok", "ok"],
-    })
+    samples = pl.DataFrame(
+        {
+            "id": ["a", "b"],
+            "reference": [
+                "Intramuscular adrenaline (epinephrine) into the outer thigh.",
+                "Metformin reduces glucose production by the liver.",
+            ],
+        }
+    )
+    generations = pl.DataFrame(
+        {
+            "id": ["a", "b"],
+            "prompt": ["What is the first-line treatment for anaphylaxis?", "How does metformin lower blood glucose?"],
+            "output": ["Give adrenaline intramuscularly.", "It makes the pancreas secrete more insulin."],
+            "status": ["ok", "ok"],
+        }
+    )
     return samples, generations
 
 
@@ -248,13 +268,15 @@ class Recording:
 def test_expected_score_of_the_demo_judge_equals_a_hand_computation(smollm2, demo_model_dirs):
     samples, generations = real_case()
     judge = Recording(smollm2)
-    scores = score_judge(judge, samples, generations, {"rubrics": ["factual_validity"], "retries": 0,
-                                                       "max_new_tokens": 40})
+    scores = score_judge(
+        judge, samples, generations, {"rubrics": ["factual_validity"], "retries": 0, "max_new_tokens": 40}
+    )
     assert set(scores["status"]) <= {"ok", "from_distribution"}  # every verdict gets a number
     rubric = rubric_text("factual_validity")[1]
     rows = scores.rows(named=True)
-    for (record, reference), grade, expected in zip(zip(generations.iter_rows(named=True), samples["reference"]),
-                                                    rows[::2], rows[1::2]):
+    for (record, reference), grade, expected in zip(
+        zip(generations.iter_rows(named=True), samples["reference"]), rows[::2], rows[1::2]
+    ):
         assert grade["id"] == expected["id"] == record["id"]
         prompt = judge_prompt(record["prompt"], record["output"], reference, rubric)
         output = judge.outputs[prompt]
@@ -268,8 +290,10 @@ def test_expected_score_of_the_demo_judge_equals_a_hand_computation(smollm2, dem
         assert 1.0 <= expected["value"] <= 5.0 and expected["status"] == "ok"
         if grade["status"] == "from_distribution":
             assert grade["value"] == 1 + max(range(5), key=lambda i: by_hand[i])
-        print(f"demo judge on {record['id']}: grade {grade['value']} ({grade['status']}), "
-              f"expected {expected['value']:.3f}, p = {[round(p, 3) for p in by_hand]}, verdict end {output[-60:]!r}")
+        print(
+            f"demo judge on {record['id']}: grade {grade['value']} ({grade['status']}), "
+            f"expected {expected['value']:.3f}, p = {[round(p, 3) for p in by_hand]}, verdict end {output[-60:]!r}"
+        )
 
 
 class FakeVLLM:
@@ -289,7 +313,9 @@ class FakeVLLM:
             with torch.no_grad():
                 logp = torch.log_softmax(self.model(input_ids=torch.tensor([ids])).logits[0].float(), dim=-1)
             # vLLM: None for the first prompt token, then {token_id: Logprob} per position
-            entries = [None] + [{tok: SimpleNamespace(logprob=float(logp[i - 1, tok]))} for i, tok in enumerate(ids) if i]
+            entries = [None] + [
+                {tok: SimpleNamespace(logprob=float(logp[i - 1, tok]))} for i, tok in enumerate(ids) if i
+            ]
             outputs.append(SimpleNamespace(prompt_logprobs=entries, outputs=[]))
         return outputs
 
@@ -307,8 +333,10 @@ def test_vllm_path_on_a_fake_engine_gives_the_hf_distribution(smollm2):
     backend.chat_template = smollm2.chat_template
     backend.system_prompt = smollm2.system_prompt
     rubric = rubric_text("helpfulness")[1]
-    prompts = [judge_prompt("What lowers fever?", "Paracetamol.", "Paracetamol or ibuprofen.", rubric),
-               judge_prompt("What lowers fever?", "Antibiotics.", "Paracetamol or ibuprofen.", rubric)]
+    prompts = [
+        judge_prompt("What lowers fever?", "Paracetamol.", "Paracetamol or ibuprofen.", rubric),
+        judge_prompt("What lowers fever?", "Antibiotics.", "Paracetamol or ibuprofen.", rubric),
+    ]
     outputs = ["The response is correct and short. [RESULT] 5", "The response is wrong because"]
     via_vllm = score_distributions(backend, prompts, outputs)
     via_hf = score_distributions(smollm2, prompts, outputs)

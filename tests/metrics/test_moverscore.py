@@ -47,9 +47,7 @@ def test_transport_zero_weight_points_ignored_and_empty_side():
 def test_idf_formula():
     idf = idf_weights([[101, 7, 8, 102], [101, 7, 7, 102], [101, 9, 102]])
     assert idf[101] == 0.0 and idf[102] == 0.0  # in every sentence: log(4/4)
-    assert idf[7] == pytest.approx(
-        math.log(4 / 3)
-    )  # df counts sentences, not occurrences
+    assert idf[7] == pytest.approx(math.log(4 / 3))  # df counts sentences, not occurrences
     assert idf[8] == pytest.approx(math.log(4 / 2))
     assert idf[12345] == pytest.approx(math.log(4))  # unseen
 

@@ -116,10 +116,7 @@ def test_bleu_hf_is_unsmoothed_nmt_bleu(meqsum_pairs, lfqa_pairs):
     refs = meqsum_pairs[1] + lfqa_pairs[1]
     got = bleu_hf(preds, refs)
     # With one segment and one reference, unsmoothed sacreBLEU is the same formula (scale 0-100).
-    want = [
-        sacrebleu.corpus_bleu([p], [[r]], smooth_method="none").score / 100
-        for p, r in zip(preds, refs)
-    ]
+    want = [sacrebleu.corpus_bleu([p], [[r]], smooth_method="none").score / 100 for p, r in zip(preds, refs)]
     assert got == pytest.approx(want, abs=1e-9)
     # No 4-gram in common: the authors' BLEU is 0 while smoothed sentence BLEU is not.
     zero = [i for i, v in enumerate(got) if v == 0.0]
@@ -153,7 +150,7 @@ def test_bleu_hf_equals_nltk_unsmoothed_bleu_with_brevity_penalty(meqsum_pairs, 
 
     mts = load_rows("mts_dialog", 30)
     # MTS-Dialog note sections against the dialogue's doctor turns: long texts, partial overlap
-    doctor = [" ".join(t[len("Doctor:"):] for t in r["dialogue"].split("\n") if t.startswith("Doctor:")) for r in mts]
+    doctor = [" ".join(t[len("Doctor:") :] for t in r["dialogue"].split("\n") if t.startswith("Doctor:")) for r in mts]
     preds = meqsum_pairs[0] + lfqa_pairs[0] + doctor + [r["section_text"] for r in mts[:5]]
     refs = meqsum_pairs[1] + lfqa_pairs[1] + [r["section_text"] for r in mts] + [r["section_text"] for r in mts[:5]]
     tok = Tokenizer13a()

@@ -22,7 +22,9 @@ def graph(*entities: dict) -> dict:
     return {"text": "", "entities": {str(i + 1): e for i, e in enumerate(entities)}}
 
 
-REFERENCE = graph(entity("effusion", "OBS-DP", ("located_at", "2")), entity("pleural", "ANAT-DP"), entity("edema", "OBS-DA"))
+REFERENCE = graph(
+    entity("effusion", "OBS-DP", ("located_at", "2")), entity("pleural", "ANAT-DP"), entity("edema", "OBS-DA")
+)
 
 # name -> (hypothesis, reference, hand-computed {level: F1})
 CASES = {
@@ -30,38 +32,57 @@ CASES = {
     # With relation flag: only effusion matches (edema gained a relation) -> 1/3.
     # Triples: effusion->left != effusion->pleural, lone left != pleural, edema has a triple -> 0.
     "levels_differ": (
-        graph(entity("effusion", "OBS-DP", ("located_at", "2")), entity("left", "ANAT-DP"),
-              entity("edema", "OBS-DA", ("suggestive_of", "1"))),
-        REFERENCE, {"simple": Fraction(2, 3), "partial": Fraction(1, 3), "complete": Fraction(0)}),
+        graph(
+            entity("effusion", "OBS-DP", ("located_at", "2")),
+            entity("left", "ANAT-DP"),
+            entity("edema", "OBS-DA", ("suggestive_of", "1")),
+        ),
+        REFERENCE,
+        {"simple": Fraction(2, 3), "partial": Fraction(1, 3), "complete": Fraction(0)},
+    ),
     # The reference plus one extra lone entity: P = 3/4, R = 1 -> F1 = 6/7 at every level.
     "extra_entity": (
-        graph(entity("effusion", "OBS-DP", ("located_at", "2")), entity("pleural", "ANAT-DP"), entity("edema", "OBS-DA"),
-              entity("cardiomegaly", "OBS-DA")),
-        REFERENCE, {"simple": Fraction(6, 7), "partial": Fraction(6, 7), "complete": Fraction(6, 7)}),
+        graph(
+            entity("effusion", "OBS-DP", ("located_at", "2")),
+            entity("pleural", "ANAT-DP"),
+            entity("edema", "OBS-DA"),
+            entity("cardiomegaly", "OBS-DA"),
+        ),
+        REFERENCE,
+        {"simple": Fraction(6, 7), "partial": Fraction(6, 7), "complete": Fraction(6, 7)},
+    ),
     "identical": (REFERENCE, REFERENCE, {"simple": Fraction(1), "partial": Fraction(1), "complete": Fraction(1)}),
     # Repeated entities count once (sets): hypothesis {edema}, reference {edema, effusion} -> P = 1, R = 1/2.
     "duplicates_collapse": (
         graph(entity("edema", "OBS-DA"), entity("edema", "OBS-DA")),
         graph(entity("edema", "OBS-DA"), entity("effusion", "OBS-DP")),
-        {"simple": Fraction(2, 3), "partial": Fraction(2, 3), "complete": Fraction(2, 3)}),
+        {"simple": Fraction(2, 3), "partial": Fraction(2, 3), "complete": Fraction(2, 3)},
+    ),
     # Labels matter: same tokens, other label -> nothing matches.
     "label_mismatch": (
-        graph(entity("edema", "OBS-U")), graph(entity("edema", "OBS-DA")),
-        {"simple": Fraction(0), "partial": Fraction(0), "complete": Fraction(0)}),
+        graph(entity("edema", "OBS-U")),
+        graph(entity("edema", "OBS-DA")),
+        {"simple": Fraction(0), "partial": Fraction(0), "complete": Fraction(0)},
+    ),
     # Case: only relation triples are lower-cased (the package's rule). Simple/partial: "Effusion" and
     # "Pleural" differ from the lower-case reference -> 0. Complete: the triple matches, lone
     # "Pleural" does not -> P = R = 1/2.
     "case_only_folded_in_triples": (
         graph(entity("Effusion", "OBS-DP", ("located_at", "2")), entity("Pleural", "ANAT-DP")),
         graph(entity("effusion", "OBS-DP", ("located_at", "2")), entity("pleural", "ANAT-DP")),
-        {"simple": Fraction(0), "partial": Fraction(0), "complete": Fraction(1, 2)}),
+        {"simple": Fraction(0), "partial": Fraction(0), "complete": Fraction(1, 2)},
+    ),
     # Two relations give two triples; the hypothesis has one of them. Complete: hyp {t1, lone lung,
     # lone base} vs ref {t1, t2, lung, base} -> P = 1, R = 3/4 -> 6/7. Simple/partial: all entities match.
     "two_relations": (
         graph(entity("opacity", "OBS-DP", ("located_at", "2")), entity("lung", "ANAT-DP"), entity("base", "ANAT-DP")),
-        graph(entity("opacity", "OBS-DP", ("located_at", "2"), ("located_at", "3")), entity("lung", "ANAT-DP"),
-              entity("base", "ANAT-DP")),
-        {"simple": Fraction(1), "partial": Fraction(1), "complete": Fraction(6, 7)}),
+        graph(
+            entity("opacity", "OBS-DP", ("located_at", "2"), ("located_at", "3")),
+            entity("lung", "ANAT-DP"),
+            entity("base", "ANAT-DP"),
+        ),
+        {"simple": Fraction(1), "partial": Fraction(1), "complete": Fraction(6, 7)},
+    ),
     "empty_hypothesis": (graph(), REFERENCE, {"simple": Fraction(0), "partial": Fraction(0), "complete": Fraction(0)}),
     "empty_reference": (REFERENCE, graph(), {"simple": Fraction(0), "partial": Fraction(0), "complete": Fraction(0)}),
     "both_empty": (graph(), graph(), {"simple": Fraction(0), "partial": Fraction(0), "complete": Fraction(0)}),
@@ -82,8 +103,9 @@ def test_reward_equals_radgraph_package(name):
     hypothesis, reference, _ = CASES[name]
     for level in rg.REWARD_LEVELS:
         assert radgraph_reward(hypothesis, reference, level) == compute_reward(hypothesis, reference, level)
-    assert tuple(radgraph_reward(hypothesis, reference, level) for level in rg.REWARD_LEVELS) == \
-        tuple(compute_reward(hypothesis, reference, "all"))
+    assert tuple(radgraph_reward(hypothesis, reference, level) for level in rg.REWARD_LEVELS) == tuple(
+        compute_reward(hypothesis, reference, "all")
+    )
 
 
 def test_unknown_level_is_a_clear_error():
@@ -102,10 +124,22 @@ GRAPHS = {
     "Effusion Pleural": CASES["case_only_folded_in_triples"][0],
     "effusion pleural": CASES["case_only_folded_in_triples"][1],
 }
-HYPS = ["small left effusion, edema suggestive", "effusion pleural edema cardiomegaly", "nothing to extract", "",
-        "Effusion Pleural", "pleural effusion and edema"]
-REFS = ["pleural effusion and edema", "pleural effusion and edema", "pleural effusion and edema",
-        "pleural effusion and edema", "effusion pleural", ""]
+HYPS = [
+    "small left effusion, edema suggestive",
+    "effusion pleural edema cardiomegaly",
+    "nothing to extract",
+    "",
+    "Effusion Pleural",
+    "pleural effusion and edema",
+]
+REFS = [
+    "pleural effusion and edema",
+    "pleural effusion and edema",
+    "pleural effusion and edema",
+    "pleural effusion and edema",
+    "effusion pleural",
+    "",
+]
 
 
 class FakeAnnotator:
@@ -151,9 +185,13 @@ def test_missing_model_offline_gives_one_line_error(tmp_path, monkeypatch):
 def test_score_text_radgraph_family(monkeypatch):
     monkeypatch.setattr(rg, "load_radgraph_annotator", lambda *args, **kwargs: FakeAnnotator())
     samples = pl.DataFrame({"id": ["a", "b", "c"], "reference": ["pleural effusion and edema"] * 3})
-    generations = pl.DataFrame({"id": ["a", "b", "c"],
-                                "output": ["small left effusion, edema suggestive", "", "effusion pleural edema cardiomegaly"],
-                                "status": ["ok", "empty_output", "ok"]})
+    generations = pl.DataFrame(
+        {
+            "id": ["a", "b", "c"],
+            "output": ["small left effusion, edema suggestive", "", "effusion pleural edema cardiomegaly"],
+            "status": ["ok", "empty_output", "ok"],
+        }
+    )
     rows = scoring.score_text("radgraph", samples, generations, {"reward_level": "all", "model_type": "radgraph-xl"})
     by_metric = {m: rows.filter(pl.col("metric") == m) for m in rows["metric"].unique(maintain_order=True)}
     assert list(by_metric) == ["f1radgraph_simple", "f1radgraph_partial", "f1radgraph_complete"]
@@ -183,10 +221,15 @@ def test_radgraph_encoder_path_runs_under_transformers5(tmp_path):
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     words = ["a", "b", "1", "2", "no", "acute", "cardiopulmonary", "process", "moderate", "hiatal", "hernia"]
-    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *words, "##s"]) + "\n")
+    (tmp_path / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *words, "##s"]) + "\n"
+    )
     torch.manual_seed(0)
-    bert = BertModel(BertConfig(vocab_size=len(words) + 7, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                intermediate_size=32)).eval()
+    bert = BertModel(
+        BertConfig(
+            vocab_size=len(words) + 7, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+        )
+    ).eval()
     bert.save_pretrained(tmp_path)
     BertTokenizerFast.from_pretrained(tmp_path).save_pretrained(tmp_path)
 
@@ -197,7 +240,9 @@ def test_radgraph_encoder_path_runs_under_transformers5(tmp_path):
     token_embedder._matched_embedder.transformer_model.load_state_dict(bert.state_dict())
     embedder = BasicTextFieldEmbedder({"bert": token_embedder}).eval()
     lines = preprocess_reports(["no acute cardiopulmonary process. moderate hiatal hernias"], "radgraph-xl")
-    assert lines[0]["sentences"] == [["no", "acute", "cardiopulmonary", "process", ".", "moderate", "hiatal", "hernias"]]
+    assert lines[0]["sentences"] == [
+        ["no", "acute", "cardiopulmonary", "process", ".", "moderate", "hiatal", "hernias"]
+    ]
     data = AllennlpDataset([DyGIEReader(max_span_width=3, token_indexers={"bert": indexer}).text_to_instance(lines[0])])
     data.index_with(Vocabulary())
     batch = next(iter(PyTorchDataLoader(batch_size=1, dataset=data)))
@@ -207,6 +252,6 @@ def test_radgraph_encoder_path_runs_under_transformers5(tmp_path):
         pieces = [2, 10, 11, 12, 13, 5, 14, 15, 16, len(words) + 6, 3]
         assert batch["text"]["bert"]["token_ids"][0, 0].tolist() == pieces
         hidden = bert(input_ids=torch.tensor([pieces])).last_hidden_state[0]
-    want = torch.stack([*hidden[1:9 - 1], hidden[8:10].mean(dim=0)])  # "hernias" = mean of its two pieces
+    want = torch.stack([*hidden[1 : 9 - 1], hidden[8:10].mean(dim=0)])  # "hernias" = mean of its two pieces
     assert got.shape == (8, 16)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=0)

@@ -1,4 +1,5 @@
 """The metric registry resolves every name careval's scorers write, and refuses to guess."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,7 +28,11 @@ def test_names_resolve_to_their_family_direction_and_range(name, family, higher,
 
 def test_variants_given_the_question_keep_the_base_metric_facts():
     base, variant = metric_spec("word_perplexity"), metric_spec("word_perplexity_given_question")
-    assert (variant.higher_is_better, variant.bounds, variant.average) == (base.higher_is_better, base.bounds, "geometric")
+    assert (variant.higher_is_better, variant.bounds, variant.average) == (
+        base.higher_is_better,
+        base.bounds,
+        "geometric",
+    )
 
 
 def test_judge_expected_scores_are_one_to_five_with_the_rubric_in_the_label():
@@ -51,9 +56,9 @@ def test_every_family_of_every_task_is_registered_and_writes_a_metric():
     assert set(FAMILIES) == written
 
 
-
 def test_averages_reproduce_lm_evals_corpus_values():
     # perplexities: exp of the weighted mean log; bits per byte (already a log) and cross-entropy: arithmetic
-    assert [metric_spec(m).average for m in ("word_perplexity", "byte_perplexity", "relaxed_perplexity",
-                                              "bits_per_byte", "relaxed_cross_entropy")] == [
-        "geometric", "geometric", "geometric", "mean", "mean"]
+    assert [
+        metric_spec(m).average
+        for m in ("word_perplexity", "byte_perplexity", "relaxed_perplexity", "bits_per_byte", "relaxed_cross_entropy")
+    ] == ["geometric", "geometric", "geometric", "mean", "mean"]

@@ -1,4 +1,5 @@
 """Relaxed Perplexity: the estimator against hand values and brute-force enumeration, fast vs reference, the job rows."""
+
 from __future__ import annotations
 
 import importlib
@@ -25,9 +26,18 @@ EOS = 4
 def tiny_llama(dtype=torch.float64, vocab=VOCAB, seed=0):
     """A random 2-layer Llama small enough to enumerate every continuation."""
     torch.manual_seed(seed)
-    config = transformers.LlamaConfig(vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=128,
-                                      bos_token_id=0, eos_token_id=EOS, pad_token_id=0)
+    config = transformers.LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=128,
+        bos_token_id=0,
+        eos_token_id=EOS,
+        pad_token_id=0,
+    )
     model = transformers.LlamaForCausalLM(config).eval()
     # random init is close to uniform; sharpen it so the checks see distinct probabilities
     with torch.no_grad():
@@ -44,7 +54,7 @@ def brute_logprobs(model, tokens):
 
 
 def brute_p(model, context, continuation):
-    return math.exp(sum(brute_logprobs(model, list(context) + list(continuation))[len(context) - 1:]))
+    return math.exp(sum(brute_logprobs(model, list(context) + list(continuation))[len(context) - 1 :]))
 
 
 # --------------------------------------------------------------------------- estimator pieces
@@ -90,10 +100,12 @@ def test_all_continuations_give_the_exact_probability(implementation):
     model = tiny_llama()
     q, t, length = [0, 1, 3], [2, 1], 3
     every = list(itertools.product(range(VOCAB), repeat=length))
-    unskewed = rp.relaxed_perplexity(model, q, t, continuations=every, implementation=implementation,
-                                     stride=1, max_tokens=length, skewed=False)
-    skewed = rp.relaxed_perplexity(model, q, t, continuations=every, implementation=implementation,
-                                   stride=1, max_tokens=length, skewed=True)
+    unskewed = rp.relaxed_perplexity(
+        model, q, t, continuations=every, implementation=implementation, stride=1, max_tokens=length, skewed=False
+    )
+    skewed = rp.relaxed_perplexity(
+        model, q, t, continuations=every, implementation=implementation, stride=1, max_tokens=length, skewed=True
+    )
     assert unskewed.steps == (0, 1, 2, 3)
     for n in range(length + 1):
         prefixes = list(itertools.product(range(VOCAB), repeat=n))
@@ -118,7 +130,9 @@ def test_fast_matches_reference_on_sampled_continuations(dtype, tol, skewed):
     reference = rp.relaxed_perplexity(model, q, t, implementation="reference", **kwargs)
     reused = rp.relaxed_perplexity(model, q, t, implementation="fast", **kwargs)
     fresh = rp.relaxed_perplexity(model, q, t, implementation="fast", reuse_sampling_cache=False, **kwargs)
-    explicit = rp.relaxed_perplexity(model, q, t, implementation="fast", continuations=reference.continuations, **kwargs)
+    explicit = rp.relaxed_perplexity(
+        model, q, t, implementation="fast", continuations=reference.continuations, **kwargs
+    )
     assert reference.continuations == reused.continuations == fresh.continuations
     # 7 is not a stride point, but the paper's normaliser is n + len(t) with n = max_tokens
     assert reference.steps == (0, 2, 4, 6) and reference.n_max == 7
@@ -160,9 +174,20 @@ def test_sliding_window_models_get_the_window_in_the_fast_mask():
     scorer's own mask must apply that window as the model's own masks do."""
     torch.manual_seed(0)
     config = transformers.Gemma3TextConfig(
-        vocab_size=7, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, head_dim=8, sliding_window=3, layer_types=["sliding_attention", "full_attention"],
-        max_position_embeddings=128, bos_token_id=0, eos_token_id=EOS, pad_token_id=0)
+        vocab_size=7,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        sliding_window=3,
+        layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=128,
+        bos_token_id=0,
+        eos_token_id=EOS,
+        pad_token_id=0,
+    )
     model = transformers.Gemma3ForCausalLM(config).eval().double()
     kwargs = dict(l=2, s=3, stride=2, max_tokens=6, seed=5, skewed=False)
     reference = rp.relaxed_perplexity(model, [0, 1, 2, 3], [5, 6, 1], implementation="reference", **kwargs)
@@ -181,7 +206,7 @@ def test_sampling_is_seeded_full_length_and_keeps_the_most_likely():
     assert first.continuations != other.continuations
     assert all(len(c) == 5 and EOS not in c for c in first.continuations)
     for c, logps in zip(first.continuations, first.token_logprobs):  # the model's unmodified log-probs
-        assert logps == pytest.approx(brute_logprobs(model, q + list(c))[len(q) - 1:], abs=1e-10)
+        assert logps == pytest.approx(brute_logprobs(model, q + list(c))[len(q) - 1 :], abs=1e-10)
     joint = [sum(lp) for lp in first.token_logprobs]
     keep = rp.select_continuations(first.continuations, joint, 3)
     result = rp.relaxed_perplexity(model, q, [3], l=3, s=8, max_tokens=5, stride=1, seed=1)
@@ -200,7 +225,7 @@ def test_tiny_top_p_samples_the_greedy_path_without_eos():
             logits = model(input_ids=torch.tensor([greedy])).logits[0, -1].clone()
         logits[EOS] = -math.inf
         greedy.append(int(logits.argmax()))
-    assert sampled.continuations == [tuple(greedy[len(q):])] * 2
+    assert sampled.continuations == [tuple(greedy[len(q) :])] * 2
 
 
 # --------------------------------------------------------------------------- the benchmark job
@@ -215,13 +240,23 @@ def tiny_backend(max_length=128):
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", eos_token="</s>", bos_token="<s>")
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=len(WORDS), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
-                                      bos_token_id=6, eos_token_id=7, pad_token_id=0)
+    config = transformers.LlamaConfig(
+        vocab_size=len(WORDS),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=256,
+        bos_token_id=6,
+        eos_token_id=7,
+        pad_token_id=0,
+    )
     model = transformers.LlamaForCausalLM(config).eval().double()
     # an hf-backend stand-in: what the job's score_relaxed_perplexity reads from HFBackend
-    return SimpleNamespace(model=model, tokenizer=tokenizer, format=lambda p: f"e {p}", add_bos=False,
-                           max_length=max_length)
+    return SimpleNamespace(
+        model=model, tokenizer=tokenizer, format=lambda p: f"e {p}", add_bos=False, max_length=max_length
+    )
 
 
 OPTIONS = {"l": 2, "s": 3, "stride": 2, "max_tokens": 4, "seed": 7}
@@ -233,7 +268,9 @@ def samples_frame():
         {"id": "olaph", "question": "b", "reference": "ignored", "meta": json.dumps({"must_have": ["c", "d b", "  "]})},
         {"id": "blank", "question": "c", "reference": "   ", "meta": "{}"},
     ]
-    return pl.DataFrame(rows, schema={"id": pl.String, "question": pl.String, "reference": pl.String, "meta": pl.String})
+    return pl.DataFrame(
+        rows, schema={"id": pl.String, "question": pl.String, "reference": pl.String, "meta": pl.String}
+    )
 
 
 def test_job_rows_average_the_targets_and_count_blank_ones():
@@ -263,7 +300,8 @@ def test_job_rows_average_the_targets_and_count_blank_ones():
     assert by[("olaph", "relaxed_perplexity")]["status"] == "ok"
     assert by[("olaph", "relaxed_perplexity")]["value"] == pytest.approx(sum(r.perplexity for r in olaph) / 2, rel=1e-9)
     assert by[("olaph", "relaxed_cross_entropy")]["value"] == pytest.approx(
-        sum(r.cross_entropy for r in olaph) / 2, rel=1e-9)
+        sum(r.cross_entropy for r in olaph) / 2, rel=1e-9
+    )
 
     targets = job.relaxed_perplexity_targets(backend, samples_frame(), template, OPTIONS)
     assert targets.filter(pl.col("id") == "olaph")["status"].to_list() == ["ok", "ok", "empty_target"]
@@ -278,8 +316,10 @@ def test_job_counts_non_finite_and_too_long_samples(monkeypatch):
     real = rp.relaxed_perplexities
 
     def overflowing(*args, **kwargs):
-        return [rp.RelaxedPerplexity(math.inf, math.inf, r.steps, r.log_terms, r.n_max, r.target_tokens, r.skewed)
-                for r in real(*args, **kwargs)]
+        return [
+            rp.RelaxedPerplexity(math.inf, math.inf, r.steps, r.log_terms, r.n_max, r.target_tokens, r.skewed)
+            for r in real(*args, **kwargs)
+        ]
 
     monkeypatch.setattr(job, "relaxed_perplexities", overflowing)  # the name the job calls
     scores = job.score_relaxed_perplexity(backend, samples_frame(), "d {question}", {**OPTIONS, "limit": 2})
@@ -299,7 +339,7 @@ def test_no_continuation_tokens_is_the_ordinary_conditional_perplexity(implement
     model = tiny_llama()
     q, t = [0, 2, 1], [3, 3, 2]
     result = rp.relaxed_perplexity(model, q, t, implementation=implementation, max_tokens=0)
-    loglik = sum(brute_logprobs(model, q + t)[len(q) - 1:])
+    loglik = sum(brute_logprobs(model, q + t)[len(q) - 1 :])
     assert result.steps == (0,) and result.n_max == 0
     assert result.perplexity == pytest.approx(math.exp(-loglik / len(t)), rel=1e-10)
 
@@ -313,10 +353,17 @@ def test_demo_model_job_agrees_with_the_reference_scorer(repo_root):
     folder = repo_root / "resources" / "models" / "smollm2-135m-instruct"
     if not (folder / "config.json").is_file():
         pytest.skip(f"{folder} not prepared")
-    backend = load_backend({"name": "smollm2", "path": str(folder), "chat_template": True, "dtype": "float32",
-                            "threads": 1})
-    samples = pl.DataFrame({"id": ["a"], "question": ["What is hypertension?"], "reference": ["High blood pressure."],
-                            "meta": [json.dumps({"must_have": ["Hypertension is high blood pressure."]})]})
+    backend = load_backend(
+        {"name": "smollm2", "path": str(folder), "chat_template": True, "dtype": "float32", "threads": 1}
+    )
+    samples = pl.DataFrame(
+        {
+            "id": ["a"],
+            "question": ["What is hypertension?"],
+            "reference": ["High blood pressure."],
+            "meta": [json.dumps({"must_have": ["Hypertension is high blood pressure."]})],
+        }
+    )
     options = {"l": 2, "s": 3, "stride": 4, "max_tokens": 8, "seed": 1}
     targets = job.relaxed_perplexity_targets(backend, samples, "Question: {question}\nAnswer:", options)
     formatted = backend.format("Question: What is hypertension?\nAnswer:")
@@ -324,8 +371,9 @@ def test_demo_model_job_agrees_with_the_reference_scorer(repo_root):
     q, _ = generation_tokens(backend.tokenizer, formatted, add_bos=backend.add_bos, max_prompt_tokens=1000)
     t = backend.tokenizer.encode(" Hypertension is high blood pressure.", add_special_tokens=False)
     fast = rp.relaxed_perplexity(backend.model, q, t, **options)
-    reference = rp.relaxed_perplexity(backend.model, q, t, implementation="reference",
-                                      continuations=fast.continuations, **options)
+    reference = rp.relaxed_perplexity(
+        backend.model, q, t, implementation="reference", continuations=fast.continuations, **options
+    )
     assert fast.log_terms == pytest.approx(reference.log_terms, abs=1e-4)
     assert targets["relaxed_perplexity"][0] == pytest.approx(fast.perplexity, rel=1e-9)
 
@@ -344,17 +392,33 @@ def test_olaph_nice_to_have_is_a_second_target_set_on_a_real_row(tmp_path, share
     backend = tiny_backend(max_length=512)
     per_target = job.relaxed_perplexity_targets(backend, samples, "{question}", OPTIONS)
     assert per_target.filter(pl.col("target_set") == "nice_to_have")["target"].to_list() == [
-        t.strip() for t in meta["nice_to_have"]]
+        t.strip() for t in meta["nice_to_have"]
+    ]
     scores = {r["metric"]: r["value"] for r in job.scores_from_targets(per_target).iter_rows(named=True)}
-    assert set(scores) == {"relaxed_perplexity", "relaxed_cross_entropy", "relaxed_perplexity_nice_to_have",
-                           "relaxed_cross_entropy_nice_to_have"}
+    assert set(scores) == {
+        "relaxed_perplexity",
+        "relaxed_cross_entropy",
+        "relaxed_perplexity_nice_to_have",
+        "relaxed_cross_entropy_nice_to_have",
+    }
 
-    q, _ = generation_tokens(backend.tokenizer, backend.format(samples["question"][0]), add_bos=False,
-                             max_prompt_tokens=512)
+    q, _ = generation_tokens(
+        backend.tokenizer, backend.format(samples["question"][0]), add_bos=False, max_prompt_tokens=512
+    )
     for name, statements in (("", meta["must_have"]), ("_nice_to_have", meta["nice_to_have"])):
-        direct = [rp.relaxed_perplexity(backend.model, q, backend.tokenizer.encode(" " + s.strip(), add_special_tokens=False),
-                                        implementation="reference", **OPTIONS) for s in statements]
-        assert scores[f"relaxed_perplexity{name}"] == pytest.approx(sum(r.perplexity for r in direct) / len(direct),
-                                                                    rel=1e-6)
+        direct = [
+            rp.relaxed_perplexity(
+                backend.model,
+                q,
+                backend.tokenizer.encode(" " + s.strip(), add_special_tokens=False),
+                implementation="reference",
+                **OPTIONS,
+            )
+            for s in statements
+        ]
+        assert scores[f"relaxed_perplexity{name}"] == pytest.approx(
+            sum(r.perplexity for r in direct) / len(direct), rel=1e-6
+        )
         assert scores[f"relaxed_cross_entropy{name}"] == pytest.approx(
-            sum(r.cross_entropy for r in direct) / len(direct), rel=1e-6)
+            sum(r.cross_entropy for r in direct) / len(direct), rel=1e-6
+        )

@@ -7,6 +7,7 @@ token-count ratio (the bound a scorer limited by per-token compute could reach).
 process CPU time (one thread, so CPU time is compute time), which a machine shared with other jobs
 inflates far less than wall time; wall seconds are printed too.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -58,11 +59,18 @@ def test_relaxed_perplexity_speed(load_rows):
 
             took: dict[str, tuple[float, float]] = {}
             with clock(took, "sampling"):
-                sampled = hf.sample_continuations(model, q, s=options["s"], max_tokens=options["max_tokens"],
-                                                  top_p=options["top_p"], seed=options["seed"],
-                                                  suppress_ids=rp._eos_ids(model))
-            keep = rp.select_continuations(sampled.continuations, [sum(lp) for lp in sampled.token_logprobs],
-                                           options["l"])
+                sampled = hf.sample_continuations(
+                    model,
+                    q,
+                    s=options["s"],
+                    max_tokens=options["max_tokens"],
+                    top_p=options["top_p"],
+                    seed=options["seed"],
+                    suppress_ids=rp._eos_ids(model),
+                )
+            keep = rp.select_continuations(
+                sampled.continuations, [sum(lp) for lp in sampled.token_logprobs], options["l"]
+            )
             kept = [sampled.continuations[i] for i in keep]
             steps = rp.stride_points(options["max_tokens"], options["stride"])
             # the fast scorer on the sampler's own KV cache: only the target copies run
@@ -71,28 +79,43 @@ def test_relaxed_perplexity_speed(load_rows):
             with clock(took, "fast"):
                 fast = rp.relaxed_perplexity(model, q, t, implementation="fast", continuations=kept, **options)
             with clock(took, "reference"):
-                reference = rp.relaxed_perplexity(model, q, t, implementation="reference", continuations=kept, **options)
+                reference = rp.relaxed_perplexity(
+                    model, q, t, implementation="reference", continuations=kept, **options
+                )
             with_sampling = rp.relaxed_perplexity(model, q, t, implementation="fast", **options)
             assert with_sampling.continuations == tuple(kept)
 
             token_ratio = reference.tokens_run / fast.tokens_run
             speedup = took["reference"][0] / took["fast"][0]
-            print(json.dumps({
-                "model": MODEL, "threads": 1, "question_tokens": len(q), "target_tokens": len(t),
-                "kept": len(kept), "steps": len(fast.steps),
-                "cpu_s": {k: round(v[0], 2) for k, v in took.items()},
-                "wall_s": {k: round(v[1], 2) for k, v in took.items()},
-                "reference_tokens": reference.tokens_run, "fast_tokens": fast.tokens_run,
-                "fast_reusing_tokens": reused_tokens,
-                "speedup_cpu": round(speedup, 2), "speedup_wall": round(took["reference"][1] / took["fast"][1], 2),
-                "token_ratio": round(token_ratio, 2), "speedup_over_token_bound": round(speedup / token_ratio, 2),
-                "max_abs_term_diff": max(abs(a - b) for a, b in zip(fast.log_terms, reference.log_terms)),
-                "cross_entropy": round(reference.cross_entropy, 4), "loadavg": round(os.getloadavg()[0], 2),
-            }))
+            print(
+                json.dumps(
+                    {
+                        "model": MODEL,
+                        "threads": 1,
+                        "question_tokens": len(q),
+                        "target_tokens": len(t),
+                        "kept": len(kept),
+                        "steps": len(fast.steps),
+                        "cpu_s": {k: round(v[0], 2) for k, v in took.items()},
+                        "wall_s": {k: round(v[1], 2) for k, v in took.items()},
+                        "reference_tokens": reference.tokens_run,
+                        "fast_tokens": fast.tokens_run,
+                        "fast_reusing_tokens": reused_tokens,
+                        "speedup_cpu": round(speedup, 2),
+                        "speedup_wall": round(took["reference"][1] / took["fast"][1], 2),
+                        "token_ratio": round(token_ratio, 2),
+                        "speedup_over_token_bound": round(speedup / token_ratio, 2),
+                        "max_abs_term_diff": max(abs(a - b) for a, b in zip(fast.log_terms, reference.log_terms)),
+                        "cross_entropy": round(reference.cross_entropy, 4),
+                        "loadavg": round(os.getloadavg()[0], 2),
+                    }
+                )
+            )
             assert fast.log_terms == pytest.approx(reference.log_terms, abs=1e-3)
             assert with_sampling.log_terms == pytest.approx(reference.log_terms, abs=1e-3)
-            reused = rp.combine(rp.step_prefixes(kept, steps), reused_ll, None, len(t),
-                                n_max=options["max_tokens"], skewed=True)
+            reused = rp.combine(
+                rp.step_prefixes(kept, steps), reused_ll, None, len(t), n_max=options["max_tokens"], skewed=True
+            )
             assert reused.log_terms == pytest.approx(reference.log_terms, abs=1e-3)
     finally:
         torch.set_num_threads(old)

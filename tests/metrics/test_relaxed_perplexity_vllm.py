@@ -5,6 +5,7 @@ sampling requests with fixed continuations, so the request construction (which p
 which SamplingParams) and the assembly of the results are checked against the hf
 reference scorer on the same model and continuations.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -52,18 +53,32 @@ class FakeLLM:
                 prompt_logprobs = [None] + [{tok: SimpleNamespace(logprob=v)} for tok, v in zip(ids[1:], values)]
                 outputs.append(SimpleNamespace(prompt_logprobs=prompt_logprobs, outputs=[]))
             else:
-                completions = [SimpleNamespace(token_ids=list(c), cumulative_logprob=sum(self._logprobs(ids + list(c))[len(ids) - 1:]),
-                                               logprobs=None)
-                               for c in self.samples]
+                completions = [
+                    SimpleNamespace(
+                        token_ids=list(c),
+                        cumulative_logprob=sum(self._logprobs(ids + list(c))[len(ids) - 1 :]),
+                        logprobs=None,
+                    )
+                    for c in self.samples
+                ]
                 outputs.append(SimpleNamespace(prompt_logprobs=None, outputs=completions))
         return outputs
 
 
 def tiny_model():
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=7, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=128,
-                                      bos_token_id=0, eos_token_id=4, pad_token_id=0)
+    config = transformers.LlamaConfig(
+        vocab_size=7,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=128,
+        bos_token_id=0,
+        eos_token_id=4,
+        pad_token_id=0,
+    )
     return transformers.LlamaForCausalLM(config).eval().double()
 
 
@@ -98,7 +113,7 @@ def test_vllm_path_builds_the_prompts_and_matches_the_hf_reference(skewed):
     assert score_params.kwargs["prompt_logprobs"] == 0 and score_params.kwargs["max_tokens"] == 1
 
     # the two most likely distinct samples are kept, as the hf sampler's selection would
-    joint = [sum(backend.llm._logprobs(q + list(c))[len(q) - 1:]) for c in SAMPLES]
+    joint = [sum(backend.llm._logprobs(q + list(c))[len(q) - 1 :]) for c in SAMPLES]
     kept = [SAMPLES[i] for i in rp.select_continuations(SAMPLES, joint, 2)]
     assert list(got[0].continuations) == kept
     # one q + c[:n] + t prompt per distinct prefix and target
@@ -116,14 +131,21 @@ def test_job_dispatches_a_vllm_backend_to_prompt_logprobs():
     model = tiny_model()
     backend = fake_backend(model)
     # a tokenizer stand-in: characters "0".."6" are the token ids
-    backend.tokenizer = SimpleNamespace(encode=lambda text, add_special_tokens=True: [int(ch) for ch in text if ch.isdigit()],
-                                        bos_token=None, bos_token_id=None, eos_token_id=4, decode=lambda ids: "")
+    backend.tokenizer = SimpleNamespace(
+        encode=lambda text, add_special_tokens=True: [int(ch) for ch in text if ch.isdigit()],
+        bos_token=None,
+        bos_token_id=None,
+        eos_token_id=4,
+        decode=lambda ids: "",
+    )
     samples = pl.DataFrame({"id": ["x"], "question": ["52"], "reference": ["31"], "meta": ["{}"]})
     options = {"l": 2, "s": 4, "stride": 2, "max_tokens": 4, "seed": 3}
     scores = job.score_relaxed_perplexity(backend, samples, "0{question}", options)
     assert scores["status"].to_list() == ["ok", "ok"]
     kept = rp.relaxed_perplexities_vllm(fake_backend(model), [0, 5, 2], [[3, 1]], **options)[0].continuations
-    reference = rp.relaxed_perplexity(model, [0, 5, 2], [3, 1], implementation="reference", continuations=kept, **options)
+    reference = rp.relaxed_perplexity(
+        model, [0, 5, 2], [3, 1], implementation="reference", continuations=kept, **options
+    )
     value = dict(zip(scores["metric"], scores["value"]))
     assert value["relaxed_perplexity"] == pytest.approx(reference.perplexity, rel=1e-10)
     assert math.isfinite(value["relaxed_cross_entropy"])

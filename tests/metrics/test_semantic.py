@@ -154,7 +154,11 @@ def test_a_hub_model_gets_bert_scores_tuned_layer_and_the_packaged_encoder_keeps
 
     from careval.scoring import bertscore_kwargs
 
-    assert bertscore_kwargs({"model": "distilbert-base-uncased"})["num_layers"] == model2layers["distilbert-base-uncased"] == 5
+    assert (
+        bertscore_kwargs({"model": "distilbert-base-uncased"})["num_layers"]
+        == model2layers["distilbert-base-uncased"]
+        == 5
+    )
     assert bertscore_kwargs({"model": "distilbert-base-uncased", "num_layers": 6})["num_layers"] == 6
     assert bertscore_kwargs({"lang": "en", "model": "bert-base-uncased"})["model_path"] == "bert-base-uncased"
     assert bertscore_kwargs({}) == {"model_path": None}  # BertScorer's default: MiniLM at its 6th layer

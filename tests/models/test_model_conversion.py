@@ -3,6 +3,7 @@ itself, and the three demo models checked to load and say something sensible. Sl
 
 Wheels are cached in resources/models/.cache (the pipeline's own cache) so reruns download nothing.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,7 +80,13 @@ def test_folder_is_plain_float32_safetensors(smollm2_dir):
     from safetensors import safe_open
 
     names = {p.name for p in smollm2_dir.iterdir()}
-    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"} <= names
+    assert {
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "generation_config.json",
+    } <= names
     assert not any(n.endswith(".gguf") for n in names)
     config = json.loads((smollm2_dir / "config.json").read_text())
     assert "quantization_config" not in config
@@ -96,9 +103,11 @@ def test_same_logits_as_the_gguf(smollm2_dir, smollm2_gguf):
     ids = gguf_tok(SENTENCE, return_tensors="pt").input_ids
     assert tok(SENTENCE, return_tensors="pt").input_ids.tolist() == ids.tolist()
     with torch.no_grad():
-        ref = AutoModelForCausalLM.from_pretrained(
-            smollm2_gguf.parent, gguf_file=smollm2_gguf.name, dtype=torch.float32
-        ).eval()(ids).logits
+        ref = (
+            AutoModelForCausalLM.from_pretrained(smollm2_gguf.parent, gguf_file=smollm2_gguf.name, dtype=torch.float32)
+            .eval()(ids)
+            .logits
+        )
         got = AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.float32).eval()(ids).logits
     assert got.shape == ref.shape == (1, ids.shape[1], 49152)
     torch.testing.assert_close(got, ref, atol=1e-4, rtol=0)
@@ -128,12 +137,14 @@ def greedy(folder: Path, prompt: str, chat: bool, new_tokens: int = 24) -> str:
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     if chat:
-        ids = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt", return_dict=True)["input_ids"]
+        ids = tok.apply_chat_template(
+            [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )["input_ids"]
     else:
         ids = tok(prompt, return_tensors="pt").input_ids
     with torch.no_grad():
         out = model.generate(ids, max_new_tokens=new_tokens, do_sample=False)
-    return tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+    return tok.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
 
 
 @pytest.mark.parametrize(

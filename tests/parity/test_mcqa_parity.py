@@ -6,13 +6,14 @@ SmolLM2-135M-Instruct; careval runs the catalogue entry (normalisation, tasks/mc
 on the same rows. Per document: the same prompt and continuations, |delta loglik| < 1e-4 for every
 choice and the same acc and acc_norm. Prints both accuracies and both scoring times (`pytest -s`).
 """
+
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import polars as pl
 import pytest
@@ -33,8 +34,11 @@ TOLERANCE = 1e-4
 
 
 def _medqa(row: dict) -> dict:
-    return {"sent1": row["question"], **{f"ending{i}": row["options"][k] for i, k in enumerate("ABCD")},
-            "label": "ABCD".index(row["answer_idx"])}
+    return {
+        "sent1": row["question"],
+        **{f"ending{i}": row["options"][k] for i, k in enumerate("ABCD")},
+        "label": "ABCD".index(row["answer_idx"]),
+    }
 
 
 def _medmcqa(row: dict) -> dict:
@@ -42,7 +46,7 @@ def _medmcqa(row: dict) -> dict:
     options = []
     for letter, choice in zip("ABCD", row["choices"]):
         assert choice.startswith(f"{letter}. "), choice
-        options.append(choice[len(f"{letter}. "):])
+        options.append(choice[len(f"{letter}. ") :])
     return {"question": row["question"], **dict(zip(["opa", "opb", "opc", "opd"], options)), "cop": row["answer"]}
 
 
@@ -60,8 +64,8 @@ def _headqa(row: dict) -> dict:
 
 @dataclass(frozen=True)
 class Case:
-    data: str                       # folder of ../shared/data
-    overrides: dict                 # careval's config overrides of the catalogue entry (besides path)
+    data: str  # folder of ../shared/data
+    overrides: dict  # careval's config overrides of the catalogue entry (besides path)
     to_doc: Callable[[dict], dict]  # a raw row in lm-eval's fields
     keep: Callable[[dict], bool] = lambda row: True
 
@@ -85,12 +89,21 @@ def _rows(shared_data: Path, case: Case) -> list[dict]:
 def _task_yaml(name: str, benchmark: str, data_file: Path, folder: Path) -> None:
     """lm-eval's task file, included unchanged but for its dataset (the local rows as the test split)."""
     task = {
-        "include": str(task_file(benchmark)), "task": name, "tag": [],
-        "dataset_path": "json", "dataset_name": None, "dataset_kwargs": {"data_files": {"test": str(data_file)}},
-        "test_split": "test", "validation_split": None, "training_split": None, "fewshot_split": None,
+        "include": str(task_file(benchmark)),
+        "task": name,
+        "tag": [],
+        "dataset_path": "json",
+        "dataset_name": None,
+        "dataset_kwargs": {"data_files": {"test": str(data_file)}},
+        "test_split": "test",
+        "validation_split": None,
+        "training_split": None,
+        "fewshot_split": None,
         # acc_norm too where the file reports acc only (pubmedqa, mmlu): lm-eval computes both the same way
-        "metric_list": [{"metric": "acc", "aggregation": "mean", "higher_is_better": True},
-                        {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True}],
+        "metric_list": [
+            {"metric": "acc", "aggregation": "mean", "higher_is_better": True},
+            {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True},
+        ],
     }
     (folder / f"{name}.yaml").write_text(yaml.safe_dump(task, sort_keys=False), encoding="utf-8")
 
@@ -123,8 +136,14 @@ def runs(shared_data, demo_model_dirs, tmp_path_factory):
         careval_s = time.perf_counter() - start
 
         start = time.perf_counter()
-        result = lm_eval.simple_evaluate(model=theirs, tasks=[f"careval_parity_{benchmark}"], task_manager=manager,
-                                         batch_size=BATCH_SIZE, log_samples=True, bootstrap_iters=0)
+        result = lm_eval.simple_evaluate(
+            model=theirs,
+            tasks=[f"careval_parity_{benchmark}"],
+            task_manager=manager,
+            batch_size=BATCH_SIZE,
+            log_samples=True,
+            bootstrap_iters=0,
+        )
         lm_eval_s = time.perf_counter() - start
         logged = sorted(result["samples"][f"careval_parity_{benchmark}"], key=lambda s: s["doc_id"])
         out[benchmark] = (samples, logliks, logged, careval_s, lm_eval_s)
@@ -143,16 +162,26 @@ def test_same_prompts_logliks_and_predictions_as_lm_eval(runs, benchmark):
         assert doc["doc_id"] == position
         mine = logliks.filter(pl.col("id") == sample["id"]).sort("option")
         # the request lm-eval scored: (context, target_delimiter + choice) per choice
-        assert [tuple(args) for args in doc["arguments"]] == list(zip(mine["context"], mine["continuation"])), sample["id"]
+        assert [tuple(args) for args in doc["arguments"]] == list(zip(mine["context"], mine["continuation"])), sample[
+            "id"
+        ]
         their_ll = [float(resp[0]) for resp in doc["filtered_resps"]]
         assert mine["loglik"].to_list() == pytest.approx(their_ll, abs=TOLERANCE), sample["id"]
         worst = max(worst, max(abs(a - b) for a, b in zip(mine["loglik"], their_ll)))
         # lm-eval's target: the gold index, or the gold choice's text (pubmedqa's final_decision)
-        target = doc["target"] if isinstance(doc["target"], int) else [a[1] for a in doc["arguments"]].index(" " + doc["target"])
+        target = (
+            doc["target"]
+            if isinstance(doc["target"], int)
+            else [a[1] for a in doc["arguments"]].index(" " + doc["target"])
+        )
         assert sample["answer"] == target, sample["id"]
-        assert (acc[(sample["id"], "acc")], acc[(sample["id"], "acc_norm")]) == (doc["acc"], doc["acc_norm"]), sample["id"]
+        assert (acc[(sample["id"], "acc")], acc[(sample["id"], "acc_norm")]) == (doc["acc"], doc["acc_norm"]), sample[
+            "id"
+        ]
     ours = {m: scores.filter(pl.col("metric") == m)["value"].mean() for m in ("acc", "acc_norm")}
     theirs = {m: sum(d[m] for d in logged) / len(logged) for m in ("acc", "acc_norm")}
-    print(f"\n{benchmark} ({get_benchmark(benchmark).mcqa_style}, {N_ROWS} rows): careval acc {ours['acc']:.4f} "
-          f"acc_norm {ours['acc_norm']:.4f} | lm-eval acc {theirs['acc']:.4f} acc_norm {theirs['acc_norm']:.4f} | "
-          f"max |delta loglik| {worst:.2e} | scoring careval {careval_s:.1f}s, lm-eval simple_evaluate {lm_eval_s:.1f}s")
+    print(
+        f"\n{benchmark} ({get_benchmark(benchmark).mcqa_style}, {N_ROWS} rows): careval acc {ours['acc']:.4f} "
+        f"acc_norm {ours['acc_norm']:.4f} | lm-eval acc {theirs['acc']:.4f} acc_norm {theirs['acc_norm']:.4f} | "
+        f"max |delta loglik| {worst:.2e} | scoring careval {careval_s:.1f}s, lm-eval simple_evaluate {lm_eval_s:.1f}s"
+    )

@@ -4,6 +4,7 @@ Each row is written twice: in the layout of careval's catalogue source (normalis
 in the fields lm-eval's doc_to_text reads. The context careval sends and the continuations it
 scores must be lm-eval's `description + doc_to_text(doc)` and `target_delimiter + choice`.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -20,25 +21,58 @@ OPTIONS = ["Escherichia coli", "Staphylococcus saprophyticus", "Proteus mirabili
 
 # benchmark -> (row in careval's source layout, the same row in lm-eval's fields)
 ROWS = {
-    "medqa": ({"question": QUESTION, "options": dict(zip("ABCD", OPTIONS)), "answer_idx": "B"},
-              {"sent1": QUESTION, **{f"ending{i}": o for i, o in enumerate(OPTIONS)}, "label": 1}),
-    "medmcqa": ({"id": "m1", "question": QUESTION, **dict(zip(["opa", "opb", "opc", "opd"], OPTIONS)), "cop": 1},
-                {"question": QUESTION, **dict(zip(["opa", "opb", "opc", "opd"], OPTIONS)), "cop": 1}),
-    "mmlu_anatomy": ({"question": QUESTION, "choices": OPTIONS, "answer": 1},
-                     {"question": QUESTION, "choices": OPTIONS, "answer": 1}),
-    "careqa_en": ({"unique_id": "c1", "question": QUESTION, **dict(zip(["op1", "op2", "op3", "op4"], OPTIONS)), "cop": 2},
-                  {"question": QUESTION, **dict(zip(["op1", "op2", "op3", "op4"], OPTIONS)), "cop": 2}),
-    "careqa_es": ({"unique_id": "c1", "question": "¿Cuál es el microorganismo más probable?",
-                   **dict(zip(["op1", "op2", "op3", "op4"], OPTIONS)), "cop": 2},
-                  {"question": "¿Cuál es el microorganismo más probable?",
-                   **dict(zip(["op1", "op2", "op3", "op4"], OPTIONS)), "cop": 2}),
-    "pubmedqa": ({"pubid": "1", "QUESTION": "Is aspirin protective?", "CONTEXTS": ["Background text.", "Results text."],
-                  "final_decision": "maybe"},
-                 {"QUESTION": "Is aspirin protective?", "CONTEXTS": ["Background text.", "Results text."],
-                  "final_decision": "maybe"}),
-    "headqa": ({"name": "Cuaderno_2016_1_B", "qid": "7", "qtext": QUESTION, "ra": 2,
-                "answers": [{"aid": i + 1, "atext": o} for i, o in enumerate(OPTIONS)]},
-               {"qtext": QUESTION, "ra": 2, "answers": [{"aid": i + 1, "atext": o} for i, o in enumerate(OPTIONS)]}),
+    "medqa": (
+        {"question": QUESTION, "options": dict(zip("ABCD", OPTIONS)), "answer_idx": "B"},
+        {"sent1": QUESTION, **{f"ending{i}": o for i, o in enumerate(OPTIONS)}, "label": 1},
+    ),
+    "medmcqa": (
+        {"id": "m1", "question": QUESTION, **dict(zip(["opa", "opb", "opc", "opd"], OPTIONS)), "cop": 1},
+        {"question": QUESTION, **dict(zip(["opa", "opb", "opc", "opd"], OPTIONS)), "cop": 1},
+    ),
+    "mmlu_anatomy": (
+        {"question": QUESTION, "choices": OPTIONS, "answer": 1},
+        {"question": QUESTION, "choices": OPTIONS, "answer": 1},
+    ),
+    "careqa_en": (
+        {"unique_id": "c1", "question": QUESTION, **dict(zip(["op1", "op2", "op3", "op4"], OPTIONS)), "cop": 2},
+        {"question": QUESTION, **dict(zip(["op1", "op2", "op3", "op4"], OPTIONS)), "cop": 2},
+    ),
+    "careqa_es": (
+        {
+            "unique_id": "c1",
+            "question": "¿Cuál es el microorganismo más probable?",
+            **dict(zip(["op1", "op2", "op3", "op4"], OPTIONS)),
+            "cop": 2,
+        },
+        {
+            "question": "¿Cuál es el microorganismo más probable?",
+            **dict(zip(["op1", "op2", "op3", "op4"], OPTIONS)),
+            "cop": 2,
+        },
+    ),
+    "pubmedqa": (
+        {
+            "pubid": "1",
+            "QUESTION": "Is aspirin protective?",
+            "CONTEXTS": ["Background text.", "Results text."],
+            "final_decision": "maybe",
+        },
+        {
+            "QUESTION": "Is aspirin protective?",
+            "CONTEXTS": ["Background text.", "Results text."],
+            "final_decision": "maybe",
+        },
+    ),
+    "headqa": (
+        {
+            "name": "Cuaderno_2016_1_B",
+            "qid": "7",
+            "qtext": QUESTION,
+            "ra": 2,
+            "answers": [{"aid": i + 1, "atext": o} for i, o in enumerate(OPTIONS)],
+        },
+        {"qtext": QUESTION, "ra": 2, "answers": [{"aid": i + 1, "atext": o} for i, o in enumerate(OPTIONS)]},
+    ),
 }
 
 
@@ -57,8 +91,15 @@ def test_catalogue_prompt_and_choices_are_lm_evals(benchmark):
 def test_the_styles_the_authors_files_use():
     # the letters where lm-eval's doc_to_choice is A..D, the option text where it is the answers
     letters = {name: get_benchmark(name).mcqa_style == "letters" for name in ROWS}
-    assert letters == {"medqa": True, "medmcqa": True, "mmlu_anatomy": True, "careqa_en": True, "careqa_es": True,
-                       "pubmedqa": False, "headqa": False}
+    assert letters == {
+        "medqa": True,
+        "medmcqa": True,
+        "mmlu_anatomy": True,
+        "careqa_en": True,
+        "careqa_es": True,
+        "pubmedqa": False,
+        "headqa": False,
+    }
 
 
 def test_mmlu_letters_prompt_by_hand():
@@ -67,7 +108,8 @@ def test_mmlu_letters_prompt_by_hand():
     assert requests["context"][0] == (
         "The following are multiple choice questions (with answers) about clinical knowledge.\n\n"
         f"{QUESTION}\nA. Escherichia coli\nB. Staphylococcus saprophyticus\nC. Proteus mirabilis\n"
-        "D. Klebsiella pneumoniae\nAnswer:")
+        "D. Klebsiella pneumoniae\nAnswer:"
+    )
     assert requests["continuation"].to_list() == [" A", " B", " C", " D"]
 
 

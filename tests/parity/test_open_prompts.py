@@ -10,20 +10,22 @@ field mapping). The prompt careval sends must equal lm-eval's zero-shot context,
 The utils modules load their metrics at import (`evaluate.load("bleu")`, ..., F1RadGraph), which
 needs the hub; those loaders are stubbed (only the prompts and their length rule are compared).
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 from unittest import mock
 
 import pytest
 
 pytest.importorskip("lm_eval")
 
-from careval.datasets import build_benchmark, get_benchmark  # noqa: E402
-from careval.inference import sampling_for  # noqa: E402
-from careval.scoring import score_text  # noqa: E402
-from careval.tasks import open as open_task  # noqa: E402
+from careval.datasets import build_benchmark, get_benchmark
+from careval.inference import sampling_for
+from careval.scoring import score_text
+from careval.tasks import open as open_task
 
 
 def _rows(shared_data: Path, folder: str) -> list[dict]:
@@ -33,20 +35,34 @@ def _rows(shared_data: Path, folder: str) -> list[dict]:
 # The hub layouts, filled from real rows. CareQA-Open, MedDialog, MedText and MIMIC-III have no
 # sample in ../shared/data, so their fields get real text of the closest sample (noted per case).
 def _careqa_open(shared):  # HPAI-BSC/CareQA CareQA_en_open: MedQA's (USMLE) questions and answers
-    return [{"unique_id": str(i), "question": r["question"], "answer": r["answer"]}
-            for i, r in enumerate(_rows(shared, "medqa"))]
+    return [
+        {"unique_id": str(i), "question": r["question"], "answer": r["answer"]}
+        for i, r in enumerate(_rows(shared, "medqa"))
+    ]
 
 
 def _mediqa(shared):  # bigbio/mediqa_qa, mediqa_qa_source: the MEDIQA2019 XML sample, nested as the hub nests it
-    return [{"QUESTION": {"QID": r["QID"], "QuestionText": r["QuestionText"],
-                          "AnswerList": [{"Answer": {"AID": a["AID"], "AnswerText": a["AnswerText"]}} for a in r["AnswerList"]]}}
-            for r in _rows(shared, "mediqa2019_qa")]
+    return [
+        {
+            "QUESTION": {
+                "QID": r["QID"],
+                "QuestionText": r["QuestionText"],
+                "AnswerList": [{"Answer": {"AID": a["AID"], "AnswerText": a["AnswerText"]}} for a in r["AnswerList"]],
+            }
+        }
+        for r in _rows(shared, "mediqa2019_qa")
+    ]
 
 
 def _meddialog_raw(shared):  # bigbio/meddialog en source: LiveQA consumer questions and their answers
-    return [{"description": r["Question"], "utterances": {"speaker": ["patient", "doctor"],
-                                                          "utterance": [r["Question"], r["Free_form_answer"]]}}
-            for r in _rows(shared, "medlfqa_live_qa") if r["Free_form_answer"].strip()]  # row 70 has none
+    return [
+        {
+            "description": r["Question"],
+            "utterances": {"speaker": ["patient", "doctor"], "utterance": [r["Question"], r["Free_form_answer"]]},
+        }
+        for r in _rows(shared, "medlfqa_live_qa")
+        if r["Free_form_answer"].strip()
+    ]  # row 70 has none
 
 
 def _meddialog_qsumm(shared):  # lighteval/med_dialog icliniq: MeQSum's question -> summary pairs
@@ -98,7 +114,7 @@ class _FixedMetric:
     """Stands in for every evaluate metric and F1RadGraph: a fixed, finite value, so a NaN out of
     their process_results can only come from their own length rule."""
 
-    VALUES = {"bleu": 0.5, "rouge1": 0.5, "rouge2": 0.5, "rougeL": 0.5, "scores": [0.5], "f1": [0.5]}
+    VALUES: ClassVar[dict] = {"bleu": 0.5, "rouge1": 0.5, "rouge2": 0.5, "rougeL": 0.5, "scores": [0.5], "f1": [0.5]}
 
     def __init__(self, *args, **kwargs):
         pass
@@ -122,8 +138,11 @@ def authors_task(yaml_path: str, data_file: Path, cache_dir: Path):
         config = load_yaml(Path(lm_eval.tasks.__file__).parent / yaml_path)
     for key in ("dataset_name", "training_split", "validation_split", "fewshot_split"):
         config.pop(key, None)
-    config.update(dataset_path="json", test_split="test",
-                  dataset_kwargs={"data_files": {"test": str(data_file)}, "cache_dir": str(cache_dir)})
+    config.update(
+        dataset_path="json",
+        test_split="test",
+        dataset_kwargs={"data_files": {"test": str(data_file)}, "cache_dir": str(cache_dir)},
+    )
     return ConfigurableTask(config=config)
 
 
@@ -134,8 +153,9 @@ def prepared(tmp_path_factory, shared_data):
     for name, (yaml_path, rows_of) in AUTHORS_TASKS.items():
         folder = tmp_path_factory.mktemp(name)
         data_file = folder / "test.jsonl"
-        data_file.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows_of(shared_data)),
-                             encoding="utf-8")
+        data_file.write_text(
+            "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows_of(shared_data)), encoding="utf-8"
+        )
         entry = get_benchmark(name, {"path": str(data_file)})
         samples = build_benchmark(entry, folder / f"{name}.parquet")
         out[name] = (authors_task(yaml_path, data_file, folder / "hf-cache"), entry, samples)
@@ -168,16 +188,22 @@ def test_prompt_is_the_authors_description_and_doc_to_text(prepared, name):
     ours = open_task.generation_prompts(samples.head(len(kept)), entry.prompt)
     theirs = [theirs[i] for i in kept]
     mismatched = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
-    assert not mismatched, f"{len(mismatched)} of {len(kept)} prompts differ, first row {mismatched[0]}:\n" \
-                           f"careval: {ours[mismatched[0]]!r}\nlm-eval: {theirs[mismatched[0]]!r}"
+    assert not mismatched, (
+        f"{len(mismatched)} of {len(kept)} prompts differ, first row {mismatched[0]}:\n"
+        f"careval: {ours[mismatched[0]]!r}\nlm-eval: {theirs[mismatched[0]]!r}"
+    )
     assert len(ours) == len(theirs)
     # and the reference careval scores is their doc_to_target, as written
     assert samples["reference"].to_list()[: len(kept)] == [task.doc_to_target(docs[i]) for i in kept]
 
 
 def doc_id(name: str, doc: dict):
-    return {"careqa_open": lambda d: d["unique_id"], "mediqa2019": lambda d: d["QUESTION"]["QID"],
-            "mts_dialog": lambda d: d["ID"], "meqsum": lambda d: d["File"]}[name](doc)
+    return {
+        "careqa_open": lambda d: d["unique_id"],
+        "mediqa2019": lambda d: d["QUESTION"]["QID"],
+        "mts_dialog": lambda d: d["ID"],
+        "meqsum": lambda d: d["File"],
+    }[name](doc)
 
 
 @pytest.mark.parametrize("name", sorted(AUTHORS_TASKS))

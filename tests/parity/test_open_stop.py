@@ -1,5 +1,6 @@
 """The authors' `until` is honoured end to end: SmolLM2 (the demo model, hf backend) answering an
 OLAPH question through careval's inference job stops where lm-eval would, before the blank line."""
+
 from __future__ import annotations
 
 import json
@@ -20,17 +21,28 @@ MAX_NEW_TOKENS = 48
 
 
 def test_inference_cuts_the_generation_at_the_authors_stop(tmp_path, shared_data, demo_model_dirs, demo_config):
-    rows = [json.loads(line) for line in open(shared_data / "medlfqa_live_qa" / "sample.jsonl", encoding="utf-8")]
+    rows = [
+        json.loads(line)
+        for line in (shared_data / "medlfqa_live_qa" / "sample.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     data = tmp_path / "live_qa.jsonl"
     data.write_text(json.dumps(rows[ROW]) + "\n", encoding="utf-8")
     entry = get_benchmark("olaph_live_qa", {"path": str(data)})
     samples_path = tmp_path / "samples.parquet"
     build_benchmark(entry, samples_path)
-    spec = {"name": "smollm2", "backend": "hf", "path": str(demo_model_dirs["smollm2-135m-instruct"]),
-            "dtype": "float32", "chat_template": True, "batch_size": 1, "threads": 1}
+    spec = {
+        "name": "smollm2",
+        "backend": "hf",
+        "path": str(demo_model_dirs["smollm2-135m-instruct"]),
+        "dtype": "float32",
+        "chat_template": True,
+        "batch_size": 1,
+        "threads": 1,
+    }
     generation = {**demo_config["generation"], "max_new_tokens": MAX_NEW_TOKENS}  # the schema's stop: []
-    run_inference(samples_path, entry, spec, generation, tmp_path / "loglik.parquet", tmp_path / "gen.parquet",
-                  checkpoint_every=8)
+    run_inference(
+        samples_path, entry, spec, generation, tmp_path / "loglik.parquet", tmp_path / "gen.parquet", checkpoint_every=8
+    )
     generated = pl.read_parquet(tmp_path / "gen.parquet").row(0, named=True)
 
     # the same prompt without a stop string, straight from the backend

@@ -1,4 +1,5 @@
 """Fixtures for the reliability tests: the analysis tests' tiny random-weight Llama behind the real HF backend."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,4 +1,5 @@
 """Checkpointed batches: a job stopped after some batches resumes from them, and its outputs equal an uninterrupted run's."""
+
 import hashlib
 
 import polars as pl
@@ -47,7 +48,8 @@ def test_a_checkpoint_made_for_other_work_is_not_used(tmp_path, capsys):
     Checkpoint(output, "key-1", "squares").run([[0, 1]], _square, SCHEMA)
     checkpoint = Checkpoint(output, "key-2", "squares")
     assert capsys.readouterr().out.splitlines()[-1] == (
-        f"squares: checkpoint {partial_dir(output)} was made for other inputs or settings; starting over")
+        f"squares: checkpoint {partial_dir(output)} was made for other inputs or settings; starting over"
+    )
     checkpoint.run([[0, 1]], _square, SCHEMA)
     assert (checkpoint.resumed, checkpoint.computed) == (0, 1)
 
@@ -95,11 +97,30 @@ def _samples(tmp_path, n):
     questions = [f"What is the usual dose of drug number {i}?" for i in range(n)]
     questions[3] = questions[1]  # a repeated question: its sampled copies must still differ after a resume
     path = tmp_path / "samples.parquet"
-    pl.DataFrame({"id": [f"s{i}" for i in range(n)], "benchmark": "demo_open_qa", "task": "open", "question": questions,
-                  "context": None, "options": None, "answer": None, "reference": [f"Dose {i} mg." for i in range(n)],
-                  "meta": "{}"}, schema={"id": pl.String, "benchmark": pl.String, "task": pl.String, "question": pl.String,
-                                         "context": pl.String, "options": pl.List(pl.String), "answer": pl.Int64,
-                                         "reference": pl.String, "meta": pl.String}).write_parquet(path)
+    pl.DataFrame(
+        {
+            "id": [f"s{i}" for i in range(n)],
+            "benchmark": "demo_open_qa",
+            "task": "open",
+            "question": questions,
+            "context": None,
+            "options": None,
+            "answer": None,
+            "reference": [f"Dose {i} mg." for i in range(n)],
+            "meta": "{}",
+        },
+        schema={
+            "id": pl.String,
+            "benchmark": pl.String,
+            "task": pl.String,
+            "question": pl.String,
+            "context": pl.String,
+            "options": pl.List(pl.String),
+            "answer": pl.Int64,
+            "reference": pl.String,
+            "meta": pl.String,
+        },
+    ).write_parquet(path)
     return path
 
 
@@ -107,17 +128,32 @@ def test_inference_resumed_after_a_crash_writes_the_same_bytes(tmp_path, tiny_sp
     samples, benchmark = _samples(tmp_path, 7), get_benchmark("demo_open_qa")
     generation = {"max_new_tokens": 6, "temperature": 0.8, "top_p": 0.9, "seed": 11}
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
-    run_inference(samples, benchmark, tiny_spec, generation, whole / "loglik.parquet", whole / "gen.parquet",
-                  checkpoint_every=2)
+    run_inference(
+        samples, benchmark, tiny_spec, generation, whole / "loglik.parquet", whole / "gen.parquet", checkpoint_every=2
+    )
     _crash_after(monkeypatch, 2)
     with pytest.raises(_Crash):
-        run_inference(samples, benchmark, tiny_spec, generation, resumed / "loglik.parquet", resumed / "gen.parquet",
-                      checkpoint_every=2)
+        run_inference(
+            samples,
+            benchmark,
+            tiny_spec,
+            generation,
+            resumed / "loglik.parquet",
+            resumed / "gen.parquet",
+            checkpoint_every=2,
+        )
     assert not (resumed / "loglik.parquet").exists()
     monkeypatch.undo()
     capsys.readouterr()
-    run_inference(samples, benchmark, tiny_spec, generation, resumed / "loglik.parquet", resumed / "gen.parquet",
-                  checkpoint_every=2)
+    run_inference(
+        samples,
+        benchmark,
+        tiny_spec,
+        generation,
+        resumed / "loglik.parquet",
+        resumed / "gen.parquet",
+        checkpoint_every=2,
+    )
     log = capsys.readouterr().out.splitlines()
     assert "demo_open_qa log-likelihoods: 4 batches, 4 from the checkpoint, 0 computed" in log
     assert "demo_open_qa generations: 3 batches, 2 from the checkpoint, 1 computed" in log
@@ -133,16 +169,26 @@ def test_consistency_resumed_after_a_crash_writes_the_same_bytes(tmp_path, tiny_
     samples, benchmark = _samples(tmp_path, 5), get_benchmark("demo_open_qa")
     settings = ({"max_new_tokens": 6, "temperature": 0.0, "seed": 5}, {"temperature": 1.0, "top_p": 0.9})
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
-    run_consistency(samples, benchmark, tiny_spec, 3, *settings, whole / "c.parquet", whole / "cl.parquet",
-                    checkpoint_every=2)
+    run_consistency(
+        samples, benchmark, tiny_spec, 3, *settings, whole / "c.parquet", whole / "cl.parquet", checkpoint_every=2
+    )
     _crash_after(monkeypatch, 1)
     with pytest.raises(_Crash):
-        run_consistency(samples, benchmark, tiny_spec, 3, *settings, resumed / "c.parquet", resumed / "cl.parquet",
-                        checkpoint_every=2)
+        run_consistency(
+            samples,
+            benchmark,
+            tiny_spec,
+            3,
+            *settings,
+            resumed / "c.parquet",
+            resumed / "cl.parquet",
+            checkpoint_every=2,
+        )
     monkeypatch.undo()
     capsys.readouterr()
-    run_consistency(samples, benchmark, tiny_spec, 3, *settings, resumed / "c.parquet", resumed / "cl.parquet",
-                    checkpoint_every=2)
+    run_consistency(
+        samples, benchmark, tiny_spec, 3, *settings, resumed / "c.parquet", resumed / "cl.parquet", checkpoint_every=2
+    )
     # prompts 1 and 3 are one text: batches [0, 1, 3], [2, 4]; the first was done before the crash
     assert "demo_open_qa consistency samples: 2 batches, 1 from the checkpoint, 1 computed" in capsys.readouterr().out
     for name in ("c.parquet", "cl.parquet"):

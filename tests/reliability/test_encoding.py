@@ -1,4 +1,5 @@
 """Input files are read with their encoding checked: a bad byte is one line naming the file, the 1-based line and column."""
+
 import json
 
 import pytest
@@ -19,8 +20,10 @@ def _bad_third_line(lines: list[bytes]) -> bytes:
 
 
 def _rows(n=4):
-    return [{"id": f"q{i}", "question": f"Which drug lowers a fever ({i})?", "options": ["a", "b"], "answer": 0}
-            for i in range(n)]
+    return [
+        {"id": f"q{i}", "question": f"Which drug lowers a fever ({i})?", "options": ["a", "b"], "answer": 0}
+        for i in range(n)
+    ]
 
 
 @pytest.mark.parametrize("suffix", ["jsonl", "json", "csv", "xml"])
@@ -30,15 +33,26 @@ def test_a_bad_byte_in_a_benchmark_file_names_file_line_and_column(tmp_path, suf
         data = _bad_third_line([json.dumps(row).encode() for row in rows])
         entry = "demo_mcqa"
     elif suffix == "json":
-        data = _bad_third_line([b"["] + [json.dumps(row).encode() + b"," for row in rows[:-1]] + [json.dumps(rows[-1]).encode(), b"]"])
+        data = _bad_third_line(
+            [b"["] + [json.dumps(row).encode() + b"," for row in rows[:-1]] + [json.dumps(rows[-1]).encode(), b"]"]
+        )
         entry = "demo_mcqa"
     elif suffix == "csv":
-        data = _bad_third_line([b"transcription,medical_specialty"] + [f"{row['question']}, Urology".encode() for row in rows])
+        data = _bad_third_line(
+            [b"transcription,medical_specialty"] + [f"{row['question']}, Urology".encode() for row in rows]
+        )
         entry = "medical_transcriptions"
     else:
-        data = _bad_third_line([b"<Questions>"] + [f"<Question QID='{i}'><QuestionText>{row['question']}</QuestionText>"
-                                                   f"<AnswerList><Answer><AnswerText>x</AnswerText></Answer></AnswerList>"
-                                                   f"</Question>".encode() for i, row in enumerate(rows)] + [b"</Questions>"])
+        data = _bad_third_line(
+            [b"<Questions>"]
+            + [
+                f"<Question QID='{i}'><QuestionText>{row['question']}</QuestionText>"
+                f"<AnswerList><Answer><AnswerText>x</AnswerText></Answer></AnswerList>"
+                f"</Question>".encode()
+                for i, row in enumerate(rows)
+            ]
+            + [b"</Questions>"]
+        )
         entry = "mediqa2019"
     path = tmp_path / f"data.{suffix}"
     path.write_bytes(data)
@@ -46,14 +60,20 @@ def test_a_bad_byte_in_a_benchmark_file_names_file_line_and_column(tmp_path, suf
     overrides = {"path": str(path), **({"format": "xml"} if suffix == "xml" else {})}
     with pytest.raises(SourceError) as error:
         build_benchmark(get_benchmark(entry, overrides), tmp_path / "o.parquet")
-    assert str(error.value) == f"{entry}: {path}:3: not valid UTF-8 text (byte 0xe9 at column {column}); re-save the file as UTF-8"
+    assert (
+        str(error.value)
+        == f"{entry}: {path}:3: not valid UTF-8 text (byte 0xe9 at column {column}); re-save the file as UTF-8"
+    )
 
 
 def test_an_xml_file_declaring_latin1_is_read_as_latin1(tmp_path):
     path = tmp_path / "q.xml"
-    path.write_bytes(b'<?xml version="1.0" encoding="ISO-8859-1"?>\n<Questions><Question QID="1"><QuestionText>f'
-                     + LATIN1_E + b'ver?</QuestionText><AnswerList><Answer><AnswerText>rest</AnswerText></Answer>'
-                     b'</AnswerList></Question></Questions>\n')
+    path.write_bytes(
+        b'<?xml version="1.0" encoding="ISO-8859-1"?>\n<Questions><Question QID="1"><QuestionText>f'
+        + LATIN1_E
+        + b"ver?</QuestionText><AnswerList><Answer><AnswerText>rest</AnswerText></Answer>"
+        b"</AnswerList></Question></Questions>\n"
+    )
     samples = build_benchmark(get_benchmark("mediqa2019", {"format": "xml", "path": str(path)}), tmp_path / "o.parquet")
     assert samples["question"].to_list() == ["f\u00e9ver?"]
 
@@ -61,7 +81,9 @@ def test_an_xml_file_declaring_latin1_is_read_as_latin1(tmp_path):
 def test_a_utf8_byte_order_mark_is_dropped(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_rows(1)[0]).encode() + b"\n")
-    assert build_benchmark(get_benchmark("demo_mcqa", {"path": str(path)}), tmp_path / "o.parquet")["id"].to_list() == ["q0"]
+    assert build_benchmark(get_benchmark("demo_mcqa", {"path": str(path)}), tmp_path / "o.parquet")["id"].to_list() == [
+        "q0"
+    ]
     assert read_text(path).startswith("{")
 
 

@@ -1,4 +1,5 @@
 """`kill -9` of an inference job mid-generation loses at most one batch; rerun, it resumes and writes the same bytes."""
+
 import hashlib
 import os
 import re
@@ -38,8 +39,12 @@ def _start(repo_root, tmp_path, samples, out, log):
     script = tmp_path / "job.py"
     script.write_text(JOB)
     env = {**os.environ, "PYTHONPATH": str(repo_root / "src"), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.Popen([sys.executable, "-u", str(script), str(repo_root), str(samples), str(out)],
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-u", str(script), str(repo_root), str(samples), str(out)],
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
 
 
 def _run(repo_root, tmp_path, samples, out, log):
@@ -74,12 +79,16 @@ def test_kill_9_mid_generation_resumes_and_writes_the_same_bytes(tmp_path, repo_
     assert 1 <= saved < N_BATCHES and not (resumed / "generations.parquet").exists()
 
     log = _run(repo_root, tmp_path, samples, resumed, tmp_path / "resumed.log")
-    counts = re.search(rf"^demo_open_qa generations: {N_BATCHES} batches, (\d+) from the checkpoint, (\d+) computed$", log, re.M)
+    counts = re.search(
+        rf"^demo_open_qa generations: {N_BATCHES} batches, (\d+) from the checkpoint, (\d+) computed$", log, re.M
+    )
     assert counts, log
     from_checkpoint, computed = map(int, counts.groups())
     recomputed = started - from_checkpoint  # begun before the kill, computed again after it
-    print(f"kill-resume: {saved} of {N_BATCHES} generation batches checkpointed at the kill, {started} begun; "
-          f"resumed {from_checkpoint}, computed {computed}, recomputed {recomputed}")
+    print(
+        f"kill-resume: {saved} of {N_BATCHES} generation batches checkpointed at the kill, {started} begun; "
+        f"resumed {from_checkpoint}, computed {computed}, recomputed {recomputed}"
+    )
     assert from_checkpoint == saved and computed == N_BATCHES - saved
     assert recomputed <= 1
     # the log-likelihoods had finished before the kill: nothing of them is computed again

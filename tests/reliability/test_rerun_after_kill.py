@@ -3,6 +3,7 @@
 Measured on a one-rule workflow whose job writes half its output, then waits: snakemake 9 leaves
 its lock (no stale-lock detection) and the job's output marked incomplete.
 """
+
 import os
 import shutil
 import signal
@@ -29,8 +30,13 @@ def _snakemake(workdir, *args):
 
 def _kill_snakemake_mid_job(workdir, profile_args):
     # a session of its own: the kill reaches snakemake alone, as `kill -9 <its pid>` does
-    process = subprocess.Popen([*SNAKEMAKE, *profile_args, "--cores", "1"], cwd=workdir, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*SNAKEMAKE, *profile_args, "--cores", "1"],
+        cwd=workdir,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while not (workdir / "out.txt").exists():  # job.pid is written first
         assert process.poll() is None and time.monotonic() < deadline
@@ -64,8 +70,14 @@ def test_after_kill_9_unlock_then_the_same_command_resumes(tmp_path, repo_root, 
     assert again.returncode == 1 and "LockException" in again.stderr
     assert _snakemake(workdir, *command, "--unlock").returncode == 0
     # the same command now remakes the half-written output: the job waits 600 s, so stop it once restarted
-    rerun = subprocess.Popen([*SNAKEMAKE, *command], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, start_new_session=True)
+    rerun = subprocess.Popen(
+        [*SNAKEMAKE, *command],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     first_pid = (workdir / "job.pid").read_text()
     deadline = time.monotonic() + 120
     while (workdir / "job.pid").read_text() == first_pid:

@@ -1,4 +1,5 @@
 """Rows skipped at normalisation (`on_bad_row: skip`) are counted in the summary's n_skipped, not only in a log."""
+
 import json
 
 import polars as pl
@@ -12,15 +13,22 @@ from careval.schemas import SCORE_SCHEMA
 
 def _benchmark(tmp_path, name, answers):
     """A demo_mcqa-shaped benchmark file normalised with on_bad_row: skip (an answer of 9 is malformed)."""
-    rows = [{"id": f"{name}{i}", "question": f"q{i}?", "options": ["x", "y"], "answer": a} for i, a in enumerate(answers)]
+    rows = [
+        {"id": f"{name}{i}", "question": f"q{i}?", "options": ["x", "y"], "answer": a} for i, a in enumerate(answers)
+    ]
     source = tmp_path / f"{name}.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     samples_path = tmp_path / "datasets" / f"{name}.parquet"
     samples = build_benchmark(get_benchmark("demo_mcqa", {"path": str(source), "on_bad_row": "skip"}), samples_path)
     scores = tmp_path / "scores" / "m" / name / "accuracy.parquet"
     scores.parent.mkdir(parents=True)
-    pl.DataFrame([{"id": i, "metric": "acc", "value": 1.0, "status": "ok", "level": "sample", "weight": 1.0}
-                  for i in samples["id"]], schema=SCORE_SCHEMA).write_parquet(scores)
+    pl.DataFrame(
+        [
+            {"id": i, "metric": "acc", "value": 1.0, "status": "ok", "level": "sample", "weight": 1.0}
+            for i in samples["id"]
+        ],
+        schema=SCORE_SCHEMA,
+    ).write_parquet(scores)
     return ScoreFile("m", name, "mcqa", scores), report_path(samples_path)
 
 
@@ -31,8 +39,10 @@ def test_n_skipped_per_benchmark_and_summed_in_the_mcqa_average(tmp_path):
     for report, name in ((report_a, "bench_a"), (report_b, "bench_b")):
         report.write_text(report.read_text().replace('"benchmark": "demo_mcqa"', f'"benchmark": "{name}"'))
     summary = write_summary([file_a, file_b], tmp_path / "summary.parquet", dataset_reports=[report_a, report_b])
-    got = {(row["benchmark"], row["metric"]): (row["n"], row["n_failed"], row["n_skipped"])
-           for row in summary.iter_rows(named=True)}
+    got = {
+        (row["benchmark"], row["metric"]): (row["n"], row["n_failed"], row["n_skipped"])
+        for row in summary.iter_rows(named=True)
+    }
     assert got == {("bench_a", "acc"): (3, 0, 2), ("bench_b", "acc"): (2, 0, 1), (MCQA_AVERAGE, "acc"): (5, 0, 3)}
     assert pl.read_parquet(tmp_path / "summary.parquet")["n_skipped"].to_list() == [2, 1, 3]
 

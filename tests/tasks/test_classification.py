@@ -1,4 +1,5 @@
 """Classification: label parsing, macro-F1 against sklearn, and scoring from log-likelihoods or generations."""
+
 import math
 import random
 
@@ -9,14 +10,33 @@ from sklearn.metrics import accuracy_score, f1_score
 from careval.schemas import DATASET_SCHEMA, GENERATION_SCHEMA
 from careval.tasks.classification import loglik_requests, macro_f1, parse_label, score_classification
 
-CLASSES = ["neoplasms", "digestive system diseases", "nervous system diseases", "cardiovascular diseases",
-           "general pathological conditions"]
+CLASSES = [
+    "neoplasms",
+    "digestive system diseases",
+    "nervous system diseases",
+    "cardiovascular diseases",
+    "general pathological conditions",
+]
 
 
 def _samples(golds):
-    return pl.DataFrame([{"id": f"s{i}", "benchmark": "b", "task": "classification", "question": f"text {i}",
-                          "context": None, "options": CLASSES, "answer": g, "reference": None, "meta": "{}"}
-                         for i, g in enumerate(golds)], schema=DATASET_SCHEMA)
+    return pl.DataFrame(
+        [
+            {
+                "id": f"s{i}",
+                "benchmark": "b",
+                "task": "classification",
+                "question": f"text {i}",
+                "context": None,
+                "options": CLASSES,
+                "answer": g,
+                "reference": None,
+                "meta": "{}",
+            }
+            for i, g in enumerate(golds)
+        ],
+        schema=DATASET_SCHEMA,
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -48,14 +68,18 @@ def test_loglik_mode_scores_the_most_likely_class():
     acc = scores.filter(pl.col("metric") == "acc")["value"].to_list()
     assert acc == [1.0, 0.0, 1.0]
     f1 = scores.filter(pl.col("metric") == "macro_f1")
-    assert f1["level"][0] == "corpus" and f1["value"][0] == pytest.approx(f1_score([0, 2, 4], [0, 1, 4], average="macro"))
+    assert f1["level"][0] == "corpus" and f1["value"][0] == pytest.approx(
+        f1_score([0, 2, 4], [0, 1, 4], average="macro")
+    )
 
 
 def test_generate_mode_counts_parse_errors_instead_of_scoring_them():
     samples = _samples([0, 2, 3, 1])
     outputs = ["A", "nervous system diseases", "no idea", ""]
-    generations = pl.DataFrame({"id": samples["id"], "prompt": ["p"] * 4, "output": outputs,
-                                "status": ["ok", "ok", "ok", "empty_output"]}, schema=GENERATION_SCHEMA)
+    generations = pl.DataFrame(
+        {"id": samples["id"], "prompt": ["p"] * 4, "output": outputs, "status": ["ok", "ok", "ok", "empty_output"]},
+        schema=GENERATION_SCHEMA,
+    )
     scores = score_classification(samples, generations=generations)
     acc = scores.filter(pl.col("metric") == "acc")
     assert acc["status"].to_list() == ["ok", "ok", "parse_error", "empty_output"]

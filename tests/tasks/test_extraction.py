@@ -1,4 +1,5 @@
 """BioRED relation extraction: triple parsing, precision / recall / F1 and pair accuracy, by hand."""
+
 import json
 import math
 
@@ -17,14 +18,21 @@ GOLD = [
 
 
 def test_parse_triples():
-    text = "1. LQTS | SCN5A | association\n- lidocaine | bradycardia | Positive Correlation\nnot a triple\nx | y | Unknown"
-    assert parse_triples(text) == [("lqts", "scn5a", "Association"), ("lidocaine", "bradycardia", "Positive_Correlation")]
+    text = (
+        "1. LQTS | SCN5A | association\n- lidocaine | bradycardia | Positive Correlation\nnot a triple\nx | y | Unknown"
+    )
+    assert parse_triples(text) == [
+        ("lqts", "scn5a", "Association"),
+        ("lidocaine", "bradycardia", "Positive_Correlation"),
+    ]
     assert parse_triples("None.") == []
     assert parse_triples("I am not sure what the relations are") is None
 
 
 def test_counts_by_hand():
-    predicted = parse_triples("LQTS | SCN5A | Association\nlidocaine | bradycardia | Positive_Correlation\nSCN5A | bradycardia | Association")
+    predicted = parse_triples(
+        "LQTS | SCN5A | Association\nlidocaine | bradycardia | Positive_Correlation\nSCN5A | bradycardia | Association"
+    )
     # only the first predicted triple matches a gold relation (either order, any mention name)
     assert true_positives(predicted, GOLD) == 1
     # 4 concepts -> 6 pairs. Gold: G-D1 Association, C-D2 Negative; the rest none.
@@ -34,13 +42,32 @@ def test_counts_by_hand():
 
 
 def test_score_extraction_rows_and_corpus_micro_average():
-    samples = pl.DataFrame([{"id": d, "benchmark": "biored", "task": "extraction", "question": "abstract", "context": None,
-                             "options": None, "answer": None, "reference": "r", "meta": json.dumps({"relations": GOLD, "entities": ENTITIES})}
-                            for d in ("d1", "d2", "d3")], schema=DATASET_SCHEMA)
-    outputs = ["SCN5A | long QT syndrome | Association\nSCN5A | bradycardia | Bind", "lidocaine | bradycardia | Negative_Correlation",
-               "no idea"]
-    generations = pl.DataFrame({"id": ["d1", "d2", "d3"], "prompt": ["p"] * 3, "output": outputs, "status": ["ok"] * 3},
-                               schema=GENERATION_SCHEMA)
+    samples = pl.DataFrame(
+        [
+            {
+                "id": d,
+                "benchmark": "biored",
+                "task": "extraction",
+                "question": "abstract",
+                "context": None,
+                "options": None,
+                "answer": None,
+                "reference": "r",
+                "meta": json.dumps({"relations": GOLD, "entities": ENTITIES}),
+            }
+            for d in ("d1", "d2", "d3")
+        ],
+        schema=DATASET_SCHEMA,
+    )
+    outputs = [
+        "SCN5A | long QT syndrome | Association\nSCN5A | bradycardia | Bind",
+        "lidocaine | bradycardia | Negative_Correlation",
+        "no idea",
+    ]
+    generations = pl.DataFrame(
+        {"id": ["d1", "d2", "d3"], "prompt": ["p"] * 3, "output": outputs, "status": ["ok"] * 3},
+        schema=GENERATION_SCHEMA,
+    )
     scores = score_extraction(samples, generations)
     sample = {(r["id"], r["metric"]): r for r in scores.filter(pl.col("level") == "sample").iter_rows(named=True)}
     # d1: 2 predicted, 1 right, 2 gold -> P 1/2, R 1/2, F1 1/2; d2: P 1, R 1/2, F1 2/3

@@ -1,4 +1,5 @@
 """MCQA requests and acc / acc_norm from option log-likelihoods, by hand."""
+
 import math
 
 import polars as pl
@@ -8,12 +9,33 @@ from careval.tasks.mcqa import loglik_requests, score_mcqa
 
 
 def _samples():
-    return pl.DataFrame([
-        {"id": "q1", "benchmark": "b", "task": "mcqa", "question": "Which organ secretes insulin?", "context": None,
-         "options": ["Liver", "Pancreas", "Spleen"], "answer": 1, "reference": None, "meta": "{}"},
-        {"id": "q2", "benchmark": "b", "task": "mcqa", "question": "First-line drug for anaphylaxis?", "context": None,
-         "options": ["Adrenaline", "An oral antihistamine"], "answer": 0, "reference": None, "meta": "{}"},
-    ], schema=DATASET_SCHEMA)
+    return pl.DataFrame(
+        [
+            {
+                "id": "q1",
+                "benchmark": "b",
+                "task": "mcqa",
+                "question": "Which organ secretes insulin?",
+                "context": None,
+                "options": ["Liver", "Pancreas", "Spleen"],
+                "answer": 1,
+                "reference": None,
+                "meta": "{}",
+            },
+            {
+                "id": "q2",
+                "benchmark": "b",
+                "task": "mcqa",
+                "question": "First-line drug for anaphylaxis?",
+                "context": None,
+                "options": ["Adrenaline", "An oral antihistamine"],
+                "answer": 0,
+                "reference": None,
+                "meta": "{}",
+            },
+        ],
+        schema=DATASET_SCHEMA,
+    )
 
 
 def test_one_request_per_option_with_the_prompt_as_context():
@@ -49,7 +71,9 @@ def test_letters_style_scores_the_letters_after_one_shared_context():
     assert requests["continuation"].to_list() == [" A", " B", " C", " A", " B"]
     q1 = requests.filter(pl.col("id") == "q1")
     # one context per question, shared by its choices (one forward pass), in consecutive rows
-    assert q1["context"].unique().to_list() == ["Q: Which organ secretes insulin?\nA. Liver\nB. Pancreas\nC. Spleen\nA:"]
+    assert q1["context"].unique().to_list() == [
+        "Q: Which organ secretes insulin?\nA. Liver\nB. Pancreas\nC. Spleen\nA:"
+    ]
     assert requests["id"].to_list() == ["q1", "q1", "q1", "q2", "q2"]
 
 

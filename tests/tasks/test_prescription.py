@@ -1,4 +1,5 @@
 """Prescription writing: rows parsed as lm-eval's med_prescriptions reads them, 4 options, seeded distractors."""
+
 import polars as pl
 
 from careval.datasets import get_benchmark, normalise
@@ -13,15 +14,50 @@ from careval.tasks.prescription import (
 )
 
 ROWS = [
-    {"results": str({"procedure": {"chief_complaints_diagnosis": "Acid reflux"},
-                     "medicine_details": [{"medicine_name": "PAN 40", "medicine_frequency": "Morning and Night", "course_duration": "14 Days"},
-                                          {"medicine_name": "Gaviscon", "medicine_frequency": "After food", "course_duration": "NA"}]})},
-    {"results": str({"prescription_details": {"disease_diagnosis": "Fever"},
-                     "Medicines Prescribed": [{"Name": "Paracetamol", "Duration": "3 Days"}]})},
-    {"results": str({"Symptoms/Complaints": ["cough", "cold"],
-                     "medicine_details": [{"medicine_name": "Ascoril", "medicine_dosage": "10 ml"}]})},
-    {"results": str({"procedure": {"chief_complaints": "pain"}, "medicine_details": [{"medicine_name": "X", "medicine_frequency": "od", "course_duration": "1 day"}]})},  # no diagnosis
-    {"results": str({"Symptoms/Complaints": ["बुखार"], "medicine_details": [{"medicine_name": "Y", "medicine_dosage": "5 mg"}]})},  # Indian script
+    {
+        "results": str(
+            {
+                "procedure": {"chief_complaints_diagnosis": "Acid reflux"},
+                "medicine_details": [
+                    {
+                        "medicine_name": "PAN 40",
+                        "medicine_frequency": "Morning and Night",
+                        "course_duration": "14 Days",
+                    },
+                    {"medicine_name": "Gaviscon", "medicine_frequency": "After food", "course_duration": "NA"},
+                ],
+            }
+        )
+    },
+    {
+        "results": str(
+            {
+                "prescription_details": {"disease_diagnosis": "Fever"},
+                "Medicines Prescribed": [{"Name": "Paracetamol", "Duration": "3 Days"}],
+            }
+        )
+    },
+    {
+        "results": str(
+            {
+                "Symptoms/Complaints": ["cough", "cold"],
+                "medicine_details": [{"medicine_name": "Ascoril", "medicine_dosage": "10 ml"}],
+            }
+        )
+    },
+    {
+        "results": str(
+            {
+                "procedure": {"chief_complaints": "pain"},
+                "medicine_details": [{"medicine_name": "X", "medicine_frequency": "od", "course_duration": "1 day"}],
+            }
+        )
+    },  # no diagnosis
+    {
+        "results": str(
+            {"Symptoms/Complaints": ["बुखार"], "medicine_details": [{"medicine_name": "Y", "medicine_dosage": "5 mg"}]}
+        )
+    },  # Indian script
     {"results": "not a dict"},
 ]
 

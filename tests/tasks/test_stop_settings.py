@@ -1,5 +1,6 @@
 """Where stop strings come from: the config's benchmark entry, the catalogue (the authors' `until`),
 `generation.stop`, and the repeats' own sampling sections; all checked by the schema."""
+
 import copy
 
 import pytest

@@ -1,4 +1,5 @@
 """The test side of tests/vllm_worker/worker.py: a VLLMBackend in the vllm venv, called as if it were local."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,9 +54,15 @@ class RemoteBackend:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         env.pop("VIRTUAL_ENV", None)
         self._log = open(self.log_path, "w")  # noqa: SIM115  (open while the worker runs; closed in close())
-        self.process = subprocess.Popen([str(python), str(HERE / "worker.py"), json.dumps(self.spec)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-                                        env=env, cwd=REPO, start_new_session=True)
+        self.process = subprocess.Popen(
+            [str(python), str(HERE / "worker.py"), json.dumps(self.spec)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=env,
+            cwd=REPO,
+            start_new_session=True,
+        )
         self.info = self._reply(START_TIMEOUT_S, "starting the engine")
         self.name = self.info["name"]
         self.max_length = self.info["max_length"]

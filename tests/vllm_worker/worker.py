@@ -17,6 +17,7 @@ so a new backend method needs no change here. ``{"__sampling__": {...}}`` in the
 becomes a careval Sampling. Replies go to the original stdout; everything else the process and
 vLLM's engine processes print is sent to stderr, so no log line can break the protocol.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,11 +58,22 @@ def main() -> None:
     import vllm
 
     print(f"worker: engine for {spec['name']} started in {started:.1f}s", file=sys.stderr, flush=True)
-    replies.write(json.dumps({"result": {
-        "name": backend.name, "max_length": backend.max_length, "add_bos": backend.add_bos,
-        "engine_start_s": started, "vllm": vllm.__version__, "torch": torch.__version__,
-        "transformers": transformers.__version__,
-    }}) + "\n")
+    replies.write(
+        json.dumps(
+            {
+                "result": {
+                    "name": backend.name,
+                    "max_length": backend.max_length,
+                    "add_bos": backend.add_bos,
+                    "engine_start_s": started,
+                    "vllm": vllm.__version__,
+                    "torch": torch.__version__,
+                    "transformers": transformers.__version__,
+                }
+            }
+        )
+        + "\n"
+    )
     try:
         for line in sys.stdin:
             if not line.strip():

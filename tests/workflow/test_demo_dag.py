@@ -1,4 +1,5 @@
 """The demo DAG end to end with snakemake: plans offline, runs in a temporary directory, writes the PDF."""
+
 from __future__ import annotations
 
 import os
@@ -57,8 +58,11 @@ def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
     out = result.stdout + result.stderr
     n_models, n_bench = len(config["models"]), len(config["benchmarks"])
     assert "correlations" in out and "aggregate_scores" in out
-    counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
-              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    counts = {
+        line.split()[0]: int(line.split()[1])
+        for line in out.splitlines()
+        if len(line.split()) == 2 and line.split()[1].isdigit()
+    }
     # one inference job per model x benchmark (the model loads once per job)
     assert counts.get("infer_open") == n_models * 2  # the two open-ended demo benchmarks
     assert counts.get("infer_closed") == n_models * (n_bench - 2)
@@ -77,8 +81,10 @@ def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
     assert counts.get("sample_consistency") == n_models * n_consistency
     # the judge grades the repeats of every judged benchmark too (paper figures 2, 13-16)
     judged = set(config["metrics"]["judge"].get("benchmarks", ["demo_open_qa", "demo_note"]))
-    n_repeats_judged = sum(len(judged & set(config["analysis"][kind].get("benchmarks", ["demo_open_qa", "demo_note"])))
-                           for kind in ("resilience", "consistency"))
+    n_repeats_judged = sum(
+        len(judged & set(config["analysis"][kind].get("benchmarks", ["demo_open_qa", "demo_note"])))
+        for kind in ("resilience", "consistency")
+    )
     assert n_repeats_judged > 0 and counts.get("judge_repeats") == n_models * n_repeats_judged
 
 
@@ -86,8 +92,10 @@ def test_misspelt_key_stops_before_any_job(repo_root, tmp_path):
     config = _raw_demo_config(repo_root)
     config["generation"]["max_new_tokenz"] = 3
     work, errors = _config_errors(repo_root, tmp_path, config)
-    assert errors == ["careval config error: unknown config key 'generation.max_new_tokenz' "
-                      "(allowed: max_new_tokens, seed, stop, temperature, top_p)"]
+    assert errors == [
+        "careval config error: unknown config key 'generation.max_new_tokenz' "
+        "(allowed: max_new_tokens, seed, stop, temperature, top_p)"
+    ]
     assert not (work / "results").exists()
 
 
@@ -113,10 +121,26 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     models = sorted(config["models"])
     assert sorted(summary["model"].unique()) == models
     assert set(summary.columns) >= {"model", "benchmark", "task", "metric", "value", "n"}
-    open_metrics = {"rouge1", "rouge2", "rougeL", "bleu", "sacrebleu", "sacrebleu_corpus", "bertscore_f1", "moverscore", "word_perplexity",
-                    "byte_perplexity", "bits_per_byte", "word_perplexity_given_question", "relaxed_perplexity",
-                    "relaxed_cross_entropy", "judge_helpfulness", "judge_factual_validity",
-                    "judge_helpfulness_expected", "judge_factual_validity_expected"}
+    open_metrics = {
+        "rouge1",
+        "rouge2",
+        "rougeL",
+        "bleu",
+        "sacrebleu",
+        "sacrebleu_corpus",
+        "bertscore_f1",
+        "moverscore",
+        "word_perplexity",
+        "byte_perplexity",
+        "bits_per_byte",
+        "word_perplexity_given_question",
+        "relaxed_perplexity",
+        "relaxed_cross_entropy",
+        "judge_helpfulness",
+        "judge_factual_validity",
+        "judge_helpfulness_expected",
+        "judge_factual_validity_expected",
+    }
     for model in models:
         rows = summary.filter((pl.col("model") == model) & (pl.col("benchmark") == "demo_open_qa"))
         assert open_metrics <= set(rows["metric"])
@@ -125,8 +149,9 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
         assert (judge["n"] + judge["n_failed"] > 0).all()
         # every judged answer gets a number: parsed, or read from the (hf) judge's own score distribution
         assert judge.filter(pl.col("n") > 0)["value"].is_finite().all()
-        acc = summary.filter((pl.col("model") == model) & (pl.col("benchmark") == "mcqa_weighted_average")
-                             & (pl.col("metric") == "acc"))
+        acc = summary.filter(
+            (pl.col("model") == model) & (pl.col("benchmark") == "mcqa_weighted_average") & (pl.col("metric") == "acc")
+        )
         assert acc.height == 1 and acc["n"][0] == 4 and 0.0 <= acc["value"][0] <= 1.0
     verdicts = pl.read_parquet(work / "results" / "summary" / "judge_verdicts.parquet").filter(pl.col("n_judged") > 0)
     assert verdicts.height and (verdicts["n_parsed"] + verdicts["n_from_distribution"] == verdicts["n_judged"]).all()
@@ -149,8 +174,13 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     for kind in ("resilience", "consistency"):
         table = pl.read_parquet(work / "results" / "summary" / f"{kind}.parquet")
         assert {"judge_helpfulness", "judge_factual_validity"} <= set(table["metric"]), kind
-        judged = pl.read_parquet(work / "results" / ("rephrase_judge" if kind == "resilience" else "consistency_judge")
-                                 / models[0] / "demo_open_qa.parquet")
+        judged = pl.read_parquet(
+            work
+            / "results"
+            / ("rephrase_judge" if kind == "resilience" else "consistency_judge")
+            / models[0]
+            / "demo_open_qa.parquet"
+        )
         assert judged.height > 0 and set(judged["status"]) <= {"ok", "parse_error", "from_distribution", "empty_output"}
 
 
@@ -158,5 +188,7 @@ def test_family_limited_to_a_closed_benchmark_stops_before_any_job(repo_root, tm
     config = _raw_demo_config(repo_root)
     config["metrics"]["relaxed_perplexity"]["benchmarks"] = ["demo_mcqa"]
     _, errors = _config_errors(repo_root, tmp_path, config)
-    assert errors == ["careval config error: metrics.relaxed_perplexity.benchmarks: demo_mcqa is not an "
-                      "open-ended benchmark of this config (open-ended: demo_note, demo_open_qa)"]
+    assert errors == [
+        "careval config error: metrics.relaxed_perplexity.benchmarks: demo_mcqa is not an "
+        "open-ended benchmark of this config (open-ended: demo_note, demo_open_qa)"
+    ]

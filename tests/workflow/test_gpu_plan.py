@@ -5,6 +5,7 @@ checks, for every job that loads a model, that the spec handed to its script car
 `gpu` resource. The bug this guards against: Relaxed Perplexity, judge and CareQA jobs built their
 backend without the job's GPU count, so a 70B model would start vLLM on one GPU.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _llm_jobs(configfile: Path, workdir: Path, target: str) -> list:
-    return [(job["rule"], job["wildcards"], job["spec"], job["gpu"]) for job in _model_jobs(configfile, workdir, target)]
+    return [
+        (job["rule"], job["wildcards"], job["spec"], job["gpu"]) for job in _model_jobs(configfile, workdir, target)
+    ]
 
 
 def _model_jobs(configfile: Path, workdir: Path, target: str) -> list[dict]:
@@ -27,19 +30,32 @@ def _model_jobs(configfile: Path, workdir: Path, target: str) -> list[dict]:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
-        workflow_api = api.workflow(resource_settings=ResourceSettings(cores=64, nodes=1000),
-                                    config_settings=ConfigSettings(configfiles=[configfile]),
-                                    storage_settings=StorageSettings(), snakefile=REPO / "Snakefile", workdir=workdir)
+        workflow_api = api.workflow(
+            resource_settings=ResourceSettings(cores=64, nodes=1000),
+            config_settings=ConfigSettings(configfiles=[configfile]),
+            storage_settings=StorageSettings(),
+            snakefile=REPO / "Snakefile",
+            workdir=workdir,
+        )
         workflow_api.dag(dag_settings=DAGSettings(targets={target}, forceall=True))
         workflow = workflow_api._workflow  # what `snakemake -n` builds (DAGApi.printdag does the same)
         workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
         workflow._build_dag()
-        return [{"rule": job.rule.name, "wildcards": dict(job.wildcards), "spec": job.params.spec,
-                 "gpu": job.resources["gpu"], "threads": job.threads, "llm_slot": job.resources["llm_slot"],
-                 "engine": [str(engine)] if (engine := getattr(job.input, "engine", None)) else [],
-                 "group": job.rule._group,  # the rule's own (`group` is None outside a cluster run)
-                 "output": [str(f) for f in job.output]}
-                for job in workflow.dag.jobs if "spec" in job.params.keys()]  # noqa: SIM118  (`in` a Namedlist tests its values)
+        return [
+            {
+                "rule": job.rule.name,
+                "wildcards": dict(job.wildcards),
+                "spec": job.params.spec,
+                "gpu": job.resources["gpu"],
+                "threads": job.threads,
+                "llm_slot": job.resources["llm_slot"],
+                "engine": [str(engine)] if (engine := getattr(job.input, "engine", None)) else [],
+                "group": job.rule._group,  # the rule's own (`group` is None outside a cluster run)
+                "output": [str(f) for f in job.output],
+            }
+            for job in workflow.dag.jobs
+            if "spec" in job.params.keys()  # noqa: SIM118  (`in` a Namedlist tests its values)
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +65,19 @@ def paper_jobs(tmp_path_factory):
 
 def test_every_llm_job_of_the_paper_plan_asks_for_the_gpus_its_backend_uses(paper_jobs):
     assert len(paper_jobs) > 800
-    mismatched = [(rule, wildcards, spec["gpus"], gpu) for rule, wildcards, spec, gpu in paper_jobs if spec["gpus"] != gpu]
+    mismatched = [
+        (rule, wildcards, spec["gpus"], gpu) for rule, wildcards, spec, gpu in paper_jobs if spec["gpus"] != gpu
+    ]
     assert mismatched == []
-    assert {rule for rule, *_ in paper_jobs} >= {"infer_open", "infer_closed", "relaxed_perplexity", "judge",
-                                                 "judge_repeats", "rephrase", "sample_consistency"}
+    assert {rule for rule, *_ in paper_jobs} >= {
+        "infer_open",
+        "infer_closed",
+        "relaxed_perplexity",
+        "judge",
+        "judge_repeats",
+        "rephrase",
+        "sample_consistency",
+    }
 
 
 def test_size_classes_reach_every_job_kind(paper_jobs):
@@ -67,7 +92,9 @@ def test_size_classes_reach_every_job_kind(paper_jobs):
             assert (loaded, gpu) == ("Qwen2.5-72B-Instruct", paper["model_sizes"][rephraser["size"]]["gpus"])
         else:
             assert (loaded, gpu) == (wildcards["model"], sizes[wildcards["model"]]), (rule, wildcards)
-    seventy_b = Counter(rule for rule, wildcards, spec, gpu in paper_jobs if wildcards.get("model") == "Llama-3.1-70B-Instruct")
+    seventy_b = Counter(
+        rule for rule, wildcards, spec, gpu in paper_jobs if wildcards.get("model") == "Llama-3.1-70B-Instruct"
+    )
     assert seventy_b["relaxed_perplexity"] == 3  # OLAPH, CareQA-Open, MedText, each on the size class's 4 GPUs
 
 
@@ -80,7 +107,12 @@ def test_careqa_llm_jobs_take_their_models_gpus(tmp_path):
     path.write_text(yaml.safe_dump(config))
     jobs = _llm_jobs(path, tmp_path, "results/careqa/CareQA_en_open.parquet")
     careqa = {rule: gpu for rule, _, spec, gpu in jobs if rule.startswith("careqa_")}
-    assert careqa == {"careqa_translate": 2, "careqa_rephrase": 2, "careqa_rephrase_iteration2": 2, "careqa_validate": 2}
+    assert careqa == {
+        "careqa_translate": 2,
+        "careqa_rephrase": 2,
+        "careqa_rephrase_iteration2": 2,
+        "careqa_validate": 2,
+    }
 
 
 SERVED_RULES = {"infer_open", "infer_closed", "relaxed_perplexity", "sample_consistency"}

@@ -1,4 +1,5 @@
 """Benchmark: planning the paper's whole study (config/paper.yaml) offline, its time and job count."""
+
 import os
 import re
 import subprocess
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.benchmark
 
 
 def _job_stats(log: str) -> dict[str, int]:
-    table = log[log.index("Job stats:"):].split("\n\n")[0]
+    table = log[log.index("Job stats:") :].split("\n\n")[0]
     return {rule: int(count) for rule, count in re.findall(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
 
 
@@ -47,5 +48,7 @@ def test_paper_study_plans_offline_and_fast(tmp_path, repo_root):
     assert stats["infer_closed"] == n_models * (len(names) - n_generating)
     for task in {entry.task for entry in entries}:
         assert stats[f"score_{task}"] == n_models * sum(entry.task == task for entry in entries)
-    print(f"\npaper plan ({'no network: unshare -rn' if prefix else 'offline env vars only'}): {n_models} models x "
-          f"{len(names)} benchmarks -> {stats['total']} jobs planned in {elapsed:.1f}s (goal: under 10 s); {stats}")
+    print(
+        f"\npaper plan ({'no network: unshare -rn' if prefix else 'offline env vars only'}): {n_models} models x "
+        f"{len(names)} benchmarks -> {stats['total']} jobs planned in {elapsed:.1f}s (goal: under 10 s); {stats}"
+    )

@@ -1,6 +1,7 @@
 """One-model and one-benchmark changes rerun only their own jobs and the aggregate downstream:
 every other model's (benchmark's) generations, log-likelihoods and scores stay byte-identical
 and are not rewritten (same sha256, same mtime). Each case starts from a copy of one base run."""
+
 from __future__ import annotations
 
 import copy
@@ -22,8 +23,11 @@ STAGES = ("generations", "loglik", "scores")
 
 def _jobs_of(jobs: set[tuple[str, str]], model: str, rename: str | None = None) -> set[tuple[str, str]]:
     """The jobs of one model (optionally as they would be named for another model)."""
-    return {(rule, wildcards.replace(f"model={model},", f"model={rename or model},"))
-            for rule, wildcards in jobs if f"model={model}," in wildcards}
+    return {
+        (rule, wildcards.replace(f"model={model},", f"model={rename or model},"))
+        for rule, wildcards in jobs
+        if f"model={model}," in wildcards
+    }
 
 
 def _states(work: Path, model: str, benchmarks=None) -> dict:
@@ -69,8 +73,15 @@ def test_adding_a_model_runs_only_its_jobs(copy_of, repo_root):
     work, _, base_jobs = copy_of
     before = _states(work, KEPT) | _states(work, CHANGED)
     # the README's way: an extra config file on top of config/config.yaml; KEPT's weights, another name
-    added = {"models": {"smollm2-again": {"source": f"local:{repo_root / 'resources/models' / KEPT}",
-                                          "chat_template": True, "batch_size": 16}}}
+    added = {
+        "models": {
+            "smollm2-again": {
+                "source": f"local:{repo_root / 'resources/models' / KEPT}",
+                "chat_template": True,
+                "batch_size": 16,
+            }
+        }
+    }
     (work / "config" / "added.yaml").write_text(yaml.safe_dump(added))
     jobs = _rerun(work, "--configfile", "config/config.yaml", "config/added.yaml")
     assert jobs == _jobs_of(base_jobs, KEPT, rename="smollm2-again") | {("aggregate_scores", "")}
@@ -78,8 +89,10 @@ def test_adding_a_model_runs_only_its_jobs(copy_of, repo_root):
     summary = pl.read_parquet(work / TARGET)
     assert sorted(summary["model"].unique()) == sorted([KEPT, CHANGED, "smollm2-again"])
     # the same weights and settings as KEPT: the same generations
-    assert pl.read_parquet(work / "results/generations/smollm2-again/demo_open_qa.parquet")["output"].to_list() == \
-        pl.read_parquet(work / f"results/generations/{KEPT}/demo_open_qa.parquet")["output"].to_list()
+    assert (
+        pl.read_parquet(work / "results/generations/smollm2-again/demo_open_qa.parquet")["output"].to_list()
+        == pl.read_parquet(work / f"results/generations/{KEPT}/demo_open_qa.parquet")["output"].to_list()
+    )
 
 
 def test_replacing_a_model_reruns_only_its_jobs(copy_of, repo_root):
@@ -87,8 +100,11 @@ def test_replacing_a_model_reruns_only_its_jobs(copy_of, repo_root):
     kept, changed = _states(work, KEPT), _states(work, CHANGED)
     old_outputs = pl.read_parquet(work / f"results/generations/{CHANGED}/demo_open_qa.parquet")["output"]
     # other weights under the same name (here Qwen2.5-Coder-0.5B-Instruct's): the entry changed
-    config["models"][CHANGED] = {"source": f"local:{repo_root / 'resources/models/qwen2.5-coder-0.5b-instruct'}",
-                                 "chat_template": True, "batch_size": 16}
+    config["models"][CHANGED] = {
+        "source": f"local:{repo_root / 'resources/models/qwen2.5-coder-0.5b-instruct'}",
+        "chat_template": True,
+        "batch_size": 16,
+    }
     write_config(work, config)
     jobs = _rerun(work)
     assert jobs == _jobs_of(base_jobs, CHANGED) | {("aggregate_scores", "")}

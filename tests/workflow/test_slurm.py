@@ -1,6 +1,7 @@
 """The project's slurm profile against a live single-node SLURM cluster (tests/slurm/cluster.sh):
 a reduced demo DAG goes through sbatch job by job, asks for GPUs where a model is loaded, gives
 the same results as a local run, and a failing job stops the run naming its rule, log and state."""
+
 from __future__ import annotations
 
 import os
@@ -100,8 +101,9 @@ def local_run(repo_root, tmp_path_factory, demo_model_dirs):
 
 @pytest.fixture(scope="module")
 def slurm_run(repo_root, tmp_path_factory, demo_model_dirs, slurm_cluster):
-    work = make_workdir(repo_root, tmp_path_factory.mktemp("slurm") / "careval", _test_config(repo_root),
-                        profiles=("slurm",))
+    work = make_workdir(
+        repo_root, tmp_path_factory.mktemp("slurm") / "careval", _test_config(repo_root), profiles=("slurm",)
+    )
     _site_profile(work)
     # the README's cluster command, as written
     result = snakemake(["--profile", "slurm", TARGET], work, timeout=900)
@@ -157,9 +159,12 @@ def test_llm_jobs_ask_for_the_gpus_of_their_size_class_and_others_for_none(slurm
             assert "gpu" not in gres and job["MinMemoryNode"] != LLM_MEM, (submission, job)
     # the group's jobs run one after the other: one job's GPU and memory, the runtimes summed
     jobid, submission = _model_group(log)
-    grouped = [job for job in local_run[1]
-               if job[0] in _rules_in(submission, LLM_RULES) and f"model={MODEL}," in job[1]]
-    assert len(grouped) >= 2 and _minutes(_scontrol(jobid)["TimeLimit"]) == GPU_SIZE["gpu_node"]["runtime"] * len(grouped)
+    grouped = [
+        job for job in local_run[1] if job[0] in _rules_in(submission, LLM_RULES) and f"model={MODEL}," in job[1]
+    ]
+    assert len(grouped) >= 2 and _minutes(_scontrol(jobid)["TimeLimit"]) == GPU_SIZE["gpu_node"]["runtime"] * len(
+        grouped
+    )
     # the job handed the resolved GPU count on to the backend spec; one load per inference job
     for rule, benchmark in (("infer_open", "demo_open_qa"), ("infer_closed", "demo_mcqa")):
         text = (work / "results" / "logs" / rule / MODEL / f"{benchmark}.log").read_text()
@@ -196,8 +201,7 @@ def test_a_failing_job_names_its_rule_log_and_slurm_state(repo_root, tmp_path, d
     assert not (work / TARGET).exists()
 
 
-def test_a_shared_engine_and_the_jobs_it_serves_are_one_allocation(repo_root, tmp_path, demo_model_dirs,
-                                                                   slurm_cluster):
+def test_a_shared_engine_and_the_jobs_it_serves_are_one_allocation(repo_root, tmp_path, demo_model_dirs, slurm_cluster):
     """engine: shared through the profile: the model's vllm_engine job and its LLM jobs go to SLURM as
     one job, which asks for the model's GPU once (the served jobs ask for none), the model's memory
     plus engine_client_mem_mb per served job, and the model's runtime (they run at once: not summed).
@@ -221,8 +225,9 @@ def test_a_shared_engine_and_the_jobs_it_serves_are_one_allocation(repo_root, tm
     assert [s for s in _submitted(log).values() if "vllm_engine" in s or "infer_" in s] == [submission]
     job = _scontrol(jobid)
     gres = job.get("TresPerJob", "") + job.get("TresPerNode", "")
-    client_mb = yaml.safe_load((repo_root / "workflow" / "schemas" / "config.schema.yaml").read_text())[
-        "properties"]["resources"]["properties"]["engine_client_mem_mb"]["default"]
+    client_mb = yaml.safe_load((repo_root / "workflow" / "schemas" / "config.schema.yaml").read_text())["properties"][
+        "resources"
+    ]["properties"]["engine_client_mem_mb"]["default"]
     assert "gpu:1" in gres and job["MinMemoryNode"] == f"{GPU_SIZE['gpu_node']['mem_mb'] + 2 * client_mb}M", job
     assert _minutes(job["TimeLimit"]) == GPU_SIZE["gpu_node"]["runtime"]
     logs = work / "results" / "logs"

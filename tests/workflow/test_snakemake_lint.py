@@ -5,6 +5,7 @@ environment, the package installed from pyproject.toml (`pip install -e .`, the 
 nodes); per-rule conda envs could not be built or checked on the machines that test this project, so
 the rules carry none (README, "Cluster").
 """
+
 from __future__ import annotations
 
 import os
@@ -19,11 +20,20 @@ ALLOWED = {"Specify a conda environment or container for each rule."}
 
 def lints(workdir: Path, snakefile: Path) -> list[tuple[str, str]]:
     """(where, lint title) for every lint `snakemake --lint` prints (it exits 1 when there is any)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
-           "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
+        "HF_HUB_OFFLINE": "1",
+    }
     snakemake = Path(sys.executable).with_name("snakemake")
-    result = subprocess.run([str(snakemake), "--lint", "--snakefile", str(snakefile), "--directory", str(workdir)],
-                            cwd=workdir, capture_output=True, text=True, env=env, timeout=300)
+    result = subprocess.run(
+        [str(snakemake), "--lint", "--snakefile", str(snakefile), "--directory", str(workdir)],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     text = result.stdout + result.stderr
     assert result.returncode in (0, 1), text[-2000:]
     found, where = [], None
@@ -37,9 +47,11 @@ def lints(workdir: Path, snakefile: Path) -> list[tuple[str, str]]:
 
 def test_the_lint_parser_sees_a_planted_lint(tmp_path):
     # the mixed-file lint is given for included rule files, as workflow/rules/*.smk
-    (tmp_path / "rules.smk").write_text('def f(wildcards):\n    return "a"\n\n\nrule r:\n    input:\n        f\n'
-                                        '    output:\n        "b"\n    log:\n        "r.log"\n    shell:\n'
-                                        '        "cp {input} {output} 2> {log}"\n')
+    (tmp_path / "rules.smk").write_text(
+        'def f(wildcards):\n    return "a"\n\n\nrule r:\n    input:\n        f\n'
+        '    output:\n        "b"\n    log:\n        "r.log"\n    shell:\n'
+        '        "cp {input} {output} 2> {log}"\n'
+    )
     snakefile = tmp_path / "Snakefile"
     snakefile.write_text('include: "rules.smk"\n')
     titles = {title for _, title in lints(tmp_path, snakefile)}

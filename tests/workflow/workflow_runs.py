@@ -1,5 +1,6 @@
 """Helpers for tests that run the workflow for real: a clone-like working directory, a bounded
 snakemake call, the jobs a run executed and a fingerprint of result files."""
+
 from __future__ import annotations
 
 import hashlib
@@ -13,18 +14,23 @@ from pathlib import Path
 import yaml
 
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-       "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 
 
-def reduced_config(repo: Path, models: list[str], benchmarks: dict[str, dict | None],
-                   max_new_tokens: int = 4) -> dict:
+def reduced_config(repo: Path, models: list[str], benchmarks: dict[str, dict | None], max_new_tokens: int = 4) -> dict:
     """The demo config cut down to a few models and benchmarks. Each model is read as a local
     folder from the repository's resources/models (prepared once, e.g. by the demo_model_dirs
     fixture), so a run has no preparation job and never writes there."""
     config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
-    config["models"] = {name: _as_local(config["models"][name], repo / "resources" / "models" / name)
-                        for name in models}
+    config["models"] = {
+        name: _as_local(config["models"][name], repo / "resources" / "models" / name) for name in models
+    }
     config["benchmarks"] = benchmarks
     config["generation"]["max_new_tokens"] = max_new_tokens
     # the demo's model sets name its three models: keep the ones this run has

@@ -2,6 +2,7 @@
 # clusters, rankings, resilience, self-consistency) in one PDF, as PNGs, and in the Snakemake report.
 # Their input functions and figure captions: common.smk.
 
+
 rule aggregate_scores:
     input:
         scores=score_files(),
@@ -11,15 +12,15 @@ rule aggregate_scores:
         samples=f"{RESULTS}/summary/sample_scores.parquet",
         # per model x benchmark x rubric: the share of judge verdicts parsed / read from the distribution
         judge=f"{RESULTS}/summary/judge_verdicts.parquet",
-    params:
-        tasks={name: entry.task for name, entry in BENCHMARKS.items()},
-        mcqa_average=PLAN.analysis.mcqa_average,
     log:
         f"{LOGS}/aggregate_scores.log",
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        tasks={name: entry.task for name, entry in BENCHMARKS.items()},
+        mcqa_average=PLAN.analysis.mcqa_average,
     script:
         "../scripts/aggregate_scores.py"
 
@@ -33,16 +34,16 @@ rule correlations:
         clusters=f"{RESULTS}/summary/metric_clusters.parquet",
         rankings=f"{RESULTS}/summary/rankings.parquet",
         figures=[figure_output(name) for name in PLAN.analysis.figure_names()],
-    params:
-        plan=PLAN.analysis,
-        settings=ANALYSIS,
-        # the folder of the planned figures (scores.png is always one), where figures.py writes them
-        figures_dir=lambda wildcards, output: os.path.dirname(output.figures[0]),
     log:
         f"{LOGS}/correlations.log",
     threads: 1
     resources:
         mem_mb=4000,
         runtime=30,
+    params:
+        plan=PLAN.analysis,
+        settings=ANALYSIS,
+        # the folder of the planned figures (scores.png is always one), where figures.py writes them
+        figures_dir=lambda wildcards, output: os.path.dirname(output.figures[0]),
     script:
         "../scripts/correlations.py"

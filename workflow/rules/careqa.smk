@@ -37,12 +37,12 @@ rule careqa_acquire:
     output:
         booklet=f"{CAREQA_DIR}/raw/{{edition}}/booklet",
         key=f"{CAREQA_DIR}/raw/{{edition}}/answer_key",
-    params:
-        edition=lambda w: CAREQA_EDITIONS[w.edition],
     log:
         f"{LOGS}/careqa/acquire/{{edition}}.log",
     resources:
         runtime=30,
+    params:
+        edition=lambda w: CAREQA_EDITIONS[w.edition],
     script:
         "../scripts/careqa_acquire.py"
 
@@ -54,10 +54,10 @@ rule careqa_parse:
     output:
         spanish=f"{CAREQA_DIR}/CareQA_es.parquet",
         report=f"{CAREQA_DIR}/reports/parse.json",
-    params:
-        editions=list(CAREQA_EDITIONS.values()),
     log:
         f"{LOGS}/careqa/parse.log",
+    params:
+        editions=list(CAREQA_EDITIONS.values()),
     script:
         "../scripts/careqa_parse.py"
 
@@ -70,14 +70,14 @@ rule careqa_translate:
         english=f"{CAREQA_DIR}/CareQA_en.parquet",
         audit=f"{CAREQA_DIR}/audit/translations.parquet",
         report=f"{CAREQA_DIR}/reports/translate.json",
-    params:
-        step=lambda w: careqa_step("translator"),
-        spec=lambda w: spec_params(careqa_llm("translator")),
     log:
         f"{LOGS}/careqa/translate.log",
     threads: lambda w: careqa_llm("translator").threads
     resources:
         **llm_resources(lambda w: careqa_llm("translator")),
+    params:
+        step=lambda w: careqa_step("translator"),
+        spec=lambda w: spec_params(careqa_llm("translator")),
     script:
         "../scripts/careqa_translate.py"
 
@@ -103,14 +103,14 @@ rule careqa_rephrase:
     output:
         audit=f"{CAREQA_DIR}/audit/rephrasings_iteration1.parquet",
         report=f"{CAREQA_DIR}/reports/rephrase_iteration1.json",
-    params:
-        step=lambda w: careqa_step("rephraser"),
-        spec=lambda w: spec_params(careqa_llm("rephraser")),
     log:
         f"{LOGS}/careqa/rephrase_iteration1.log",
     threads: lambda w: careqa_llm("rephraser").threads
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
+    params:
+        step=lambda w: careqa_step("rephraser"),
+        spec=lambda w: spec_params(careqa_llm("rephraser")),
     script:
         "../scripts/careqa_rephrase.py"
 
@@ -122,14 +122,14 @@ rule careqa_validate:
     output:
         audit=f"{CAREQA_DIR}/audit/validation_iteration{{iteration}}.parquet",
         report=f"{CAREQA_DIR}/reports/validate_iteration{{iteration}}.json",
-    params:
-        step=lambda w: careqa_step("rephraser"),
-        spec=lambda w: spec_params(careqa_llm("rephraser")),
     log:
         f"{LOGS}/careqa/validate_iteration{{iteration}}.log",
     threads: lambda w: careqa_llm("rephraser").threads
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
+    params:
+        step=lambda w: careqa_step("rephraser"),
+        spec=lambda w: spec_params(careqa_llm("rephraser")),
     script:
         "../scripts/careqa_validate.py"
 
@@ -142,14 +142,14 @@ rule careqa_rephrase_iteration2:
     output:
         audit=f"{CAREQA_DIR}/audit/rephrasings_iteration2.parquet",
         report=f"{CAREQA_DIR}/reports/rephrase_iteration2.json",
-    params:
-        step=lambda w: careqa_step("rephraser"),
-        spec=lambda w: spec_params(careqa_llm("rephraser")),
     log:
         f"{LOGS}/careqa/rephrase_iteration2.log",
     threads: lambda w: careqa_llm("rephraser").threads
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
+    params:
+        step=lambda w: careqa_step("rephraser"),
+        spec=lambda w: spec_params(careqa_llm("rephraser")),
     script:
         "../scripts/careqa_rephrase_iteration2.py"
 
@@ -186,10 +186,10 @@ rule careqa_review_sheet:
     output:
         sheet=f"{CAREQA_DIR}/review/{{review_kind}}/sheet.csv",
         summary=f"{CAREQA_DIR}/review/{{review_kind}}/sample.json",
-    params:
-        review=CAREQA["review"],
     log:
         f"{LOGS}/careqa/review_sheet/{{review_kind}}.log",
+    params:
+        review=CAREQA["review"],
     script:
         "../scripts/careqa_review_sheet.py"
 
@@ -200,9 +200,9 @@ rule careqa_review_agreement:
         or [f"{CAREQA['review']['filled_sheets']}/{w.review_kind}/<one filled sheet per reviewer>.csv"],
     output:
         f"{CAREQA_DIR}/review/{{review_kind}}/agreement.json",
-    params:
-        min_reviewers=CAREQA["review"]["min_reviewers"],
     log:
         f"{LOGS}/careqa/review_agreement/{{review_kind}}.log",
+    params:
+        min_reviewers=CAREQA["review"]["min_reviewers"],
     script:
         "../scripts/careqa_review_agreement.py"

@@ -114,8 +114,6 @@ def engine_placeholders():
             path.write_text('{"state": "stopped"}\n')
 
 
-
-
 def prepared_marker(spec):
     """A model from a PyPI wheel is a prepared folder (a rule); hub and local models need nothing."""
     return [f"{MODELS_DIR}/.prepared/{spec.name}.json"] if spec is not None and spec.prepared else []

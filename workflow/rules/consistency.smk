@@ -13,23 +13,23 @@ rule sample_consistency:
     output:
         samples=f"{RESULTS}/consistency/{{model}}/{{benchmark}}.parquet",
         loglik=f"{RESULTS}/consistency_loglik/{{model}}/{{benchmark}}.parquet",
+    log:
+        f"{LOGS}/sample_consistency/{{model}}/{{benchmark}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/sample_consistency/{{model}}/{{benchmark}}.tsv"
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
+    group:
+        "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
+    threads: llm_threads(evaluated, served=True)
+    resources:
+        **llm_resources(evaluated, served=True),
     params:
         spec=lambda w: spec_params(evaluated(w)),
         overrides=benchmark_overrides,
         settings=CONSISTENCY,
         generation=config["generation"],
         checkpoint_every=config["checkpoint_every"],
-    log:
-        f"{LOGS}/sample_consistency/{{model}}/{{benchmark}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/sample_consistency/{{model}}/{{benchmark}}.tsv"
-    group:
-        "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
-    threads: llm_threads(evaluated, served=True)
-    resources:
-        **llm_resources(evaluated, served=True),
     script:
         "../scripts/sample_consistency.py"
 

@@ -8,14 +8,14 @@ rule normalise_benchmark:
         samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
         # rows read, selected and skipped (on_bad_row: skip): the summary's n_skipped
         report=f"{DATASETS_DIR}/{{benchmark}}.json",
-    params:
-        overrides=benchmark_overrides,
-        limit=lambda w: PLAN.limits[w.benchmark],
     log:
         f"{LOGS}/normalise_benchmark/{{benchmark}}.log",
     threads: 1
     resources:
         mem_mb=2000,
         runtime=20,
+    params:
+        overrides=benchmark_overrides,
+        limit=lambda w: PLAN.limits[w.benchmark],
     script:
         "../scripts/normalise_benchmark.py"

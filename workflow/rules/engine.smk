@@ -12,9 +12,6 @@ rule vllm_engine:
         model=model_folder,
     output:
         service(f"{RESULTS}/engines/{{model}}.json"),
-    params:
-        spec=lambda w: spec_params(evaluated(w)),
-        command=lambda w: engine_command(evaluated(w)),
     log:
         f"{LOGS}/vllm_engine/{{model}}.log",
     group:
@@ -23,6 +20,9 @@ rule vllm_engine:
     threads: lambda w: evaluated(w).threads
     resources:
         **llm_resources(evaluated),
+    params:
+        spec=lambda w: spec_params(evaluated(w)),
+        command=lambda w: engine_command(evaluated(w)),
     # The address file exists at once (as `starting`): Snakemake starts the served jobs with this one and
     # gives their inputs only --latency-wait seconds to appear; they wait for `ready` themselves.
     shell:

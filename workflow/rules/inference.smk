@@ -13,17 +13,12 @@ rule infer_open:
     output:
         generations=f"{RESULTS}/generations/{{model}}/{{benchmark}}.parquet",
         loglik=f"{RESULTS}/loglik/{{model}}/{{benchmark}}.parquet",
-    wildcard_constraints:
-        benchmark=GENERATE_PATTERN,
-    params:
-        spec=lambda w: spec_params(evaluated(w)),
-        overrides=benchmark_overrides,
-        generation=config["generation"],
-        checkpoint_every=config["checkpoint_every"],
     log:
         f"{LOGS}/infer_open/{{model}}/{{benchmark}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/infer_open/{{model}}/{{benchmark}}.tsv"
+    wildcard_constraints:
+        benchmark=GENERATE_PATTERN,
     # the longest jobs first, so no core idles at the end waiting on one last generation
     priority: 2
     # on a cluster, the slurm profile submits up to 4 jobs of one model as one SLURM job (group-components)
@@ -32,6 +27,11 @@ rule infer_open:
     threads: llm_threads(evaluated, served=True)
     resources:
         **llm_resources(evaluated, served=True),
+    params:
+        spec=lambda w: spec_params(evaluated(w)),
+        overrides=benchmark_overrides,
+        generation=config["generation"],
+        checkpoint_every=config["checkpoint_every"],
     script:
         "../scripts/infer.py"
 
@@ -39,10 +39,10 @@ rule infer_open:
 use rule infer_open as infer_closed with:
     output:
         loglik=f"{RESULTS}/loglik/{{model}}/{{benchmark}}.parquet",
-    wildcard_constraints:
-        benchmark=LOGLIK_PATTERN,
     log:
         f"{LOGS}/infer_closed/{{model}}/{{benchmark}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/infer_closed/{{model}}/{{benchmark}}.tsv"
+    wildcard_constraints:
+        benchmark=LOGLIK_PATTERN,
     priority: 1

@@ -12,22 +12,22 @@ if PLAN.judge is not None:
             judge=prepared_marker(PLAN.judge),
         output:
             f"{RESULTS}/scores/{{model}}/{{benchmark}}/judge.parquet",
-        wildcard_constraints:
-            benchmark=OPEN_PATTERN,
-        params:
-            # only the judge's own spec: adding or editing an evaluated model must not rerun other models' grades
-            spec=spec_params(PLAN.judge),
-            options=judge_options(),
         log:
             f"{LOGS}/judge/{{model}}/{{benchmark}}.log",
         benchmark:
             f"{RESULTS}/benchmarks/judge/{{model}}/{{benchmark}}.tsv"
+        wildcard_constraints:
+            benchmark=OPEN_PATTERN,
         # on a cluster, the judge's jobs may share one SLURM job (group-components, as llm_{model})
         group:
             "llm_judge"
         threads: PLAN.judge.threads
         resources:
             **llm_resources(lambda wildcards: PLAN.judge),
+        params:
+            # only the judge's own spec: adding or editing an evaluated model must not rerun other models' grades
+            spec=spec_params(PLAN.judge),
+            options=judge_options(),
         script:
             "../scripts/judge.py"
 
@@ -44,20 +44,20 @@ if PLAN.judge is not None:
             judge=prepared_marker(PLAN.judge),
         output:
             f"{RESULTS}/{{kind}}_judge/{{model}}/{{benchmark}}.parquet",
-        wildcard_constraints:
-            kind="rephrase|consistency",
-            benchmark=OPEN_PATTERN,
-        params:
-            spec=spec_params(PLAN.judge),
-            options=judge_options(repeats=True),
         log:
             f"{LOGS}/judge_repeats/{{kind}}/{{model}}/{{benchmark}}.log",
         benchmark:
             f"{RESULTS}/benchmarks/judge_repeats/{{kind}}/{{model}}/{{benchmark}}.tsv"
+        wildcard_constraints:
+            kind="rephrase|consistency",
+            benchmark=OPEN_PATTERN,
         group:
             "llm_judge"
         threads: PLAN.judge.threads
         resources:
             **llm_resources(lambda wildcards: PLAN.judge),
+        params:
+            spec=spec_params(PLAN.judge),
+            options=judge_options(repeats=True),
         script:
             "../scripts/judge_repeats.py"

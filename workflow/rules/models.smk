@@ -7,18 +7,18 @@
 rule prepare_model:
     output:
         f"{MODELS_DIR}/.prepared/{{model}}.json",
+    log:
+        f"{LOGS}/prepare_model/{{model}}.log",
     wildcard_constraints:
         # evaluated models and an inline judge or rephraser alike
         model="|".join(re.escape(name) for name in PLAN.entries),
-    params:
-        entry=lambda w: PLAN.entries[w.model],
-        folder=lambda w: f"{MODELS_DIR}/{w.model}",
-        cache=f"{MODELS_DIR}/.cache",
-    log:
-        f"{LOGS}/prepare_model/{{model}}.log",
     threads: 1
     resources:
         mem_mb=8000,
         runtime=30,
+    params:
+        entry=lambda w: PLAN.entries[w.model],
+        folder=lambda w: f"{MODELS_DIR}/{w.model}",
+        cache=f"{MODELS_DIR}/.cache",
     script:
         "../scripts/prepare_model.py"

@@ -13,20 +13,20 @@ rule relaxed_perplexity:
         f"{RESULTS}/scores/{{model}}/{{benchmark}}/relaxed_perplexity.parquet",
         # every target's value (OLAPH: each Must_have and Nice_to_have statement), beside the per-sample scores
         targets=f"{RESULTS}/relaxed_perplexity_targets/{{model}}/{{benchmark}}.parquet",
-    wildcard_constraints:
-        benchmark=OPEN_PATTERN,
-    params:
-        spec=lambda w: spec_params(evaluated(w)),
-        overrides=benchmark_overrides,
-        options={k: v for k, v in config["metrics"]["relaxed_perplexity"].items() if k != "benchmarks"},
     log:
         f"{LOGS}/relaxed_perplexity/{{model}}/{{benchmark}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/relaxed_perplexity/{{model}}/{{benchmark}}.tsv"
+    wildcard_constraints:
+        benchmark=OPEN_PATTERN,
     group:
         "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
     threads: llm_threads(evaluated, served=True)
     resources:
         **llm_resources(evaluated, served=True),
+    params:
+        spec=lambda w: spec_params(evaluated(w)),
+        overrides=benchmark_overrides,
+        options={k: v for k, v in config["metrics"]["relaxed_perplexity"].items() if k != "benchmarks"},
     script:
         "../scripts/relaxed_perplexity.py"

@@ -12,20 +12,20 @@ if PLAN.rephraser is not None:
             rephraser=prepared_marker(PLAN.rephraser),
         output:
             f"{RESULTS}/rephrase/{{model}}/{{benchmark}}.parquet",
+        log:
+            f"{LOGS}/rephrase/{{model}}/{{benchmark}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/rephrase/{{model}}/{{benchmark}}.tsv"
         wildcard_constraints:
             benchmark=OPEN_PATTERN,
+        threads: PLAN.rephraser.threads
+        resources:
+            **llm_resources(lambda wildcards: PLAN.rephraser),
         params:
             spec=spec_params(PLAN.rephraser),
             settings=RESILIENCE,
             generation=config["generation"],
             checkpoint_every=config["checkpoint_every"],
-        log:
-            f"{LOGS}/rephrase/{{model}}/{{benchmark}}.log",
-        benchmark:
-            f"{RESULTS}/benchmarks/rephrase/{{model}}/{{benchmark}}.tsv"
-        threads: PLAN.rephraser.threads
-        resources:
-            **llm_resources(lambda wildcards: PLAN.rephraser),
         script:
             "../scripts/rephrase.py"
 
@@ -36,17 +36,17 @@ rule score_rephrase:
         repeats=f"{RESULTS}/rephrase/{{model}}/{{benchmark}}.parquet",
     output:
         f"{RESULTS}/rephrase_scores/{{model}}/{{benchmark}}.parquet",
-    wildcard_constraints:
-        benchmark=OPEN_PATTERN,
-    params:
-        families=PLAN.repeat_families(),
-        options=config["metrics"],
     log:
         f"{LOGS}/score_rephrase/{{model}}/{{benchmark}}.log",
+    wildcard_constraints:
+        benchmark=OPEN_PATTERN,
     threads: RES["scoring_threads"]
     resources:
         mem_mb=RES["scoring_mem_mb"],
         runtime=RES["scoring_runtime"],
+    params:
+        families=PLAN.repeat_families(),
+        options=config["metrics"],
     script:
         "../scripts/score_repeats.py"
 

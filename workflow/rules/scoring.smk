@@ -12,17 +12,20 @@ for _task in TASKS:
         input:
             unpack(score_inputs),
         output:
-            **{family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{family}.parquet" for family in PLAN.score_job_families(_task)},
-        wildcard_constraints:
-            benchmark=TASK_PATTERNS[_task],
-        params:
-            options=config["metrics"],
+            **{
+                family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{family}.parquet"
+                for family in PLAN.score_job_families(_task)
+            },
         log:
             f"{LOGS}/score_{_task}/{{model}}/{{benchmark}}.log",
+        wildcard_constraints:
+            benchmark=TASK_PATTERNS[_task],
         threads: RES["scoring_threads"]
         resources:
             mem_mb=RES["scoring_mem_mb"],
             runtime=RES["scoring_runtime"],
+        params:
+            options=config["metrics"],
         script:
             "../scripts/score.py"
 
@@ -37,15 +40,15 @@ for _family in EXTRA_FAMILIES:
             unpack(score_inputs),
         output:
             **{_family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{_family}.parquet"},
-        wildcard_constraints:
-            benchmark=benchmark_pattern(lambda e, family=_family: family in e.extra_metrics),
-        params:
-            options=config["metrics"],
         log:
             f"{LOGS}/score_{_family}/{{model}}/{{benchmark}}.log",
+        wildcard_constraints:
+            benchmark=benchmark_pattern(lambda e, family=_family: family in e.extra_metrics),
         threads: RES["scoring_threads"]
         resources:
             mem_mb=RES["scoring_mem_mb"],
             runtime=RES["scoring_runtime"],
+        params:
+            options=config["metrics"],
         script:
             "../scripts/score.py"

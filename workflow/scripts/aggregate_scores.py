@@ -1,4 +1,5 @@
 """Gather every per-sample score file into results/summary/scores.parquet (+ the per-sample table and the judge's verdict shares)."""
+
 from pathlib import Path
 
 from careval.analysis.aggregate import score_files_from_paths, write_summary
@@ -6,7 +7,11 @@ from careval.joblog import job_log
 
 with job_log(snakemake.log[0]):
     # the normalisation reports give the summary's n_skipped
-    write_summary(score_files_from_paths(snakemake.input.scores, snakemake.params.tasks),
-                  Path(snakemake.output.summary), Path(snakemake.output.samples),
-                  dataset_reports=list(snakemake.input.datasets), judge_output=Path(snakemake.output.judge),
-                  mcqa_average=snakemake.params.mcqa_average)
+    write_summary(
+        score_files_from_paths(snakemake.input.scores, snakemake.params.tasks),
+        Path(snakemake.output.summary),
+        Path(snakemake.output.samples),
+        dataset_reports=list(snakemake.input.datasets),
+        judge_output=Path(snakemake.output.judge),
+        mcqa_average=snakemake.params.mcqa_average,
+    )

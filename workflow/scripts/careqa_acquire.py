@@ -1,4 +1,5 @@
 """Fetch or copy one MIR edition's booklet and answer key (an address or a local file each)."""
+
 from careval.careqa.acquire import acquire_edition
 from careval.joblog import job_log
 

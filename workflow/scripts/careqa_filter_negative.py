@@ -1,4 +1,5 @@
 """Screen out the questions that ask for the wrong option (appendix A.2 keyword filter)."""
+
 from careval.careqa.rephrase import build_screened
 from careval.joblog import job_log
 

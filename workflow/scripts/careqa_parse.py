@@ -1,7 +1,13 @@
 """Parse every acquired edition into CareQA-close (Spanish) and count annulled and misparsed questions."""
+
 from careval.careqa.build import parse_editions
 from careval.joblog import job_log
 
 with job_log(snakemake.log[0]):
-    parse_editions(snakemake.params.editions, list(snakemake.input.booklets), list(snakemake.input.answer_keys),
-                   snakemake.output.spanish, snakemake.output.report)
+    parse_editions(
+        snakemake.params.editions,
+        list(snakemake.input.booklets),
+        list(snakemake.input.answer_keys),
+        snakemake.output.spanish,
+        snakemake.output.report,
+    )

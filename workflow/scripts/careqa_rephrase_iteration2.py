@@ -1,4 +1,5 @@
 """Rephrase again, for a single valid answer, the pairs iteration 1's validator did not accept (iteration 2)."""
+
 from careval.careqa.llm import llm_sampling
 from careval.careqa.rephrase import build_iteration2
 from careval.joblog import job_log
@@ -7,8 +8,10 @@ from careval.models.spec import ModelSpec
 with job_log(snakemake.log[0]):
     step = snakemake.params.step
     build_iteration2(
-        snakemake.input.english, snakemake.input.validation,
+        snakemake.input.english,
+        snakemake.input.validation,
         ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
         llm_sampling(step),
-        snakemake.output.audit, snakemake.output.report,
+        snakemake.output.audit,
+        snakemake.output.report,
     )

@@ -1,4 +1,5 @@
 """The appendix A.3 agreement statistics of the filled review sheets of one kind."""
+
 from careval.careqa.review import write_agreement
 from careval.joblog import job_log
 

@@ -1,7 +1,15 @@
 """Draw the stratified human-review sample of one kind (translation or rephrasing) and write its blank sheet."""
+
 from careval.careqa.review import export_review
 from careval.joblog import job_log
 
 with job_log(snakemake.log[0]):
-    export_review(snakemake.wildcards.review_kind, snakemake.input.english, snakemake.input.spanish,
-                  snakemake.input.open, snakemake.params.review, snakemake.output.sheet, snakemake.output.summary)
+    export_review(
+        snakemake.wildcards.review_kind,
+        snakemake.input.english,
+        snakemake.input.spanish,
+        snakemake.input.open,
+        snakemake.params.review,
+        snakemake.output.sheet,
+        snakemake.output.summary,
+    )

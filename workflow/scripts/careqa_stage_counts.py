@@ -1,4 +1,5 @@
 """Merge every CareQA stage's counts into stage_counts.json."""
+
 from careval.careqa.build import merge_stage_counts
 from careval.joblog import job_log
 

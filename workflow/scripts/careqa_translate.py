@@ -1,4 +1,5 @@
 """Translate CareQA-close from Spanish to English with the configured translator."""
+
 from careval.careqa.llm import llm_sampling
 from careval.careqa.translate import translate_careqa
 from careval.joblog import job_log
@@ -10,5 +11,7 @@ with job_log(snakemake.log[0]):
         snakemake.input.spanish,
         ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
         llm_sampling(step),
-        snakemake.output.english, snakemake.output.audit, snakemake.output.report,
+        snakemake.output.english,
+        snakemake.output.audit,
+        snakemake.output.report,
     )

@@ -1,4 +1,5 @@
 """Ask, for each rephrased pair of one iteration, whether the ground truth is its only valid answer."""
+
 from careval.careqa.llm import llm_sampling
 from careval.careqa.rephrase import build_validation
 from careval.joblog import job_log
@@ -9,6 +10,8 @@ with job_log(snakemake.log[0]):
     build_validation(
         snakemake.input.candidates,
         ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
-        llm_sampling(step), int(snakemake.wildcards.iteration),
-        snakemake.output.audit, snakemake.output.report,
+        llm_sampling(step),
+        int(snakemake.wildcards.iteration),
+        snakemake.output.audit,
+        snakemake.output.report,
     )

@@ -1,4 +1,5 @@
 """Per-prompt variance and CV over sampled answers, every model and benchmark: results/summary/consistency.parquet."""
+
 from pathlib import Path
 
 from careval.analysis.consistency import write_consistency

@@ -1,13 +1,20 @@
 """Every analysis figure and table: results/correlations.pdf, results/figures/*.png, results/summary/*.parquet."""
+
 from pathlib import Path
 
 from careval.analysis.figures import write_analysis_report
 from careval.joblog import job_log
 
 with job_log(snakemake.log[0]):
-    inputs = {key: Path(snakemake.input[key]) if key in snakemake.input.keys() else None
-              for key in ("summary", "samples", "resilience", "consistency", "elo")}
-    outputs = {"pdf": Path(snakemake.output.pdf), "figures": Path(snakemake.params.figures_dir),
-               "correlations": Path(snakemake.output.table), "clusters": Path(snakemake.output.clusters),
-               "rankings": Path(snakemake.output.rankings)}
+    inputs = {
+        key: Path(snakemake.input[key]) if key in snakemake.input.keys() else None
+        for key in ("summary", "samples", "resilience", "consistency", "elo")
+    }
+    outputs = {
+        "pdf": Path(snakemake.output.pdf),
+        "figures": Path(snakemake.params.figures_dir),
+        "correlations": Path(snakemake.output.table),
+        "clusters": Path(snakemake.output.clusters),
+        "rankings": Path(snakemake.output.rankings),
+    }
     write_analysis_report(inputs, outputs, snakemake.params.plan, snakemake.params.settings)

@@ -1,4 +1,5 @@
 """Run one model on one benchmark: log-likelihoods, and generations when the rule asks for them."""
+
 import os
 
 # A job a shared engine serves has threads: 0 (engine.smk), so Snakemake exports OMP_NUM_THREADS=0,

@@ -1,4 +1,5 @@
 """Grade one model's generations on one benchmark with the Prometheus judge."""
+
 from pathlib import Path
 
 from careval.joblog import job_log

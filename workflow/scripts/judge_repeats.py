@@ -1,4 +1,5 @@
 """Grade one model's rephrasings or sampled answers on one benchmark with the Prometheus judge."""
+
 from pathlib import Path
 
 from careval.analysis.repeat_judge import run_repeat_judge

@@ -1,4 +1,5 @@
 """Read one benchmark from its source and write its canonical samples."""
+
 from pathlib import Path
 
 from careval.datasets import build_benchmark, get_benchmark

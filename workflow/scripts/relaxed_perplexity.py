@@ -1,4 +1,5 @@
 """Relaxed Perplexity of one model on one open-ended benchmark."""
+
 import os
 
 # A job a shared engine serves has threads: 0 (engine.smk), so Snakemake exports OMP_NUM_THREADS=0,

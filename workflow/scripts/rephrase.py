@@ -1,4 +1,5 @@
 """Rephrase one model's answers on one benchmark k times with the configured rephrasing LLM."""
+
 from pathlib import Path
 
 from careval.joblog import job_log
@@ -10,6 +11,10 @@ with job_log(snakemake.log[0]):
     run_rephrasing(
         Path(snakemake.input.generations),
         ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
-        settings["k"], snakemake.params.generation, settings["sampling"], Path(snakemake.output[0]),
-        limit=settings["limit"], checkpoint_every=snakemake.params.checkpoint_every,
+        settings["k"],
+        snakemake.params.generation,
+        settings["sampling"],
+        Path(snakemake.output[0]),
+        limit=settings["limit"],
+        checkpoint_every=snakemake.params.checkpoint_every,
     )

@@ -1,4 +1,5 @@
 """Per-sample variance over rephrasings, every model and benchmark: results/summary/resilience.parquet."""
+
 from pathlib import Path
 
 from careval.analysis.resilience import write_resilience

@@ -1,4 +1,5 @@
 """Sample r answers per prompt from one model on one benchmark, with r passes of reference log-likelihoods."""
+
 import os
 
 # A job a shared engine serves has threads: 0 (engine.smk), so Snakemake exports OMP_NUM_THREADS=0,
@@ -19,7 +20,11 @@ with job_log(snakemake.log[0]):
         Path(snakemake.input.samples),
         get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides),
         job_spec(snakemake).backend_kwargs(),
-        settings["r"], snakemake.params.generation, settings["sampling"],
-        Path(snakemake.output.samples), Path(snakemake.output.loglik), limit=settings["limit"],
+        settings["r"],
+        snakemake.params.generation,
+        settings["sampling"],
+        Path(snakemake.output.samples),
+        Path(snakemake.output.loglik),
+        limit=settings["limit"],
         checkpoint_every=snakemake.params.checkpoint_every,
     )

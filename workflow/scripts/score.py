@@ -1,4 +1,5 @@
 """Score one model x benchmark with every metric family of its task."""
+
 from pathlib import Path
 
 from careval.datasets import get_benchmark

@@ -1,4 +1,5 @@
 """Score a file of repeated outputs (rephrasings or samples) with every text metric, plus perplexity per repeat when given."""
+
 from pathlib import Path
 
 from careval.analysis.spread import score_repeat_file
@@ -7,8 +8,11 @@ from careval.joblog import job_log
 
 with job_log(snakemake.log[0]):
     score_repeat_file(
-        Path(snakemake.input.samples), Path(snakemake.input.repeats), snakemake.params.families,
-        snakemake.params.options, Path(snakemake.output[0]),
+        Path(snakemake.input.samples),
+        Path(snakemake.input.repeats),
+        snakemake.params.families,
+        snakemake.params.options,
+        Path(snakemake.output[0]),
         loglik_path=Path(snakemake.input.loglik) if "loglik" in snakemake.input.keys() else None,
         min_chars=get_benchmark(snakemake.wildcards.benchmark).min_chars,
     )

@@ -1,4 +1,5 @@
 """Bootstrap intervals for across-model correlations: resample each benchmark's sample ids, recompute every model's score."""
+
 from __future__ import annotations
 
 import warnings
@@ -30,13 +31,15 @@ def resample_indices(sizes: list[int], n_resamples: int, seed: int) -> list[np.n
     return [rng.integers(0, n, (n_resamples, n)) for n in sizes]
 
 
-def _weighted_means(values: np.ndarray, weights: np.ndarray, index: np.ndarray, geometric: bool) -> tuple[np.ndarray, np.ndarray]:
+def _weighted_means(
+    values: np.ndarray, weights: np.ndarray, index: np.ndarray, geometric: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-model weighted mean of the ok (finite) values at `index` (B, n) -> means (B, m) and ok counts (B, m)."""
     means, counts = [], []
     for start in range(0, index.shape[0], CHUNK):
-        picked = values[:, index[start:start + CHUNK]]                      # (m, b, n)
+        picked = values[:, index[start : start + CHUNK]]  # (m, b, n)
         ok = np.isfinite(picked)
-        w = np.where(ok, weights[:, index[start:start + CHUNK]], 0.0)
+        w = np.where(ok, weights[:, index[start : start + CHUNK]], 0.0)
         v = np.where(ok, np.log(np.where(ok, picked, 1.0)) if geometric else picked, 0.0)
         total = w.sum(-1)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -59,8 +62,9 @@ class Resampled:
         return self.scores.get(key)
 
 
-def resample_model_scores(sample_scores: pl.DataFrame, n_resamples: int, seed: int,
-                          mcqa_average: list[str] | None = None) -> Resampled:
+def resample_model_scores(
+    sample_scores: pl.DataFrame, n_resamples: int, seed: int, mcqa_average: list[str] | None = None
+) -> Resampled:
     """Every model's score per benchmark x metric on B resamples of each benchmark's sample ids.
 
     `sample_scores` is the per-sample table (model, benchmark, task, metric, id, value, status, weight);
@@ -89,10 +93,15 @@ def resample_model_scores(sample_scores: pl.DataFrame, n_resamples: int, seed: i
             values[rows_at, cols_at] = ok["value"].to_numpy()
             weights[rows_at, cols_at] = ok["weight"].to_numpy()
             geometric = metric_spec(metric).average == "geometric"
-            scores[(benchmark, metric)], counts[(benchmark, metric)] = _weighted_means(values, weights, index, geometric)
+            scores[(benchmark, metric)], counts[(benchmark, metric)] = _weighted_means(
+                values, weights, index, geometric
+            )
     for metric in ("acc", "acc_norm"):
-        parts = [key for key in scores if key[1] == metric and tasks.get(key[0]) == "mcqa"
-                 and (mcqa_average is None or key[0] in mcqa_average)]
+        parts = [
+            key
+            for key in scores
+            if key[1] == metric and tasks.get(key[0]) == "mcqa" and (mcqa_average is None or key[0] in mcqa_average)
+        ]
         if parts:
             total = sum(np.where(np.isfinite(scores[k]), scores[k] * counts[k], 0.0) for k in parts)
             n = sum(np.where(np.isfinite(scores[k]), counts[k], 0) for k in parts)
@@ -137,8 +146,14 @@ def percentile_interval(distribution: np.ndarray, confidence: float) -> tuple[fl
     return float(low), float(high)
 
 
-def correlation_interval(resampled: Resampled, x_key: tuple[str, str], y_key: tuple[str, str], method: str,
-                         confidence: float, fixed: dict[tuple[str, str], np.ndarray] | None = None) -> tuple[float, float]:
+def correlation_interval(
+    resampled: Resampled,
+    x_key: tuple[str, str],
+    y_key: tuple[str, str],
+    method: str,
+    confidence: float,
+    fixed: dict[tuple[str, str], np.ndarray] | None = None,
+) -> tuple[float, float]:
     """Bootstrap interval of corr(x, y) across models; `fixed` supplies per-model values that are not resampled (Elo)."""
     fixed = fixed or {}
 

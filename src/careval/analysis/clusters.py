@@ -1,4 +1,5 @@
 """Clusters of metrics that agree across models: hierarchical clustering of a metric x metric correlation matrix."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -10,14 +11,16 @@ from scipy.spatial.distance import squareform
 
 from careval.metrics.registry import metric_category
 
+
 @dataclass(frozen=True)
 class Cluster:
     name: str
     members: tuple[str, ...]
 
 
-def cluster_metrics(names: list[str], correlation: np.ndarray, min_correlation: float = 0.7,
-                    n_clusters: int | None = None) -> list[Cluster]:
+def cluster_metrics(
+    names: list[str], correlation: np.ndarray, min_correlation: float = 0.7, n_clusters: int | None = None
+) -> list[Cluster]:
     """Average-linkage clusters on the distance 1 - r, cut where the mean correlation falls below `min_correlation`,
     or, when `n_clusters` is given, into at most that many clusters (scipy's maxclust; the paper reports three).
 

@@ -1,4 +1,5 @@
 """Self-consistency (paper 3.5, C.2): per-prompt variance and coefficient of variation of each metric over r sampled answers."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Correlations across models (MCQA vs other tasks, metric x metric, benchmark x benchmark, MCQA vs Elo), each with a bootstrap interval."""
+
 from __future__ import annotations
 
 import math
@@ -56,20 +57,39 @@ class Scores:
     def vector(self, key: Key) -> list[float | None]:
         return [self.values.get(key, {}).get(model) for model in self.models]
 
-    def pair(self, analysis: str, x: Key, y: Key, method: str, x_label: str, y_label: str,
-             benchmark: str | None = None, metric: str | None = None) -> dict:
+    def pair(
+        self,
+        analysis: str,
+        x: Key,
+        y: Key,
+        method: str,
+        x_label: str,
+        y_label: str,
+        benchmark: str | None = None,
+        metric: str | None = None,
+    ) -> dict:
         xs, ys = self.vector(x), self.vector(y)
         r, p = correlate(xs, ys, method)
         low = high = float("nan")
         if self.resampled is not None and not math.isnan(r):
-            fixed = {key: np.array([np.nan if v is None else v for v in self.vector(key)], float)
-                     for key in self.fixed}
+            fixed = {key: np.array([np.nan if v is None else v for v in self.vector(key)], float) for key in self.fixed}
             low, high = correlation_interval(self.resampled, x, y, method, self.confidence, fixed)
         n = sum(1 for a, b in zip(xs, ys) if a is not None and b is not None and math.isfinite(a) and math.isfinite(b))
         # r keeps the raw direction (what the figures draw); agreement > 0: both order the models alike
-        return {"analysis": analysis, "benchmark": benchmark, "metric": metric, "x": x_label, "y": y_label,
-                "method": method, "r": r, "p_value": p, "ci_low": low, "ci_high": high, "n_models": n,
-                "agreement": r * direction(x) * direction(y)}
+        return {
+            "analysis": analysis,
+            "benchmark": benchmark,
+            "metric": metric,
+            "x": x_label,
+            "y": y_label,
+            "method": method,
+            "r": r,
+            "p_value": p,
+            "ci_low": low,
+            "ci_high": high,
+            "n_models": n,
+            "agreement": r * direction(x) * direction(y),
+        }
 
 
 def _as_scores(summary_or_scores) -> Scores:
@@ -92,13 +112,29 @@ def mcqa_vs_open(summary, methods: list[str], mcqa_metric: str = "acc") -> pl.Da
     for benchmark in _benchmarks_of_task(scores.summary, pl.col("task") != "mcqa"):
         for metric in _metrics_of(scores.summary, benchmark):
             for method in methods:
-                rows.append(scores.pair("mcqa_vs_open", (MCQA_AVERAGE, mcqa_metric), (benchmark, metric), method,
-                                        f"mcqa_{mcqa_metric}", metric, benchmark=benchmark))
+                rows.append(
+                    scores.pair(
+                        "mcqa_vs_open",
+                        (MCQA_AVERAGE, mcqa_metric),
+                        (benchmark, metric),
+                        method,
+                        f"mcqa_{mcqa_metric}",
+                        metric,
+                        benchmark=benchmark,
+                    )
+                )
     return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
 
 
-def _matrix_rows(scores: Scores, analysis: str, keys: list[Key], labels: list[str], methods: list[str],
-                 benchmark: str | None = None, metric: str | None = None) -> list[dict]:
+def _matrix_rows(
+    scores: Scores,
+    analysis: str,
+    keys: list[Key],
+    labels: list[str],
+    methods: list[str],
+    benchmark: str | None = None,
+    metric: str | None = None,
+) -> list[dict]:
     rows = []
     for method in methods:
         for x, x_label in zip(keys, labels):
@@ -113,7 +149,9 @@ def metric_matrices(summary, methods: list[str]) -> pl.DataFrame:
     rows = []
     for benchmark in _benchmarks_of_task(scores.summary, pl.col("task") == "open"):
         names = _metrics_of(scores.summary, benchmark)
-        rows += _matrix_rows(scores, "metric_x_metric", [(benchmark, m) for m in names], names, methods, benchmark=benchmark)
+        rows += _matrix_rows(
+            scores, "metric_x_metric", [(benchmark, m) for m in names], names, methods, benchmark=benchmark
+        )
     return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
 
 
@@ -128,7 +166,9 @@ def benchmark_matrices(summary, methods: list[str]) -> pl.DataFrame:
     rows = []
     for metric, names in sorted(per_metric.items()):
         if len(names) >= 2:
-            rows += _matrix_rows(scores, "benchmark_x_benchmark", [(b, metric) for b in names], names, methods, metric=metric)
+            rows += _matrix_rows(
+                scores, "benchmark_x_benchmark", [(b, metric) for b in names], names, methods, metric=metric
+            )
     return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
 
 
@@ -140,8 +180,9 @@ def elo_matrix(summary, methods: list[str], mcqa_metric: str = "acc") -> pl.Data
     names = _benchmarks_of_task(scores.summary, pl.col("task") == "mcqa") + [MCQA_AVERAGE]
     keys = [(name, mcqa_metric) for name in names] + [ELO]
     labels = names + ["elo"]
-    return pl.DataFrame(_matrix_rows(scores, "mcqa_vs_elo", keys, labels, methods, metric=mcqa_metric),
-                        schema=CORRELATION_SCHEMA)
+    return pl.DataFrame(
+        _matrix_rows(scores, "mcqa_vs_elo", keys, labels, methods, metric=mcqa_metric), schema=CORRELATION_SCHEMA
+    )
 
 
 def metric_matrix(summary, benchmark: str, method: str) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -170,14 +211,27 @@ def relaxed_perplexity_vs_all(summary, methods: list[str], anchor: str) -> pl.Da
             if (benchmark, metric) == x:
                 continue
             for method in methods:
-                rows.append(scores.pair("relaxed_perplexity_vs_all", x, (benchmark, metric), method,
-                                        f"{anchor}_{RELAXED_PERPLEXITY}", metric, benchmark=benchmark))
+                rows.append(
+                    scores.pair(
+                        "relaxed_perplexity_vs_all",
+                        x,
+                        (benchmark, metric),
+                        method,
+                        f"{anchor}_{RELAXED_PERPLEXITY}",
+                        metric,
+                        benchmark=benchmark,
+                    )
+                )
     return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
 
 
 # The correlation analyses drawn per model set (the figure families of analysis.figure_sets).
-SET_ANALYSES = {"mcqa_vs_open": mcqa_vs_open, "metric_x_metric": metric_matrices,
-                "benchmark_x_benchmark": benchmark_matrices, "mcqa_vs_elo": elo_matrix}
+SET_ANALYSES = {
+    "mcqa_vs_open": mcqa_vs_open,
+    "metric_x_metric": metric_matrices,
+    "benchmark_x_benchmark": benchmark_matrices,
+    "mcqa_vs_elo": elo_matrix,
+}
 
 
 def set_correlations(scores_of, sets_of, methods: list[str], anchor: str | None = None) -> pl.DataFrame:
@@ -189,7 +243,9 @@ def set_correlations(scores_of, sets_of, methods: list[str], anchor: str | None 
     parts = [pl.DataFrame(schema=SET_CORRELATION_SCHEMA)]
     analyses = dict(SET_ANALYSES)
     if anchor is not None:
-        analyses["relaxed_perplexity_vs_all"] = lambda scores, methods: relaxed_perplexity_vs_all(scores, methods, anchor)
+        analyses["relaxed_perplexity_vs_all"] = lambda scores, methods: relaxed_perplexity_vs_all(
+            scores, methods, anchor
+        )
     for analysis, function in analyses.items():
         for name in sets_of(analysis):
             table = function(scores_of(name), methods)

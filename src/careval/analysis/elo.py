@@ -1,4 +1,5 @@
 """Chatbot-Arena Elo scores from a user-supplied CSV (model,elo), checked line by line."""
+
 from __future__ import annotations
 
 import csv
@@ -35,14 +36,18 @@ def read_elo(path: str | Path) -> dict[str, float]:
         raise EloFileError(f"{path}: cannot read the Elo CSV ({error.strerror})") from None
     except TextDecodeError as error:
         raise EloFileError(str(error)) from None
-    numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip() and not line.lstrip().startswith("#")]
+    numbered = [
+        (n, line) for n, line in enumerate(lines, start=1) if line.strip() and not line.lstrip().startswith("#")
+    ]
     if not numbered:
         raise EloFileError(f"{path}: no header line; expected columns {','.join(REQUIRED_COLUMNS)}")
     rows = list(csv.reader(line for _, line in numbered))
     header = [column.strip().lower() for column in rows[0]]
     missing = [column for column in REQUIRED_COLUMNS if column not in header]
     if missing:
-        raise EloFileError(f"{path}:{numbered[0][0]}: header lacks column(s) {', '.join(missing)} (got {','.join(header)})")
+        raise EloFileError(
+            f"{path}:{numbered[0][0]}: header lacks column(s) {', '.join(missing)} (got {','.join(header)})"
+        )
     model_at, elo_at = header.index("model"), header.index("elo")
     scores: dict[str, float] = {}
     for (line_number, _), row in zip(numbered[1:], rows[1:]):
@@ -78,8 +83,10 @@ class EloCheck:
         if self.unknown:
             parts.append(f"{len(self.unknown)} Elo CSV model(s) not in the config, ignored: {', '.join(self.unknown)}")
         if self.missing:
-            parts.append(f"{len(self.missing)} configured model(s) without an Elo, not in the Elo figure: "
-                         f"{', '.join(self.missing)}")
+            parts.append(
+                f"{len(self.missing)} configured model(s) without an Elo, not in the Elo figure: "
+                f"{', '.join(self.missing)}"
+            )
         return "; ".join(parts) or None
 
 
@@ -97,12 +104,15 @@ def check_elo(path: str | Path, models: list[str]) -> EloCheck:
     missing = [name for name in models if name not in scores]
     for name in unknown:
         # cutoff 0.8: one or two characters off in a typical model name ("llama-3.1-8B" vs "llama-3.1-8b")
-        close = difflib.get_close_matches(name, missing, n=1, cutoff=0.8) or \
-            [model for model in missing if model.casefold() == name.casefold()]
+        close = difflib.get_close_matches(name, missing, n=1, cutoff=0.8) or [
+            model for model in missing if model.casefold() == name.casefold()
+        ]
         if close:
-            raise EloFileError(f"{path}: model '{name}' is not in the config; did you mean '{close[0]}'? "
-                               f"(it has no Elo otherwise)")
+            raise EloFileError(
+                f"{path}: model '{name}' is not in the config; did you mean '{close[0]}'? (it has no Elo otherwise)"
+            )
     if len(unknown) == len(scores):
-        raise EloFileError(f"{path}: none of its {len(scores)} models is in the config "
-                           f"(config models: {', '.join(models)})")
+        raise EloFileError(
+            f"{path}: none of its {len(scores)} models is in the config (config models: {', '.join(models)})"
+        )
     return EloCheck({name: value for name, value in scores.items() if name in models}, unknown, missing)

@@ -1,4 +1,5 @@
 """The paper's analysis figures: one titled, labelled page per figure in results/correlations.pdf, and the same as PNGs."""
+
 from __future__ import annotations
 
 import math
@@ -7,22 +8,22 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # no display on cluster nodes or CI
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
-from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+from matplotlib.backends.backend_pdf import PdfPages
 
-from careval.analysis.aggregate import MCQA_AVERAGE  # noqa: E402
-from careval.analysis.bootstrap import resample_model_scores  # noqa: E402
-from careval.analysis.clusters import cluster_metrics  # noqa: E402
-from careval.analysis.consistency import cv_excluded_metrics  # noqa: E402
-from careval.analysis.correlations import ELO, Scores, set_correlations, square  # noqa: E402
-from careval.analysis.elo import read_elo, resolve_elo_path  # noqa: E402
-from careval.analysis.plan import AnalysisPlan  # noqa: E402
-from careval.analysis.rankings import rank_models  # noqa: E402
-from careval.analysis.spread import across_models  # noqa: E402
-from careval.metrics.registry import higher_is_better  # noqa: E402
-from careval.schemas import CLUSTER_SCHEMA, SET_RANKING_SCHEMA  # noqa: E402
+from careval.analysis.aggregate import MCQA_AVERAGE
+from careval.analysis.bootstrap import resample_model_scores
+from careval.analysis.clusters import cluster_metrics
+from careval.analysis.consistency import cv_excluded_metrics
+from careval.analysis.correlations import ELO, Scores, set_correlations, square
+from careval.analysis.elo import read_elo, resolve_elo_path
+from careval.analysis.plan import AnalysisPlan
+from careval.analysis.rankings import rank_models
+from careval.analysis.spread import across_models
+from careval.metrics.registry import higher_is_better
+from careval.schemas import CLUSTER_SCHEMA, SET_RANKING_SCHEMA
 
 CMAP = "RdBu_r"
 
@@ -38,8 +39,16 @@ def _cell(r: float, low: float | None, high: float | None, p: float | None) -> s
     return text
 
 
-def _heatmap(ax, matrix: np.ndarray, rows: list[str], cols: list[str], title: str,
-             low: np.ndarray | None = None, high: np.ndarray | None = None, p: np.ndarray | None = None) -> None:
+def _heatmap(
+    ax,
+    matrix: np.ndarray,
+    rows: list[str],
+    cols: list[str],
+    title: str,
+    low: np.ndarray | None = None,
+    high: np.ndarray | None = None,
+    p: np.ndarray | None = None,
+) -> None:
     image = ax.imshow(matrix, cmap=CMAP, vmin=-1, vmax=1, aspect="auto")
     ax.set_xticks(range(len(cols)), cols, rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
@@ -48,10 +57,21 @@ def _heatmap(ax, matrix: np.ndarray, rows: list[str], cols: list[str], title: st
     for i in range(matrix.shape[0]):
         for j in range(matrix.shape[1]):
             value = matrix[i, j]
-            text = _cell(value, None if low is None else low[i, j], None if high is None else high[i, j],
-                         None if p is None or i == j else p[i, j])
-            ax.text(j, i, text, ha="center", va="center", fontsize=size,
-                    color="white" if not np.isnan(value) and abs(value) > 0.6 else "black")
+            text = _cell(
+                value,
+                None if low is None else low[i, j],
+                None if high is None else high[i, j],
+                None if p is None or i == j else p[i, j],
+            )
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=size,
+                color="white" if not np.isnan(value) and abs(value) > 0.6 else "black",
+            )
     plt.colorbar(image, ax=ax, fraction=0.03, label="correlation coefficient")
 
 
@@ -88,16 +108,21 @@ def lower_is_better_note(metrics) -> str:
     lower = sorted({m for m in metrics if not higher_is_better(m)})
     if not lower:
         return "Every metric shown is higher-is-better."
-    return (f"Lower is better: {', '.join(lower)}; r keeps the raw direction, so a negative r between one of these "
-            "and a higher-is-better score means agreement (column `agreement` of correlations.parquet).")
+    return (
+        f"Lower is better: {', '.join(lower)}; r keeps the raw direction, so a negative r between one of these "
+        "and a higher-is-better score means agreement (column `agreement` of correlations.parquet)."
+    )
 
 
 def scores_figure(summary: pl.DataFrame):
     """An overview page: every model's headline numbers, so the correlations can be read against them."""
     table = summary.filter(pl.col("metric").is_in(["acc", "rougeL", "bleu", "bertscore_f1", "word_perplexity"]))
     short = pl.col("benchmark").str.replace(MCQA_AVERAGE, "MCQA avg", literal=True)
-    wide = table.with_columns(column=short + "\n" + pl.col("metric")).pivot(
-        on="column", index="model", values="value").sort("model")
+    wide = (
+        table.with_columns(column=short + "\n" + pl.col("metric"))
+        .pivot(on="column", index="model", values="value")
+        .sort("model")
+    )
     columns = wide.columns[1:]
     fig, ax = plt.subplots(figsize=(max(11, 1.3 * (len(columns) + 2)), 1.8 + 0.45 * wide.height))
     ax.axis("off")
@@ -125,8 +150,16 @@ def _grid_figure(block: pl.DataFrame, methods: list[str], title: str, note: str,
             for column, grid in grids.items():
                 value = row[column]
                 grid[benchmarks.index(row["benchmark"]), metrics.index(row["y"])] = np.nan if value is None else value
-        _heatmap(ax, grids["r"], benchmarks, metrics, f"{method.capitalize()} correlation (x: metric, y: benchmark)",
-                 grids["ci_low"], grids["ci_high"], grids["p_value"])
+        _heatmap(
+            ax,
+            grids["r"],
+            benchmarks,
+            metrics,
+            f"{method.capitalize()} correlation (x: metric, y: benchmark)",
+            grids["ci_low"],
+            grids["ci_high"],
+            grids["p_value"],
+        )
     fig.suptitle(title, fontsize=11)
     fig.text(0.01, 0.005, note + " " + lower_is_better_note(metrics) + " " + CI_NOTE, fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.03, 1, 0.96))
@@ -136,21 +169,36 @@ def _grid_figure(block: pl.DataFrame, methods: list[str], title: str, note: str,
 def mcqa_vs_open_figure(table: pl.DataFrame, methods: list[str], models: str):
     """Figure 1 over one model set; `models` says which ("9 models of set 'small'")."""
     block = table.filter(pl.col("analysis") == "mcqa_vs_open")
-    return _grid_figure(block, methods, f"MCQA weighted-average accuracy vs open-ended benchmark x metric (and any other "
-                        f"non-MCQA task; {models})", "", "no non-MCQA benchmark in the config")
+    return _grid_figure(
+        block,
+        methods,
+        f"MCQA weighted-average accuracy vs open-ended benchmark x metric (and any other non-MCQA task; {models})",
+        "",
+        "no non-MCQA benchmark in the config",
+    )
 
 
 def relaxed_perplexity_figure(table: pl.DataFrame, methods: list[str], models: str, anchor: str):
     """Figure 17: Relaxed Perplexity on the anchor benchmark against every other benchmark x metric."""
     block = table.filter(pl.col("analysis") == "relaxed_perplexity_vs_all")
-    return _grid_figure(block, methods, f"{anchor} Relaxed Perplexity vs every other benchmark x metric ({models})",
-                        f"Relaxed Perplexity (lower is better) of {anchor}, scored against the target named in the "
-                        "README (OLAPH: the Must_have statements; other benchmarks: the full reference).",
-                        f"no Relaxed Perplexity on {anchor}")
+    return _grid_figure(
+        block,
+        methods,
+        f"{anchor} Relaxed Perplexity vs every other benchmark x metric ({models})",
+        f"Relaxed Perplexity (lower is better) of {anchor}, scored against the target named in the "
+        "README (OLAPH: the Must_have statements; other benchmarks: the full reference).",
+        f"no Relaxed Perplexity on {anchor}",
+    )
 
 
-def metric_matrix_figure(table: pl.DataFrame, benchmark: str, methods: list[str], models: str,
-                         min_correlation: float, n_clusters: int | None = None) -> tuple[object, list[dict]]:
+def metric_matrix_figure(
+    table: pl.DataFrame,
+    benchmark: str,
+    methods: list[str],
+    models: str,
+    min_correlation: float,
+    n_clusters: int | None = None,
+) -> tuple[object, list[dict]]:
     """Figure 10: metric x metric on one benchmark, ordered and annotated by the clusters found."""
     fig, axes = plt.subplots(1, len(methods), figsize=(8.5 * len(methods), 8), squeeze=False)
     cluster_rows = []
@@ -163,14 +211,27 @@ def metric_matrix_figure(table: pl.DataFrame, benchmark: str, methods: list[str]
         labels, r, low, high, p = _squares(block, order)
         _heatmap(ax, r, labels, labels, f"{method.capitalize()} (metric vs metric, ordered by cluster)", low, high, p)
         for cluster in clusters:
-            cluster_rows += [{"benchmark": benchmark, "method": method, "cluster": cluster.name, "metric": m}
-                             for m in cluster.members]
+            cluster_rows += [
+                {"benchmark": benchmark, "method": method, "cluster": cluster.name, "metric": m}
+                for m in cluster.members
+            ]
         notes.append(f"{method}: " + "; ".join(f"[{c.name}] {', '.join(c.members)}" for c in clusters))
     fig.suptitle(f"Metric x metric correlation on {benchmark} across {models}", fontsize=11)
     cut = f"cut into at most {n_clusters} clusters" if n_clusters else f"cut at mean r >= {min_correlation}"
-    fig.text(0.01, 0.01, "\n".join([f"Clusters (average linkage on 1 - r, {cut}; named by their members' categories):",
-                                    *notes,
-                                    lower_is_better_note(labels), CI_NOTE]), fontsize=6, wrap=True)
+    fig.text(
+        0.01,
+        0.01,
+        "\n".join(
+            [
+                f"Clusters (average linkage on 1 - r, {cut}; named by their members' categories):",
+                *notes,
+                lower_is_better_note(labels),
+                CI_NOTE,
+            ]
+        ),
+        fontsize=6,
+        wrap=True,
+    )
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     return fig, cluster_rows
 
@@ -188,7 +249,7 @@ def benchmark_matrix_figure(table: pl.DataFrame, method: str, models: str):
     for ax, metric in zip(axes.flat, metrics):
         labels, r, low, high, p = _squares(_block(block, metric=metric))
         _heatmap(ax, r, labels, labels, metric, low, high, p)
-    for ax in list(axes.flat)[len(metrics):]:
+    for ax in list(axes.flat)[len(metrics) :]:
         ax.axis("off")
     fig.suptitle(title, fontsize=11)
     fig.text(0.01, 0.005, CI_NOTE, fontsize=7)
@@ -203,8 +264,9 @@ def elo_figure(table: pl.DataFrame, methods: list[str], elo_path: str, set_name:
         labels, r, low, high, p = _squares(_block(block, method=method))
         _heatmap(ax, r, labels, labels, f"{method.capitalize()}", low, high, p)
     n = int(block["n_models"].max() or 0) if block.height else 0
-    fig.suptitle(f"MCQA benchmarks (accuracy) vs Chatbot-Arena Elo ({n} models of set '{set_name}' with an Elo)",
-                 fontsize=11)
+    fig.suptitle(
+        f"MCQA benchmarks (accuracy) vs Chatbot-Arena Elo ({n} models of set '{set_name}' with an Elo)", fontsize=11
+    )
     fig.text(0.01, 0.005, f"Elo from {elo_path}; Elo is not resampled (it has no samples). " + CI_NOTE, fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 0.95))
     return fig
@@ -219,8 +281,12 @@ def rankings_figure(rankings: pl.DataFrame, benchmark: str, set_name: str):
     for model in models:
         rows = block.filter(pl.col("model") == model)
         ranks = dict(zip(rows["metric"], rows["rank"]))
-        ax.plot(range(len(metrics)), [ranks.get(m) if ranks.get(m) is not None else np.nan for m in metrics],
-                marker="o", label=model)
+        ax.plot(
+            range(len(metrics)),
+            [ranks.get(m) if ranks.get(m) is not None else np.nan for m in metrics],
+            marker="o",
+            label=model,
+        )
     ax.set_xticks(range(len(metrics)), metrics, rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("rank (1 = best)")
     ax.set_xlabel("metric")
@@ -229,8 +295,12 @@ def rankings_figure(rankings: pl.DataFrame, benchmark: str, set_name: str):
         ax.set_yticks(range(1, len(models) + 1))
     ax.legend(fontsize=7, loc="best")
     lower = [m for m in metrics if not higher_is_better(m)]
-    ax.set_title(f"Model rankings per metric on {benchmark}, model set '{set_name}' (1 = best; lower value ranks first for: "
-                 f"{', '.join(lower) or 'none'})", fontsize=9, wrap=True)
+    ax.set_title(
+        f"Model rankings per metric on {benchmark}, model set '{set_name}' (1 = best; lower value ranks first for: "
+        f"{', '.join(lower) or 'none'})",
+        fontsize=9,
+        wrap=True,
+    )
     fig.tight_layout()
     return fig
 
@@ -251,20 +321,32 @@ def resilience_figure(spread: pl.DataFrame, benchmark: str, k: int):
     """Figure 13 (across models) and figures 14-15 (one panel per model)."""
     block = spread.filter(pl.col("benchmark") == benchmark)
     models = sorted(block["model"].unique().to_list())
-    fig, axes = plt.subplots(1 + math.ceil(len(models) / 2), 2, figsize=(12, 4.2 * (1 + math.ceil(len(models) / 2))),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1 + math.ceil(len(models) / 2), 2, figsize=(12, 4.2 * (1 + math.ceil(len(models) / 2))), squeeze=False
+    )
     grid = list(axes.flat)
     axes[0, 1].axis("off")
-    _distributions(grid[0], across_models(block, "scaled_variance"), "scaled_variance",
-                   "Averaged across models (paper fig. 13)", "mean scaled variance per sample")
+    _distributions(
+        grid[0],
+        across_models(block, "scaled_variance"),
+        "scaled_variance",
+        "Averaged across models (paper fig. 13)",
+        "mean scaled variance per sample",
+    )
     for ax, model in zip(grid[2:], models):
-        _distributions(ax, block.filter(pl.col("model") == model), "scaled_variance", model, "scaled variance per sample")
-    for ax in grid[2 + len(models):]:
+        _distributions(
+            ax, block.filter(pl.col("model") == model), "scaled_variance", model, "scaled variance per sample"
+        )
+    for ax in grid[2 + len(models) :]:
         ax.axis("off")
     fig.suptitle(f"Resilience to rephrasing on {benchmark}: variance over {k} rephrasings per sample", fontsize=11)
-    fig.text(0.01, 0.005, "Variance (ddof 0) divided by the metric's observed max - min over all models, samples and "
-             "rephrasings of the benchmark (paper C.1). Closer to 0 = more resilient. Box: quartiles; triangle: mean.",
-             fontsize=7)
+    fig.text(
+        0.01,
+        0.005,
+        "Variance (ddof 0) divided by the metric's observed max - min over all models, samples and "
+        "rephrasings of the benchmark (paper C.1). Closer to 0 = more resilient. Box: quartiles; triangle: mean.",
+        fontsize=7,
+    )
     fig.tight_layout(rect=(0, 0.02, 1, 0.96))
     return fig
 
@@ -275,12 +357,19 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool):
     column = "cv" if cv else "scaled_variance"
     excluded = cv_excluded_metrics(block) if cv else []
     fig, ax = plt.subplots(figsize=(10, 5.5))
-    _distributions(ax, across_models(block.filter(~pl.col("metric").is_in(excluded)), column), column, "",
-                   "mean coefficient of variation per prompt" if cv else "mean scaled variance per prompt")
+    _distributions(
+        ax,
+        across_models(block.filter(~pl.col("metric").is_in(excluded)), column),
+        column,
+        "",
+        "mean coefficient of variation per prompt" if cv else "mean scaled variance per prompt",
+    )
     n_models = block["model"].n_unique()
     what = "coefficient of variation (std / mean, ddof 0)" if cv else "variance (scaled by observed max - min)"
-    fig.suptitle(f"Self-consistency on {benchmark}: {what} over {r} samples per prompt, averaged across {n_models} models",
-                 fontsize=10)
+    fig.suptitle(
+        f"Self-consistency on {benchmark}: {what} over {r} samples per prompt, averaged across {n_models} models",
+        fontsize=10,
+    )
     note = "Closer to 0 = more self-consistent. Perplexity depends on the reference only: it must be exactly 0."
     if cv:
         note += f" Left out (can be negative, as the paper leaves out BLEURT): {', '.join(excluded) or 'none'}."
@@ -291,8 +380,9 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool):
     return fig
 
 
-def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Path], plan: AnalysisPlan,
-                          settings: dict) -> list[Path]:
+def write_analysis_report(
+    inputs: dict[str, Path | None], outputs: dict[str, Path], plan: AnalysisPlan, settings: dict
+) -> list[Path]:
     """Every correlation table and figure of the paper's analyses, each correlation figure once per model set.
 
     inputs: summary, samples (per-sample table), resilience, consistency (optional tables), elo (optional CSV).
@@ -317,8 +407,9 @@ def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Pat
             resampled = None
             if samples is not None:
                 # the average over the members the summary averaged, so the interval is that number's
-                resampled = resample_model_scores(samples.filter(keep), boot["resamples"], boot.get("seed", 1234),
-                                                  plan.mcqa_average)
+                resampled = resample_model_scores(
+                    samples.filter(keep), boot["resamples"], boot.get("seed", 1234), plan.mcqa_average
+                )
             cache[name] = Scores(summary.filter(keep), resampled, boot.get("confidence", 0.95), fixed)
         return cache[name]
 
@@ -333,19 +424,35 @@ def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Pat
         return table.filter((pl.col("analysis") == analysis) & (pl.col("model_set") == name))
 
     pages = [("scores", scores_figure(summary))]
-    pages += [(f"mcqa_vs_open_{s}", mcqa_vs_open_figure(block("mcqa_vs_open", s), methods, who(s)))
-              for s in plan.sets("mcqa_vs_open")]
+    pages += [
+        (f"mcqa_vs_open_{s}", mcqa_vs_open_figure(block("mcqa_vs_open", s), methods, who(s)))
+        for s in plan.sets("mcqa_vs_open")
+    ]
     cluster_rows = []
     for s in plan.sets("metric_x_metric"):
         for benchmark in plan.open_benchmarks:
-            fig, rows = metric_matrix_figure(block("metric_x_metric", s), benchmark, methods, who(s),
-                                             settings.get("cluster_min_correlation", 0.7), settings.get("clusters"))
+            fig, rows = metric_matrix_figure(
+                block("metric_x_metric", s),
+                benchmark,
+                methods,
+                who(s),
+                settings.get("cluster_min_correlation", 0.7),
+                settings.get("clusters"),
+            )
             pages.append((f"metric_x_metric_{s}_{benchmark}", fig))
             cluster_rows += [{"model_set": s, **row} for row in rows]
-    pages += [(f"benchmark_x_benchmark_{s}_{method}", benchmark_matrix_figure(block("benchmark_x_benchmark", s), method, who(s)))
-              for s in plan.sets("benchmark_x_benchmark") for method in methods]
-    pages += [(f"mcqa_vs_elo_{s}", elo_figure(block("mcqa_vs_elo", s), methods, str(inputs["elo"]), s))
-              for s in plan.sets("mcqa_vs_elo")]
+    pages += [
+        (
+            f"benchmark_x_benchmark_{s}_{method}",
+            benchmark_matrix_figure(block("benchmark_x_benchmark", s), method, who(s)),
+        )
+        for s in plan.sets("benchmark_x_benchmark")
+        for method in methods
+    ]
+    pages += [
+        (f"mcqa_vs_elo_{s}", elo_figure(block("mcqa_vs_elo", s), methods, str(inputs["elo"]), s))
+        for s in plan.sets("mcqa_vs_elo")
+    ]
     rankings = [pl.DataFrame(schema=SET_RANKING_SCHEMA)]
     for s in plan.sets("rankings"):
         for b in plan.open_benchmarks:
@@ -353,9 +460,13 @@ def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Pat
             rankings.append(ranked.select(pl.lit(s, pl.String).alias("model_set"), *ranked.columns))
             pages.append((f"rankings_{s}_{b}", rankings_figure(ranked, b, s)))
     rankings = pl.concat(rankings)
-    pages += [(f"relaxed_perplexity_vs_all_{s}", relaxed_perplexity_figure(block("relaxed_perplexity_vs_all", s), methods,
-                                                                           who(s), anchor))
-              for s in plan.sets("relaxed_perplexity_vs_all")]
+    pages += [
+        (
+            f"relaxed_perplexity_vs_all_{s}",
+            relaxed_perplexity_figure(block("relaxed_perplexity_vs_all", s), methods, who(s), anchor),
+        )
+        for s in plan.sets("relaxed_perplexity_vs_all")
+    ]
     if plan.resilience_benchmarks:
         spread = pl.read_parquet(inputs["resilience"])
         k = settings.get("resilience", {}).get("k", 0)
@@ -364,12 +475,19 @@ def write_analysis_report(inputs: dict[str, Path | None], outputs: dict[str, Pat
         spread = pl.read_parquet(inputs["consistency"])
         r = settings.get("consistency", {}).get("r", 0)
         for b in plan.consistency_benchmarks:
-            pages += [(f"consistency_{b}", consistency_figure(spread, b, r, cv=False)),
-                      (f"consistency_cv_{b}", consistency_figure(spread, b, r, cv=True))]
-    assert [name for name, _ in pages] == plan.figure_names(), "figure pages out of step with AnalysisPlan.figure_names()"
+            pages += [
+                (f"consistency_{b}", consistency_figure(spread, b, r, cv=False)),
+                (f"consistency_cv_{b}", consistency_figure(spread, b, r, cv=True)),
+            ]
+    assert [name for name, _ in pages] == plan.figure_names(), (
+        "figure pages out of step with AnalysisPlan.figure_names()"
+    )
 
-    for key, frame in (("correlations", table), ("clusters", pl.DataFrame(cluster_rows, schema=CLUSTER_SCHEMA)),
-                       ("rankings", rankings)):
+    for key, frame in (
+        ("correlations", table),
+        ("clusters", pl.DataFrame(cluster_rows, schema=CLUSTER_SCHEMA)),
+        ("rankings", rankings),
+    ):
         outputs[key].parent.mkdir(parents=True, exist_ok=True)
         frame.write_parquet(outputs[key])
     figures_dir = Path(outputs["figures"])

@@ -1,4 +1,5 @@
 """Which analyses and figures a config asks for (resilience, self-consistency, Elo, model sets), checked once at start-up."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,8 +9,14 @@ from careval.config import with_schema_defaults
 # The reserved model-set name: every evaluated model (the schema's default set of every figure family).
 ALL = "all"
 # The figure families drawn once per model set (analysis.figure_sets); each is also its correlation analysis' name.
-SET_FAMILIES = ("mcqa_vs_open", "metric_x_metric", "benchmark_x_benchmark", "mcqa_vs_elo", "rankings",
-                "relaxed_perplexity_vs_all")
+SET_FAMILIES = (
+    "mcqa_vs_open",
+    "metric_x_metric",
+    "benchmark_x_benchmark",
+    "mcqa_vs_elo",
+    "rankings",
+    "relaxed_perplexity_vs_all",
+)
 
 
 class AnalysisConfigError(ValueError):
@@ -37,8 +44,9 @@ class AnalysisPlan:
     mcqa_average: list[str] | None = None
 
     def sets(self, family: str) -> tuple[str, ...]:
-        if (family == "mcqa_vs_elo" and not self.elo) or (family == "relaxed_perplexity_vs_all"
-                                                          and self.relaxed_perplexity_anchor is None):
+        if (family == "mcqa_vs_elo" and not self.elo) or (
+            family == "relaxed_perplexity_vs_all" and self.relaxed_perplexity_anchor is None
+        ):
             return ()
         return self.figure_sets[family]
 
@@ -61,8 +69,10 @@ def _benchmarks(section: dict, key: str, open_benchmarks: list[str]) -> list[str
         return list(open_benchmarks)
     unknown = [b for b in chosen if b not in open_benchmarks]
     if unknown:
-        raise AnalysisConfigError(f"analysis.{key}.benchmarks: {', '.join(unknown)} is not an open-ended benchmark of "
-                                  f"this config (open-ended: {', '.join(open_benchmarks) or 'none'})")
+        raise AnalysisConfigError(
+            f"analysis.{key}.benchmarks: {', '.join(unknown)} is not an open-ended benchmark of "
+            f"this config (open-ended: {', '.join(open_benchmarks) or 'none'})"
+        )
     return list(chosen)
 
 
@@ -72,16 +82,19 @@ def _model_sets(analysis: dict, models: list[str]) -> tuple[dict[str, tuple[str,
     for name, members in defined.items():
         unknown = [m for m in members if m not in models]
         if unknown:
-            raise AnalysisConfigError(f"analysis.model_sets.{name}: {', '.join(unknown)} is not a key of `models` "
-                                      f"(have: {', '.join(models)})")
+            raise AnalysisConfigError(
+                f"analysis.model_sets.{name}: {', '.join(unknown)} is not a key of `models` (have: {', '.join(models)})"
+            )
     defined[ALL] = tuple(models)
     figure_sets = {family: tuple(analysis["figure_sets"][family]) for family in SET_FAMILIES}
     for family, names in figure_sets.items():
         unknown = [name for name in names if name not in defined]
         if unknown:
-            raise AnalysisConfigError(f"analysis.figure_sets.{family}: {', '.join(unknown)} is not a model set "
-                                      f"(analysis.model_sets has: {', '.join(n for n in defined if n != ALL) or 'none'}; "
-                                      f"or {ALL})")
+            raise AnalysisConfigError(
+                f"analysis.figure_sets.{family}: {', '.join(unknown)} is not a model set "
+                f"(analysis.model_sets has: {', '.join(n for n in defined if n != ALL) or 'none'}; "
+                f"or {ALL})"
+            )
     used = {name for names in figure_sets.values() for name in names}
     return {name: members for name, members in defined.items() if name in used}, figure_sets
 
@@ -100,8 +113,9 @@ def _mcqa_average(analysis: dict, tasks: dict[str, str], known: dict[str, str] |
     return [b for b in chosen if b in tasks]
 
 
-def analysis_plan(config: dict, open_benchmarks: list[str], tasks: dict[str, str] | None = None,
-                  known: dict[str, str] | None = None) -> AnalysisPlan:
+def analysis_plan(
+    config: dict, open_benchmarks: list[str], tasks: dict[str, str] | None = None, known: dict[str, str] | None = None
+) -> AnalysisPlan:
     """The plan of a config (defaults filled from the schema); raise AnalysisConfigError on a dangling name.
 
     `tasks`: the task of each benchmark of the run; `known`: that of each catalogue benchmark.
@@ -110,13 +124,17 @@ def analysis_plan(config: dict, open_benchmarks: list[str], tasks: dict[str, str
     resilience, consistency = analysis["resilience"], analysis["consistency"]
     rephraser = resilience.get("rephraser")
     if isinstance(rephraser, str) and rephraser not in config["models"]:
-        raise AnalysisConfigError(f"analysis.resilience.rephraser: '{rephraser}' is not a key of `models` "
-                                  f"(have: {', '.join(config['models'])})")
+        raise AnalysisConfigError(
+            f"analysis.resilience.rephraser: '{rephraser}' is not a key of `models` "
+            f"(have: {', '.join(config['models'])})"
+        )
     model_sets, figure_sets = _model_sets(analysis, list(config["models"]))
     anchor = analysis["relaxed_perplexity_anchor"]
     if anchor is not None and anchor not in open_benchmarks:
-        raise AnalysisConfigError(f"analysis.relaxed_perplexity_anchor: '{anchor}' is not an open-ended benchmark of "
-                                  f"this config (open-ended: {', '.join(open_benchmarks) or 'none'})")
+        raise AnalysisConfigError(
+            f"analysis.relaxed_perplexity_anchor: '{anchor}' is not an open-ended benchmark of "
+            f"this config (open-ended: {', '.join(open_benchmarks) or 'none'})"
+        )
     return AnalysisPlan(
         open_benchmarks=list(open_benchmarks),
         methods=list(analysis["methods"]),

@@ -1,4 +1,5 @@
 """Model rankings per metric (paper figure 18): 1 is the best model under that metric (direction: the metric registry)."""
+
 from __future__ import annotations
 
 import math
@@ -21,6 +22,13 @@ def rank_models(summary: pl.DataFrame, benchmark: str) -> pl.DataFrame:
         scored = np.array([v for v, ok in zip(values, finite) if ok], float)
         ranks = iter(stats.rankdata(-scored if higher_is_better(metric) else scored, method="min").astype(int))
         for model, value, ok in zip(models, values, finite):
-            rows.append({"benchmark": benchmark, "metric": metric, "model": model, "value": value,
-                         "rank": int(next(ranks)) if ok else None})
+            rows.append(
+                {
+                    "benchmark": benchmark,
+                    "metric": metric,
+                    "model": model,
+                    "value": value,
+                    "rank": int(next(ranks)) if ok else None,
+                }
+            )
     return pl.DataFrame(rows, schema=RANKING_SCHEMA).sort("metric", "model")

@@ -6,6 +6,7 @@ parser (careval.metrics.judge.score_judge), the instruction being the prompt the
 (the generations file's `prompt`: self-consistency samples answer that same prompt). `limit`
 bounds the cost by samples, each sample with all its repeats.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -27,36 +28,54 @@ def repeats_as_generations(generations: pl.DataFrame, repeats: pl.DataFrame, lim
         ids = ids.head(limit)
     prompts = generations.select("id", "prompt").unique("id", keep="first")
     kept = repeats.filter(pl.col("id").is_in(ids.implode()))
-    return (kept.join(prompts, on="id", how="left", maintain_order="left")
-            .select(id=pl.col("id") + SEPARATOR + pl.col("repeat").cast(pl.String),
-                    prompt=pl.col("prompt").fill_null(""), output="output", status="status"))
+    return kept.join(prompts, on="id", how="left", maintain_order="left").select(
+        id=pl.col("id") + SEPARATOR + pl.col("repeat").cast(pl.String),
+        prompt=pl.col("prompt").fill_null(""),
+        output="output",
+        status="status",
+    )
 
 
-def judge_repeats(judge, samples: pl.DataFrame, generations: pl.DataFrame, repeats: pl.DataFrame,
-                  options: dict) -> pl.DataFrame:
+def judge_repeats(
+    judge, samples: pl.DataFrame, generations: pl.DataFrame, repeats: pl.DataFrame, options: dict
+) -> pl.DataFrame:
     """Judge scores per sample, repeat and metric (REPEAT_SCORE_SCHEMA), `judge` a backend or a factory."""
     from careval.metrics.judge import score_judge
 
     keyed = repeats_as_generations(generations, repeats, options.get("limit"))
-    references = keyed.select("id").with_columns(sample=pl.col("id").str.split(SEPARATOR).list.first()).join(
-        samples.select(sample="id", reference="reference"), on="sample", how="left", maintain_order="left")
+    references = (
+        keyed.select("id")
+        .with_columns(sample=pl.col("id").str.split(SEPARATOR).list.first())
+        .join(samples.select(sample="id", reference="reference"), on="sample", how="left", maintain_order="left")
+    )
     # the limit is already applied by samples (each with all its repeats), not by rows
     scores = score_judge(judge, references.select("id", "reference"), keyed, {**options, "limit": None})
     scores = scores.filter(pl.col("level") == "sample")
     parts = scores["id"].str.split_exact(SEPARATOR, 1)
-    return scores.select(id=parts.struct.field("field_0"), repeat=parts.struct.field("field_1").cast(pl.Int64),
-                         metric="metric", value="value", status="status").cast(REPEAT_SCORE_SCHEMA)
+    return scores.select(
+        id=parts.struct.field("field_0"),
+        repeat=parts.struct.field("field_1").cast(pl.Int64),
+        metric="metric",
+        value="value",
+        status="status",
+    ).cast(REPEAT_SCORE_SCHEMA)
 
 
-def run_repeat_judge(samples_path: Path, generations_path: Path, repeats_path: Path, output_path: Path, spec,
-                     options: dict) -> None:
+def run_repeat_judge(
+    samples_path: Path, generations_path: Path, repeats_path: Path, output_path: Path, spec, options: dict
+) -> None:
     """Job: grade one model's repeats on one benchmark; `spec` is the judge's ModelSpec (from the plan)."""
     from careval.backends import load_backend
     from careval.metrics.judge import ABS_SYSTEM_PROMPT
 
     spec = replace(spec, system_prompt=spec.system_prompt or ABS_SYSTEM_PROMPT)
     print(f"judge (repeats of {repeats_path}): {spec.describe()}")
-    scores = judge_repeats(lambda: load_backend(spec.backend_kwargs()), pl.read_parquet(samples_path),
-                           pl.read_parquet(generations_path), pl.read_parquet(repeats_path), options)
+    scores = judge_repeats(
+        lambda: load_backend(spec.backend_kwargs()),
+        pl.read_parquet(samples_path),
+        pl.read_parquet(generations_path),
+        pl.read_parquet(repeats_path),
+        options,
+    )
     output_path.parent.mkdir(parents=True, exist_ok=True)
     scores.sort("metric", "id", "repeat").write_parquet(output_path)

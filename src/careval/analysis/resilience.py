@@ -1,4 +1,5 @@
 """Resilience to rephrasing (paper 3.4, C.1): per-sample variance of each metric over k rephrasings of a model's answer."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Per-sample spread of a metric over repeated outputs (rephrasings, samples): scoring, variance, scaled variance, CV."""
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,9 @@ from careval.scoring import score_perplexity, score_text
 SEPARATOR = "\x1f"
 
 
-def score_repeats(samples: pl.DataFrame, repeats: pl.DataFrame, families: list[str], options: dict | None = None,
-                  min_chars: int = 1) -> pl.DataFrame:
+def score_repeats(
+    samples: pl.DataFrame, repeats: pl.DataFrame, families: list[str], options: dict | None = None, min_chars: int = 1
+) -> pl.DataFrame:
     """Every text metric of `families` on every repeated output, through the same scorer as the main scores.
 
     All repeats go through one score_text call per family, so a model-based metric (BERTScore) loads once.
@@ -26,15 +28,21 @@ def score_repeats(samples: pl.DataFrame, repeats: pl.DataFrame, families: list[s
     references = keyed.join(samples.select("id", "reference"), on="id", how="left", maintain_order="left")
     frames = []
     for family in families:
-        scores = score_text(family, references.select(id="key", reference="reference"), generations,
-                            options.get(family, {}), min_chars)
+        scores = score_text(
+            family, references.select(id="key", reference="reference"), generations, options.get(family, {}), min_chars
+        )
         frames.append(scores.filter(pl.col("level") == "sample"))
     if not frames:
         return pl.DataFrame(schema=REPEAT_SCORE_SCHEMA)
     scores = pl.concat(frames)
     parts = scores["id"].str.split_exact(SEPARATOR, 1)
-    return scores.select(id=parts.struct.field("field_0"), repeat=parts.struct.field("field_1").cast(pl.Int64),
-                         metric="metric", value="value", status="status").cast(REPEAT_SCORE_SCHEMA)
+    return scores.select(
+        id=parts.struct.field("field_0"),
+        repeat=parts.struct.field("field_1").cast(pl.Int64),
+        metric="metric",
+        value="value",
+        status="status",
+    ).cast(REPEAT_SCORE_SCHEMA)
 
 
 def score_repeat_perplexity(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.DataFrame:
@@ -42,12 +50,21 @@ def score_repeat_perplexity(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.
     frames = []
     for (repeat,), group in logliks.group_by("repeat", maintain_order=True):
         scores = score_perplexity(samples, group.drop("repeat")).filter(pl.col("level") == "sample")
-        frames.append(scores.select("id", repeat=pl.lit(repeat, dtype=pl.Int64), metric="metric", value="value", status="status"))
+        frames.append(
+            scores.select("id", repeat=pl.lit(repeat, dtype=pl.Int64), metric="metric", value="value", status="status")
+        )
     return pl.concat(frames).cast(REPEAT_SCORE_SCHEMA) if frames else pl.DataFrame(schema=REPEAT_SCORE_SCHEMA)
 
 
-def score_repeat_file(samples_path: Path, repeats_path: Path, families: list[str], options: dict | None, output: Path,
-                      loglik_path: Path | None = None, min_chars: int = 1) -> None:
+def score_repeat_file(
+    samples_path: Path,
+    repeats_path: Path,
+    families: list[str],
+    options: dict | None,
+    output: Path,
+    loglik_path: Path | None = None,
+    min_chars: int = 1,
+) -> None:
     """Job: score a file of repeated outputs (and, for self-consistency, its per-repeat log-likelihoods)."""
     samples = pl.read_parquet(samples_path)
     frames = [score_repeats(samples, pl.read_parquet(repeats_path), families, options, min_chars)]
@@ -65,12 +82,17 @@ def per_sample_spread(scores: pl.DataFrame) -> pl.DataFrame:
     """
     ok = scores.filter(pl.col("status").is_in(VALUED_STATUSES) & pl.col("value").is_finite())
     spread = ok.group_by("id", "metric", maintain_order=True).agg(
-        n=pl.len(), mean=pl.col("value").mean(), variance=pl.col("value").var(ddof=0))
-    return spread.with_columns(
-        variance=pl.when(pl.col("n") >= 2).then(pl.col("variance")).otherwise(None),
-    ).with_columns(
-        cv=pl.when(pl.col("mean") != 0).then(pl.col("variance").sqrt() / pl.col("mean")).otherwise(None),
-    ).fill_nan(None)
+        n=pl.len(), mean=pl.col("value").mean(), variance=pl.col("value").var(ddof=0)
+    )
+    return (
+        spread.with_columns(
+            variance=pl.when(pl.col("n") >= 2).then(pl.col("variance")).otherwise(None),
+        )
+        .with_columns(
+            cv=pl.when(pl.col("mean") != 0).then(pl.col("variance").sqrt() / pl.col("mean")).otherwise(None),
+        )
+        .fill_nan(None)
+    )
 
 
 def observed_intervals(scores: pl.DataFrame) -> dict[str, float]:
@@ -106,8 +128,13 @@ def spread_table(score_files: list[tuple[str, str, Path]]) -> pl.DataFrame:
         for model, scores in items:
             spread = per_sample_spread(scores)
             scaled = [scale_variance(v, intervals.get(m)) for m, v in spread.select("metric", "variance").iter_rows()]
-            frames.append(spread.with_columns(model=pl.lit(model), benchmark=pl.lit(benchmark),
-                                              scaled_variance=pl.Series(scaled, dtype=pl.Float64)))
+            frames.append(
+                spread.with_columns(
+                    model=pl.lit(model),
+                    benchmark=pl.lit(benchmark),
+                    scaled_variance=pl.Series(scaled, dtype=pl.Float64),
+                )
+            )
     if not frames:
         return pl.DataFrame(schema=SPREAD_SCHEMA)
     return pl.concat(frames, how="diagonal").select(list(SPREAD_SCHEMA)).cast(SPREAD_SCHEMA).fill_nan(None)
@@ -115,6 +142,8 @@ def spread_table(score_files: list[tuple[str, str, Path]]) -> pl.DataFrame:
 
 def across_models(spread: pl.DataFrame, column: str) -> pl.DataFrame:
     """The paper's 'averaged across models': per benchmark, sample and metric, the mean of `column` over models."""
-    return (spread.filter(pl.col(column).is_not_null())
-            .group_by("benchmark", "id", "metric", maintain_order=True)
-            .agg(pl.col(column).mean(), n_models=pl.len()))
+    return (
+        spread.filter(pl.col(column).is_not_null())
+        .group_by("benchmark", "id", "metric", maintain_order=True)
+        .agg(pl.col(column).mean(), n_models=pl.len())
+    )

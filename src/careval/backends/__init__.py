@@ -3,6 +3,7 @@
 Importing this package is cheap: torch/transformers load with the hf backend, vLLM only
 when a spec asks for it (it is the optional ``gpu`` extra).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -78,9 +79,13 @@ def load_backend(spec: dict[str, Any]) -> Backend:
         from .vllm_server import VLLMServerBackend
 
         return VLLMServerBackend(
-            name=common["name"], path=common["path"], url_file=spec["engine_url_file"],
-            chat_template=common["chat_template"], system_prompt=common["system_prompt"],
-            batch_size=common["batch_size"], add_bos_token=common["add_bos_token"],
+            name=common["name"],
+            path=common["path"],
+            url_file=spec["engine_url_file"],
+            chat_template=common["chat_template"],
+            system_prompt=common["system_prompt"],
+            batch_size=common["batch_size"],
+            add_bos_token=common["add_bos_token"],
             start_timeout=float(spec.get("engine_start_timeout", 3600)),
         )
     if kind == "vllm":

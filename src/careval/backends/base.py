@@ -1,4 +1,5 @@
 """The one protocol every model runtime implements (transformers, vLLM, ...)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

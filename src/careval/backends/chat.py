@@ -1,4 +1,5 @@
 """The one place chat templates are applied (every backend formats prompts through here)."""
+
 from __future__ import annotations
 
 import logging

@@ -36,6 +36,7 @@ Determinism
   rounding distance of a token's cumulative-probability boundary). Reruns are identical
   on the same machine, torch version and dtype.
 """
+
 from __future__ import annotations
 
 import copy
@@ -249,7 +250,9 @@ class HFBackend:
     def score_tokens(self, requests: Sequence[tuple[Sequence[int], Sequence[int]]], desc: str = "") -> list[float]:
         """Log-likelihood of each continuation token list given its context token list."""
         items = [scoring_window(c, x, self.max_length) for c, x in requests]  # raises on bad input first
-        groups, rest = shared_prefix_groups(requests, self.max_length) if self.shared_prefix else ([], range(len(items)))
+        groups, rest = (
+            shared_prefix_groups(requests, self.max_length) if self.shared_prefix else ([], range(len(items)))
+        )
         results = [math.nan] * len(items)
         bar = tqdm(total=len(items), desc=desc or f"{self.name}: score", unit="req", dynamic_ncols=True)
         for members in self._context_batches([len(requests[g[0]][0]) for g in groups], groups):
@@ -305,8 +308,13 @@ class HFBackend:
             attention[row, width - len(ctx) :] = 1
         positions = (attention.cumsum(-1) - 1).clamp(min=0)
         kwargs: dict[str, Any] = {"logits_to_keep": 1} if self._has_logits_to_keep else {}
-        out = self.model(input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device),
-                         position_ids=positions.to(self.device), use_cache=True, **kwargs)
+        out = self.model(
+            input_ids=input_ids.to(self.device),
+            attention_mask=attention.to(self.device),
+            position_ids=positions.to(self.device),
+            use_cache=True,
+            **kwargs,
+        )
         cache = out.get("cache", out.get("past_key_values"))
         more = [(row, i, x) for row, (_, conts) in enumerate(batch) for i, x in conts if len(x) > 1]
         if more and not isinstance(cache, DynamicCache):
@@ -325,9 +333,13 @@ class HFBackend:
             for j, (_, _, x) in enumerate(chunk):  # right padding: never seen by the real tokens
                 ids[j, : len(x) - 1] = torch.tensor(x[:-1], dtype=torch.long)
             mask = torch.cat([attention[rows], torch.ones((len(chunk), span), dtype=torch.long)], dim=1)
-            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                position_ids=(lengths[rows][:, None] + torch.arange(span)).to(self.device),
-                                use_cache=True, **{self._cache_arg: past}).logits
+            logits = self.model(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=(lengths[rows][:, None] + torch.arange(span)).to(self.device),
+                use_cache=True,
+                **{self._cache_arg: past},
+            ).logits
             for j, (_, i, x) in enumerate(chunk):
                 logprobs = self._logprobs(logits[j, : len(x) - 1])
                 target = torch.tensor(x[1:], dtype=torch.long, device=logprobs.device)

@@ -1,4 +1,5 @@
 """A served model behind an OpenAI-compatible /v1/chat/completions endpoint (GPT-4, vLLM serve, ...), via urllib."""
+
 from __future__ import annotations
 
 import json

@@ -26,6 +26,7 @@ The rules follow lm-evaluation-harness's HFLM / TemplateLM as of lm-eval 0.4.13:
   stands for it, and lm-eval 0.4.13 would otherwise add a meaningless log p(BOS | BOS).
   So ``loglikelihood_rolling(text) == loglikelihood(("", text))`` whenever the text fits.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -120,7 +121,7 @@ def encode_pair(
         context = context[:-n_spaces]
     whole = encode(tokenizer, context + continuation, add_bos)
     ctx = encode(tokenizer, context, add_bos)
-    return ctx, whole[len(ctx):]
+    return ctx, whole[len(ctx) :]
 
 
 def rolling_tokens(tokenizer: Any, text: str, add_bos: bool | None) -> list[int]:
@@ -140,16 +141,12 @@ def scoring_window(ctx: Sequence[int], cont: Sequence[int], max_length: int) -> 
     """
     n_cont = len(cont)
     if n_cont == 0:
-        raise ValueError(
-            "continuation encodes to zero tokens (empty continuation?); lm-eval rejects it too"
-        )
+        raise ValueError("continuation encodes to zero tokens (empty continuation?); lm-eval rejects it too")
     if n_cont > max_length:
-        raise ValueError(
-            f"continuation is {n_cont} tokens, longer than the context window ({max_length})"
-        )
+        raise ValueError(f"continuation is {n_cont} tokens, longer than the context window ({max_length})")
     if len(ctx) == 0:
         raise ValueError("context encodes to zero tokens; use '' to score from the BOS/EOS token")
-    tokens = (list(ctx) + list(cont))[-(max_length + 1):]
+    tokens = (list(ctx) + list(cont))[-(max_length + 1) :]
     return tokens, n_cont
 
 
@@ -168,7 +165,7 @@ def shared_prefix_groups(
     by_context: dict[tuple[int, ...], list[int]] = {}
     rest: list[int] = []
     for i, (ctx, cont) in enumerate(requests):
-        if 0 < len(ctx) and 0 < len(cont) and len(ctx) + len(cont) <= max_length + 1:
+        if len(ctx) > 0 and len(cont) > 0 and len(ctx) + len(cont) <= max_length + 1:
             by_context.setdefault(tuple(ctx), []).append(i)
         else:
             rest.append(i)

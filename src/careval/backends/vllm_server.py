@@ -14,6 +14,7 @@ anything else, or no file: not yet), ``url``, ``api_key`` (a fresh one per start
 an earlier server never reaches a newer one), ``model`` (the served name) and ``max_length``
 (the scoring window, vllm.engine_lengths). A job waits for it up to ``start_timeout`` seconds.
 """
+
 from __future__ import annotations
 
 import json
@@ -106,15 +107,21 @@ class VLLMServerBackend(VLLMBackend):
                     # a file left by an earlier server: dead (refused) or another key (401); wait for the new one
                     last = f"{info.get('url')}: {error}"
             if time.monotonic() >= deadline:
-                raise EngineUnavailableError(f"{self.name}: no shared vLLM engine answered within {timeout:.0f}s "
-                                             f"(address file {self.url_file}: {last}; see the vllm_engine log)")
+                raise EngineUnavailableError(
+                    f"{self.name}: no shared vLLM engine answered within {timeout:.0f}s "
+                    f"(address file {self.url_file}: {last}; see the vllm_engine log)"
+                )
             time.sleep(POLL_S)
 
     @staticmethod
     def _request(method: str, url: str, body: dict | None, key: str, timeout: float) -> dict:
         data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(url, data=data, method=method, headers={
-            "Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+        request = urllib.request.Request(
+            url,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 return json.loads(response.read().decode("utf-8"))
@@ -126,12 +133,15 @@ class VLLMServerBackend(VLLMBackend):
         """Nothing to free here: the server belongs to the vllm_engine job (Snakemake stops it)."""
 
     def __repr__(self) -> str:
-        return f"VLLMServerBackend(name={self.name!r}, url={getattr(self, 'url', None)!r}, max_length={self.max_length})"
+        return (
+            f"VLLMServerBackend(name={self.name!r}, url={getattr(self, 'url', None)!r}, max_length={self.max_length})"
+        )
 
     # ------------------------------------------------------------------ requests
     def _complete(self, body: dict) -> list[dict]:
-        reply = self._request("POST", f"{self.url}/v1/completions", {"model": self.served, **body}, self.api_key,
-                              self.request_timeout)
+        reply = self._request(
+            "POST", f"{self.url}/v1/completions", {"model": self.served, **body}, self.api_key, self.request_timeout
+        )
         try:
             return sorted(reply["choices"], key=lambda c: c["index"])
         except (KeyError, TypeError):
@@ -158,10 +168,13 @@ class VLLMServerBackend(VLLMBackend):
             ids, n = generation_tokens(self.tokenizer, text, add_bos=self.add_bos, max_prompt_tokens=room)
             if n > room:
                 log.warning("%s: prompt of %d tokens left-truncated to %d", self.name, n, room)
-            body: dict[str, Any] = {"prompt": ids, "max_tokens": sampling.max_new_tokens,
-                                    "temperature": sampling.temperature,
-                                    "top_p": sampling.top_p if not sampling.greedy else 1.0,
-                                    "skip_special_tokens": True}
+            body: dict[str, Any] = {
+                "prompt": ids,
+                "max_tokens": sampling.max_new_tokens,
+                "temperature": sampling.temperature,
+                "top_p": sampling.top_p if not sampling.greedy else 1.0,
+                "skip_special_tokens": True,
+            }
             if not sampling.greedy:
                 body["seed"] = seed
             if sampling.stop:
@@ -169,21 +182,36 @@ class VLLMServerBackend(VLLMBackend):
             bodies.append(body)
         return [truncate_at_stop(choices[0]["text"], sampling.stop) for choices in self._map(bodies)]
 
-    def sample_token_ids(self, prompt_ids: list[int], *, n: int, max_tokens: int, top_p: float,
-                         seed: int) -> list[tuple[list[int], float]]:
+    def sample_token_ids(
+        self, prompt_ids: list[int], *, n: int, max_tokens: int, top_p: float, seed: int
+    ) -> list[tuple[list[int], float]]:
         """As VLLMBackend.sample_token_ids; the joint log-probability is the sum of the sampled tokens' own."""
-        body = {"prompt": list(prompt_ids), "n": n, "max_tokens": max_tokens, "min_tokens": max_tokens,
-                "temperature": 1.0, "top_p": top_p, "seed": seed, "logprobs": 0, "return_token_ids": True}
+        body = {
+            "prompt": list(prompt_ids),
+            "n": n,
+            "max_tokens": max_tokens,
+            "min_tokens": max_tokens,
+            "temperature": 1.0,
+            "top_p": top_p,
+            "seed": seed,
+            "logprobs": 0,
+            "return_token_ids": True,
+        }
         return [(list(c["token_ids"]), float(sum(c["logprobs"]["token_logprobs"]))) for c in self._complete(body)]
 
     def token_logprobs(self, sequences: list[list[int]], starts: list[int]) -> list[list[float]]:
-        return [[float(lp[pos][str(seq[pos])]["logprob"]) for pos in range(start, len(seq))]
-                for seq, start, lp in zip(sequences, starts, self._prompt_logprobs(sequences))]
+        return [
+            [float(lp[pos][str(seq[pos])]["logprob"]) for pos in range(start, len(seq))]
+            for seq, start, lp in zip(sequences, starts, self._prompt_logprobs(sequences))
+        ]
 
     def score_tokens(self, requests: list[tuple[list[int], list[int]]]) -> list[float]:
         items = [scoring_window(c, x, self.max_length) for c, x in requests]
         results = []
         for (tokens, n_cont), logprobs in zip(items, self._prompt_logprobs([t for t, _ in items])):
-            results.append(float(sum(logprobs[pos][str(tokens[pos])]["logprob"]
-                                     for pos in range(len(tokens) - n_cont, len(tokens)))))
+            results.append(
+                float(
+                    sum(logprobs[pos][str(tokens[pos])]["logprob"] for pos in range(len(tokens) - n_cont, len(tokens)))
+                )
+            )
         return results

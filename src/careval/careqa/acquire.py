@@ -1,4 +1,5 @@
 """Acquire one MIR edition's booklet and answer key: download an address or copy a local file."""
+
 from __future__ import annotations
 
 import shutil

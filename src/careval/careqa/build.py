@@ -1,4 +1,5 @@
 """CareQA build steps that need no LLM: parse every acquired edition into CareQA-close (Spanish), merge stage counts."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,13 @@ from careval.careqa.parse import parse_exam
 from careval.careqa.pdf import read_exam_text
 
 
-def parse_editions(editions: list[dict], booklets: list[Path | str], keys: list[Path | str],
-                   spanish_path: Path | str, report_path: Path | str) -> dict:
+def parse_editions(
+    editions: list[dict],
+    booklets: list[Path | str],
+    keys: list[Path | str],
+    spanish_path: Path | str,
+    report_path: Path | str,
+) -> dict:
     """Parse each edition (booklet + key, in config order) and write CareQA_es plus a per-edition report.
 
     exam_id is the edition's config `exam_id`, else its 1-based position in the config list.
@@ -50,8 +56,16 @@ def parse_editions(editions: list[dict], booklets: list[Path | str], keys: list[
     return report
 
 
-STAGES = ("parse", "translate", "negative_filter", "rephrase_iteration1", "validate_iteration1",
-          "rephrase_iteration2", "validate_iteration2", "open")
+STAGES = (
+    "parse",
+    "translate",
+    "negative_filter",
+    "rephrase_iteration1",
+    "validate_iteration1",
+    "rephrase_iteration2",
+    "validate_iteration2",
+    "open",
+)
 
 
 def iteration_counts(stages: dict, n: int) -> dict:

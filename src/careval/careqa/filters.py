@@ -1,4 +1,5 @@
 """The negative-question keyword filter that screens CareQA-close questions before open-ended rephrasing."""
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,19 @@ UPPER_CASE_TERMS = ("NOT",)
 # stays whole-word. "falso positivo/negativo" is the Spanish spelling of the compound "false-positive", so it
 # is excluded like the hyphenated English one; "NO" is case-sensitive for the same reason as "NOT".
 SPANISH_CASE_INSENSITIVE_TERMS = (
-    "incorrecta", "incorrecto", "incorrectas", "incorrectos", "excepto", "salvo",
-    "falsa", "falso", "falsas", "falsos", "no es correcta", "no es correcto", "no son correctas",
+    "incorrecta",
+    "incorrecto",
+    "incorrectas",
+    "incorrectos",
+    "excepto",
+    "salvo",
+    "falsa",
+    "falso",
+    "falsas",
+    "falsos",
+    "no es correcta",
+    "no es correcto",
+    "no son correctas",
 )
 SPANISH_UPPER_CASE_TERMS = ("NO",)
 

@@ -1,4 +1,5 @@
 """Write CareQA-close rows in the published column layout (parquet or jsonl)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -1,4 +1,5 @@
 """Which backend and decoding a CareQA LLM step (translator, rephraser) uses, from the `careqa` config."""
+
 from __future__ import annotations
 
 from dataclasses import replace

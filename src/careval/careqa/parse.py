@@ -1,4 +1,5 @@
 """Parse a MIR exam booklet and its answer key into CareQA questions, counting every question dropped."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Exam documents as text: extract a booklet or answer-key PDF with pypdf, and render text to a PDF for tests/demos."""
+
 from __future__ import annotations
 
 from pathlib import Path

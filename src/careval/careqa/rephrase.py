@@ -1,5 +1,6 @@
 """CareQA-open from CareQA-close: negative filter; iteration 1 (two rephrasing prompts + LLM selection, then
 unique-answer validation); iteration 2 (a new rephrasing of the pairs iteration 1 failed, then the same validation)."""
+
 from __future__ import annotations
 
 import json
@@ -146,15 +147,28 @@ def screen_negatives(english: pl.DataFrame, spanish: pl.DataFrame) -> pl.DataFra
         es = screen_question(source.get(uid, ""), language="es")
         en = screen_question(question, language="en")
         reason = f"es: {es.reason}" if es.reason else f"en: {en.reason}" if en.reason else None
-        rows.append({"unique_id": uid, "keep": es.keep and en.keep, "flagged_es": not es.keep,
-                     "flagged_en": not en.keep, "reason": reason})
-    schema = {"unique_id": pl.String, "keep": pl.Boolean, "flagged_es": pl.Boolean, "flagged_en": pl.Boolean,
-              "reason": pl.String}
+        rows.append(
+            {
+                "unique_id": uid,
+                "keep": es.keep and en.keep,
+                "flagged_es": not es.keep,
+                "flagged_en": not en.keep,
+                "reason": reason,
+            }
+        )
+    schema = {
+        "unique_id": pl.String,
+        "keep": pl.Boolean,
+        "flagged_es": pl.Boolean,
+        "flagged_en": pl.Boolean,
+        "reason": pl.String,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
-def rephrase_and_select(kept: pl.DataFrame, backend: Backend, sampling: Sampling,
-                        selection_sampling: Sampling) -> pl.DataFrame:
+def rephrase_and_select(
+    kept: pl.DataFrame, backend: Backend, sampling: Sampling, selection_sampling: Sampling
+) -> pl.DataFrame:
     """Both prompts per question, then the selector's choice among the candidates that parsed."""
     rows = list(kept.iter_rows(named=True))
     prompts = [p.format(**row, answer=correct_option(row)) for row in rows for p in REPHRASE_PROMPTS]
@@ -165,8 +179,14 @@ def rephrase_and_select(kept: pl.DataFrame, backend: Backend, sampling: Sampling
         record = {"unique_id": row["unique_id"]}
         for j in range(k):
             question, answer, status = parse_rephrasing(outputs[i * k + j])
-            record.update({f"raw_{j + 1}": outputs[i * k + j], f"question_{j + 1}": question,
-                           f"answer_{j + 1}": answer, f"status_{j + 1}": status})
+            record.update(
+                {
+                    f"raw_{j + 1}": outputs[i * k + j],
+                    f"question_{j + 1}": question,
+                    f"answer_{j + 1}": answer,
+                    f"status_{j + 1}": status,
+                }
+            )
         records.append(record)
 
     selection_prompts, asked = [], []
@@ -179,8 +199,9 @@ def rephrase_and_select(kept: pl.DataFrame, backend: Backend, sampling: Sampling
         candidates = "\n\n".join(
             f"Candidate {j}:\nQuestion: {record[f'question_{j}']}\nAnswer: {record[f'answer_{j}']}" for j in offered
         )
-        selection_prompts.append(SELECTION_PROMPT.format(question=row["question"], answer=correct_option(row),
-                                                         candidates=candidates))
+        selection_prompts.append(
+            SELECTION_PROMPT.format(question=row["question"], answer=correct_option(row), candidates=candidates)
+        )
         asked.append((i, offered))
     choices = backend.generate(selection_prompts, selection_sampling) if selection_prompts else []
     for (i, offered), reply in zip(asked, choices, strict=True):
@@ -192,16 +213,27 @@ def rephrase_and_select(kept: pl.DataFrame, backend: Backend, sampling: Sampling
         record["open_answer"] = record[f"answer_{chosen}"] if chosen else None
     schema = {"unique_id": pl.String}
     for j in range(1, k + 1):
-        schema.update({f"raw_{j}": pl.String, f"question_{j}": pl.String, f"answer_{j}": pl.String,
-                       f"status_{j}": pl.String})
-    schema.update({"offered": pl.String, "choice_raw": pl.String, "choice": pl.Int64,
-                   "selection_status": pl.String, "open_question": pl.String, "open_answer": pl.String})
+        schema.update(
+            {f"raw_{j}": pl.String, f"question_{j}": pl.String, f"answer_{j}": pl.String, f"status_{j}": pl.String}
+        )
+    schema.update(
+        {
+            "offered": pl.String,
+            "choice_raw": pl.String,
+            "choice": pl.Int64,
+            "selection_status": pl.String,
+            "open_question": pl.String,
+            "open_answer": pl.String,
+        }
+    )
     return pl.DataFrame(records, schema=schema)
 
 
 def validate_unique_answer(selected: pl.DataFrame, backend: Backend, sampling: Sampling) -> pl.DataFrame:
-    prompts = [VALIDATION_PROMPT.format(question=q, answer=a)
-               for q, a in zip(selected["open_question"], selected["open_answer"])]
+    prompts = [
+        VALIDATION_PROMPT.format(question=q, answer=a)
+        for q, a in zip(selected["open_question"], selected["open_answer"])
+    ]
     replies = backend.generate(prompts, sampling) if prompts else []
     verdicts = [parse_verdict(reply) for reply in replies]
     return selected.select("unique_id", "open_question", "open_answer").with_columns(
@@ -219,12 +251,28 @@ def rephrase_unique(failed: pl.DataFrame, backend: Backend, sampling: Sampling) 
     records = []
     for row, output in zip(rows, outputs, strict=True):
         question, answer, status = parse_rephrasing(output)
-        records.append({"unique_id": row["unique_id"], "previous_question": row["previous_question"],
-                        "previous_answer": row["previous_answer"], "previous_status": row["previous_status"],
-                        "raw": output, "status": status, "open_question": question, "open_answer": answer})
-    schema = {"unique_id": pl.String, "previous_question": pl.String, "previous_answer": pl.String,
-              "previous_status": pl.String, "raw": pl.String, "status": pl.String, "open_question": pl.String,
-              "open_answer": pl.String}
+        records.append(
+            {
+                "unique_id": row["unique_id"],
+                "previous_question": row["previous_question"],
+                "previous_answer": row["previous_answer"],
+                "previous_status": row["previous_status"],
+                "raw": output,
+                "status": status,
+                "open_question": question,
+                "open_answer": answer,
+            }
+        )
+    schema = {
+        "unique_id": pl.String,
+        "previous_question": pl.String,
+        "previous_answer": pl.String,
+        "previous_status": pl.String,
+        "raw": pl.String,
+        "status": pl.String,
+        "open_question": pl.String,
+        "open_answer": pl.String,
+    }
     return pl.DataFrame(records, schema=schema)
 
 
@@ -247,56 +295,85 @@ def build_screened(english_path: Path, spanish_path: Path, screened_path: Path, 
     """Stage 5a: the keyword filter (deterministic)."""
     screened = screen_negatives(pl.read_parquet(english_path), pl.read_parquet(spanish_path))
     _write(screened, screened_path)
-    return _report(report_path, {
-        "stage": "negative_filter",
-        "input": screened.height,
-        "negative_filtered": int((~screened["keep"]).sum()),
-        "negative_flagged_es": int(screened["flagged_es"].sum()),
-        "negative_flagged_en_only": int((screened["flagged_en"] & ~screened["flagged_es"]).sum()),
-        "kept": int(screened["keep"].sum()),
-    })
+    return _report(
+        report_path,
+        {
+            "stage": "negative_filter",
+            "input": screened.height,
+            "negative_filtered": int((~screened["keep"]).sum()),
+            "negative_flagged_es": int(screened["flagged_es"].sum()),
+            "negative_flagged_en_only": int((screened["flagged_en"] & ~screened["flagged_es"]).sum()),
+            "kept": int(screened["keep"].sum()),
+        },
+    )
 
 
-def build_iteration1(english_path: Path, screened_path: Path, backend: Backend | dict, sampling: Sampling,
-                     audit_path: Path, report_path: Path) -> dict:
+def build_iteration1(
+    english_path: Path,
+    screened_path: Path,
+    backend: Backend | dict,
+    sampling: Sampling,
+    audit_path: Path,
+    report_path: Path,
+) -> dict:
     """Iteration 1: two rephrasings per kept question and the selection among them."""
     backend = as_backend(backend)
     keep = pl.read_parquet(screened_path).filter(pl.col("keep"))["unique_id"]
     kept = pl.read_parquet(english_path).filter(pl.col("unique_id").is_in(keep.implode()))
     audit = rephrase_and_select(kept, backend, sampling, verdict_sampling(sampling))
     _write(audit, audit_path)
-    return _report(report_path, {
-        "stage": "rephrase_iteration1",
-        "model": backend.name,
-        "input": kept.height,
-        "rephrasing_status": {f"prompt_{j}": _counts(audit[f"status_{j}"]) for j in range(1, len(REPHRASE_PROMPTS) + 1)},
-        # at least one prompt gave a parseable pair, so the selector was asked
-        "rephrased": int((audit["offered"] != "").sum()),
-        "selection_status": _counts(audit["selection_status"]),
-        "selected": int(audit["open_question"].is_not_null().sum()),
-    })
+    return _report(
+        report_path,
+        {
+            "stage": "rephrase_iteration1",
+            "model": backend.name,
+            "input": kept.height,
+            "rephrasing_status": {
+                f"prompt_{j}": _counts(audit[f"status_{j}"]) for j in range(1, len(REPHRASE_PROMPTS) + 1)
+            },
+            # at least one prompt gave a parseable pair, so the selector was asked
+            "rephrased": int((audit["offered"] != "").sum()),
+            "selection_status": _counts(audit["selection_status"]),
+            "selected": int(audit["open_question"].is_not_null().sum()),
+        },
+    )
 
 
-def build_validation(candidates_path: Path, backend: Backend | dict, sampling: Sampling, iteration: int,
-                     audit_path: Path, report_path: Path) -> dict:
+def build_validation(
+    candidates_path: Path,
+    backend: Backend | dict,
+    sampling: Sampling,
+    iteration: int,
+    audit_path: Path,
+    report_path: Path,
+) -> dict:
     """Either iteration's last step: ask whether the ground truth is the only valid answer of each pair."""
     backend = as_backend(backend)
     selected = pl.read_parquet(candidates_path).filter(pl.col("open_question").is_not_null())
     audit = validate_unique_answer(selected, backend, verdict_sampling(sampling))
     _write(audit, audit_path)
-    return _report(report_path, {
-        "stage": f"validate_iteration{iteration}",
-        "model": backend.name,
-        "input": selected.height,
-        "validation_status": _counts(audit["validation_status"]),
-        "validated": int(audit["unique_answer"].fill_null(False).sum()),
-        "rejected_multiple_answers": int((~audit["unique_answer"]).fill_null(False).sum()),
-        "rejected_no_verdict": int(audit["unique_answer"].is_null().sum()),
-    })
+    return _report(
+        report_path,
+        {
+            "stage": f"validate_iteration{iteration}",
+            "model": backend.name,
+            "input": selected.height,
+            "validation_status": _counts(audit["validation_status"]),
+            "validated": int(audit["unique_answer"].fill_null(False).sum()),
+            "rejected_multiple_answers": int((~audit["unique_answer"]).fill_null(False).sum()),
+            "rejected_no_verdict": int(audit["unique_answer"].is_null().sum()),
+        },
+    )
 
 
-def build_iteration2(english_path: Path, validation1_path: Path, backend: Backend | dict, sampling: Sampling,
-                     audit_path: Path, report_path: Path) -> dict:
+def build_iteration2(
+    english_path: Path,
+    validation1_path: Path,
+    backend: Backend | dict,
+    sampling: Sampling,
+    audit_path: Path,
+    report_path: Path,
+) -> dict:
     """Iteration 2: rephrase again, asking for a single valid answer, every pair iteration 1's validator did
     not accept (NO, or no parseable verdict). Questions iteration 1 selected nothing for are not re-asked: the
     model skipped them or the selector found no suitable rewrite, and the paper's second iteration only
@@ -304,9 +381,13 @@ def build_iteration2(english_path: Path, validation1_path: Path, backend: Backen
     backend = as_backend(backend)
     validation = pl.read_parquet(validation1_path)
     failed = validation.filter(~pl.col("unique_answer").fill_null(False)).select(
-        "unique_id", previous_question="open_question", previous_answer="open_answer",
-        previous_status=pl.when(pl.col("unique_answer").is_null()).then(pl.lit("no_verdict"))
-        .otherwise(pl.lit("multiple_answers")))
+        "unique_id",
+        previous_question="open_question",
+        previous_answer="open_answer",
+        previous_status=pl.when(pl.col("unique_answer").is_null())
+        .then(pl.lit("no_verdict"))
+        .otherwise(pl.lit("multiple_answers")),
+    )
     english = pl.read_parquet(english_path)
     rows = english.join(failed, on="unique_id", how="inner", maintain_order="left")
     if rows.height != failed.height:
@@ -314,33 +395,46 @@ def build_iteration2(english_path: Path, validation1_path: Path, backend: Backen
         raise ValueError(f"{validation1_path}: {missing[0]} is not a question of {english_path}")
     audit = rephrase_unique(rows, backend, sampling)
     _write(audit, audit_path)
-    return _report(report_path, {
-        "stage": "rephrase_iteration2",
-        "model": backend.name,
-        "input": rows.height,
-        "input_status": _counts(audit["previous_status"]),
-        "rephrasing_status": _counts(audit["status"]),
-        "rephrased": int(audit["open_question"].is_not_null().sum()),
-    })
+    return _report(
+        report_path,
+        {
+            "stage": "rephrase_iteration2",
+            "model": backend.name,
+            "input": rows.height,
+            "input_status": _counts(audit["previous_status"]),
+            "rephrasing_status": _counts(audit["status"]),
+            "rephrased": int(audit["open_question"].is_not_null().sum()),
+        },
+    )
 
 
 def build_open(english_path: Path, validation_paths: list[Path], open_path: Path, report_path: Path) -> dict:
     """CareQA_en_open: the validated pairs of every iteration, in CareQA_en order, each with its iteration."""
-    parts = [pl.read_parquet(path).filter(pl.col("unique_answer").fill_null(False))
-             .select("unique_id", "open_question", "open_answer", iteration=pl.lit(n, dtype=pl.Int64))
-             for n, path in enumerate(validation_paths, start=1)]
+    parts = [
+        pl.read_parquet(path)
+        .filter(pl.col("unique_answer").fill_null(False))
+        .select("unique_id", "open_question", "open_answer", iteration=pl.lit(n, dtype=pl.Int64))
+        for n, path in enumerate(validation_paths, start=1)
+    ]
     valid = pl.concat(parts)
     twice = valid.filter(pl.col("unique_id").is_duplicated())["unique_id"]
     if twice.len():  # iteration 2 only re-asks what iteration 1 did not validate
         raise ValueError(f"{', '.join(map(str, validation_paths))}: {twice[0]} is validated in two iterations")
     meta = pl.read_parquet(english_path).select("exam_id", "year", "category", "unique_id")
-    open_set = (meta.join(valid, on="unique_id", how="inner", maintain_order="left")
-                .rename({"open_question": "question", "open_answer": "answer"})
-                .select(*OPEN_COLUMNS, "iteration").cast({**CAREQA_OPEN_SCHEMA, "iteration": pl.Int64}))
+    open_set = (
+        meta.join(valid, on="unique_id", how="inner", maintain_order="left")
+        .rename({"open_question": "question", "open_answer": "answer"})
+        .select(*OPEN_COLUMNS, "iteration")
+        .cast({**CAREQA_OPEN_SCHEMA, "iteration": pl.Int64})
+    )
     _write(open_set, open_path)
-    return _report(report_path, {
-        "stage": "open",
-        "per_iteration": {f"iteration{n}": int((open_set["iteration"] == n).sum())
-                          for n in range(1, len(validation_paths) + 1)},
-        "open": open_set.height,
-    })
+    return _report(
+        report_path,
+        {
+            "stage": "open",
+            "per_iteration": {
+                f"iteration{n}": int((open_set["iteration"] == n).sum()) for n in range(1, len(validation_paths) + 1)
+            },
+            "open": open_set.height,
+        },
+    )

@@ -1,4 +1,5 @@
 """Human review of CareQA: how many items to review, which ones, and how far the reviewers agreed."""
+
 from __future__ import annotations
 
 import csv
@@ -159,8 +160,9 @@ REVIEW_COLUMNS = {
 REVIEW_KINDS = tuple(REVIEW_COLUMNS)
 
 
-def review_items(kind: str, english_path: Path | str, spanish_path: Path | str,
-                 open_path: Path | str | None = None) -> list[dict]:
+def review_items(
+    kind: str, english_path: Path | str, spanish_path: Path | str, open_path: Path | str | None = None
+) -> list[dict]:
     """The population of one review: every translated question, or every open-ended pair, with what to judge."""
     import polars as pl
 
@@ -175,24 +177,39 @@ def review_items(kind: str, english_path: Path | str, spanish_path: Path | str,
 
     if kind == "translation":
         return [
-            {"item_id": uid, "category": row["category"],
-             "spanish": f"{spanish[uid]['question']} || {options(spanish[uid])}",
-             "english": f"{row['question']} || {options(row)}", "correct_option": row["cop"]}
+            {
+                "item_id": uid,
+                "category": row["category"],
+                "spanish": f"{spanish[uid]['question']} || {options(spanish[uid])}",
+                "english": f"{row['question']} || {options(row)}",
+                "correct_option": row["cop"],
+            }
             for uid, row in close.items()
         ]
     if open_path is None:
         raise ValueError("a rephrasing review needs the open-ended set")
     return [
-        {"item_id": row["unique_id"], "category": row["category"],
-         "close_question": close[row["unique_id"]]["question"],
-         "correct_answer": close[row["unique_id"]][f"op{close[row['unique_id']]['cop']}"],
-         "open_question": row["question"], "open_answer": row["answer"]}
+        {
+            "item_id": row["unique_id"],
+            "category": row["category"],
+            "close_question": close[row["unique_id"]]["question"],
+            "correct_answer": close[row["unique_id"]][f"op{close[row['unique_id']]['cop']}"],
+            "open_question": row["question"],
+            "open_answer": row["answer"],
+        }
         for row in pl.read_parquet(open_path).iter_rows(named=True)
     ]
 
 
-def export_review_sheet(items: list[dict], confidence: float, margin: float, seed: int,
-                        sheet_path: Path | str, summary_path: Path | str, columns: Iterable[str] = ()) -> dict:
+def export_review_sheet(
+    items: list[dict],
+    confidence: float,
+    margin: float,
+    seed: int,
+    sheet_path: Path | str,
+    summary_path: Path | str,
+    columns: Iterable[str] = (),
+) -> dict:
     """Draw the stratified sample and write a blank sheet (reviewer and label left for each reviewer's copy)."""
     import json
 
@@ -247,8 +264,15 @@ def write_agreement(sheet_paths: Iterable[Path | str], out_path: Path | str, min
     return result
 
 
-def export_review(kind: str, english_path: Path | str, spanish_path: Path | str, open_path: Path | str,
-                  settings: Mapping, sheet_path: Path | str, summary_path: Path | str) -> dict:
+def export_review(
+    kind: str,
+    english_path: Path | str,
+    spanish_path: Path | str,
+    open_path: Path | str,
+    settings: Mapping,
+    sheet_path: Path | str,
+    summary_path: Path | str,
+) -> dict:
     """Stage 6: the review sheet of one kind, sized and seeded by the config's careqa.review settings."""
     return export_review_sheet(
         review_items(kind, english_path, spanish_path, open_path),

@@ -1,4 +1,5 @@
 """Translate CareQA-close from Spanish to English field by field, so option order and answer cannot change."""
+
 from __future__ import annotations
 
 import json
@@ -22,12 +23,13 @@ TRANSLATION_PROMPT = (
     "English:"
 )
 
+
 def clean_translation(output: str) -> tuple[str, str]:
     """(text, status): the first paragraph of the reply, without a label the model may echo."""
     text = output.strip()
     for label in ("English:", "Translation:", "English translation:"):
         if text.lower().startswith(label.lower()):
-            text = text[len(label):].strip()
+            text = text[len(label) :].strip()
     # A chatty model continues after the translation with a blank line and comments; the translation
     # of one exam field is a single paragraph.
     text = text.split("\n\n", 1)[0].strip()
@@ -53,8 +55,14 @@ def translate_frame(spanish: pl.DataFrame, backend: Backend, sampling: Sampling)
     return frame.select(COLUMNS), audit
 
 
-def translate_careqa(spanish_path: Path, backend: Backend | dict, sampling: Sampling, english_path: Path,
-                     audit_path: Path, report_path: Path) -> dict:
+def translate_careqa(
+    spanish_path: Path,
+    backend: Backend | dict,
+    sampling: Sampling,
+    english_path: Path,
+    audit_path: Path,
+    report_path: Path,
+) -> dict:
     """Stage 3: translate CareQA_es into CareQA_en; a question with any field untranslated is left out, counted."""
     spanish = pl.read_parquet(spanish_path)
     backend = as_backend(backend)

@@ -1,6 +1,7 @@
 """A benchmark's typed spec: where its data comes from (HFSource, LocalSource) and how it maps onto the
 canonical sample (Benchmark). Only data classes and task facts: the catalogue lists entries of these,
 the registry looks them up, the loaders read their sources."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -7,6 +7,7 @@ used a file outside the hub (Kaggle, PhysioNet, GitHub), the entry is a local fi
 says how to get it. `formats` describe the layouts of the real samples in ../shared/data
 (re-hosts, the original XML/BioC files), selected with the config override `format:`.
 """
+
 from __future__ import annotations
 
 from careval.datasets.benchmark import DEMO_DIR, Benchmark, HFSource, LocalSource
@@ -27,9 +28,9 @@ def _styled(style: str, letters: str, cloze: str) -> dict:
     prompts = {"letters": letters, "cloze": cloze}
     return {"mcqa_style": style, "prompt": prompts[style], "style_prompts": prompts}
 
+
 OPEN_QA_PROMPT = (
-    "You are a medical expert. Answer the following question accurately and concisely.\n\n"
-    "Question: {question}\nAnswer:"
+    "You are a medical expert. Answer the following question accurately and concisely.\n\nQuestion: {question}\nAnswer:"
 )
 NOTE_PROMPT = (
     "Write the assessment and plan section of the clinical note for this doctor-patient "
@@ -48,24 +49,66 @@ def _authors(description: str, text: str = "{question}") -> str:
     return f"Instructions: {description}\n{text}"
 
 
-MMLU_MEDICAL = ("anatomy", "clinical_knowledge", "college_biology", "college_medicine", "medical_genetics",
-                "professional_medicine")
+MMLU_MEDICAL = (
+    "anatomy",
+    "clinical_knowledge",
+    "college_biology",
+    "college_medicine",
+    "medical_genetics",
+    "professional_medicine",
+)
 
 # Schopf et al.'s five classes, in the order of condition_label 1..5 (medical_tc_labels.csv).
-MEDICAL_ABSTRACT_CLASSES = ("neoplasms", "digestive system diseases", "nervous system diseases",
-                            "cardiovascular diseases", "general pathological conditions")
+MEDICAL_ABSTRACT_CLASSES = (
+    "neoplasms",
+    "digestive system diseases",
+    "nervous system diseases",
+    "cardiovascular diseases",
+    "general pathological conditions",
+)
 # The 40 MTSamples specialties as lm-eval's med_text_classification_hard lists them (without
 # the source's leading space, which our continuation delimiter adds back).
 MTSAMPLES_SPECIALTIES = (
-    "Bariatrics", "Allergy / Immunology", "Dentistry", "Cardiovascular / Pulmonary", "Urology",
-    "Hospice - Palliative Care", "Radiology", "Pediatrics - Neonatal", "Neurology", "Neurosurgery",
-    "Emergency Room Reports", "IME-QME-Work Comp etc.", "Office Notes", "Surgery", "Letters",
-    "Ophthalmology", "Hematology - Oncology", "Endocrinology", "Cosmetic / Plastic Surgery",
-    "Diets and Nutritions", "Rheumatology", "Nephrology", "Physical Medicine - Rehab", "Podiatry",
-    "Chiropractic", "Lab Medicine - Pathology", "Orthopedic", "Autopsy", "Psychiatry / Psychology",
-    "Speech - Language", "ENT - Otolaryngology", "Sleep Medicine", "Dermatology",
-    "SOAP / Chart / Progress Notes", "General Medicine", "Consult - History and Phy.",
-    "Obstetrics / Gynecology", "Gastroenterology", "Pain Management", "Discharge Summary",
+    "Bariatrics",
+    "Allergy / Immunology",
+    "Dentistry",
+    "Cardiovascular / Pulmonary",
+    "Urology",
+    "Hospice - Palliative Care",
+    "Radiology",
+    "Pediatrics - Neonatal",
+    "Neurology",
+    "Neurosurgery",
+    "Emergency Room Reports",
+    "IME-QME-Work Comp etc.",
+    "Office Notes",
+    "Surgery",
+    "Letters",
+    "Ophthalmology",
+    "Hematology - Oncology",
+    "Endocrinology",
+    "Cosmetic / Plastic Surgery",
+    "Diets and Nutritions",
+    "Rheumatology",
+    "Nephrology",
+    "Physical Medicine - Rehab",
+    "Podiatry",
+    "Chiropractic",
+    "Lab Medicine - Pathology",
+    "Orthopedic",
+    "Autopsy",
+    "Psychiatry / Psychology",
+    "Speech - Language",
+    "ENT - Otolaryngology",
+    "Sleep Medicine",
+    "Dermatology",
+    "SOAP / Chart / Progress Notes",
+    "General Medicine",
+    "Consult - History and Phy.",
+    "Obstetrics / Gynecology",
+    "Gastroenterology",
+    "Pain Management",
+    "Discharge Summary",
 )
 CLASSIFICATION_PROMPT = (
     "Classify the topic of the following medical text into one of the following choices.\n"
@@ -106,16 +149,25 @@ def _mmlu(subject: str) -> Benchmark:
         source=HFSource("cais/mmlu", config=subject, split="test"),
         fields={"question": "question", "options": "choices", "answer": "answer"},
         # lm-eval's mmlu/default (its `description` line, then doc_to_text) and, for cloze, mmlu/continuation
-        **_styled("letters",
-                  letters=f"The following are multiple choice questions (with answers) about {topic}.\n\n"
-                          "{question}\n{options}\nAnswer:",
-                  cloze=f"The following are questions (with answers) about {topic}.\n\nQuestion: {{question}}\nAnswer:"),
+        **_styled(
+            "letters",
+            letters=f"The following are multiple choice questions (with answers) about {topic}.\n\n"
+            "{question}\n{options}\nAnswer:",
+            cloze=f"The following are questions (with answers) about {topic}.\n\nQuestion: {{question}}\nAnswer:",
+        ),
         description=f"MMLU {subject.replace('_', ' ')} (test)",
         # the MLILAB-FedLLM re-host of the test CSVs: a header row, choice0..choice3, the answer as
         # a digit, every subject in one file (the sample adds `subject`)
-        formats={"csv_rehost": {"fields": {"question": "question", "options": ["choice0", "choice1", "choice2", "choice3"],
-                                           "answer": "answer"},
-                                "select": {"subject": subject}}},
+        formats={
+            "csv_rehost": {
+                "fields": {
+                    "question": "question",
+                    "options": ["choice0", "choice1", "choice2", "choice3"],
+                    "answer": "answer",
+                },
+                "select": {"subject": subject},
+            }
+        },
     )
 
 
@@ -182,8 +234,13 @@ CATALOGUE: list[Benchmark] = [
         description="MedMCQA (validation split, 4 options)",
         meta_fields=("subject_name",),
         # the Medpredict re-host: `choices` prefixed "A. ".."D. ", 0-based `answer`, no id
-        formats={"medpredict": {"fields": {"question": "question", "options": "choices", "answer": "answer"},
-                                "transform": "strip_option_letters", "meta_fields": ()}},
+        formats={
+            "medpredict": {
+                "fields": {"question": "question", "options": "choices", "answer": "answer"},
+                "transform": "strip_option_letters",
+                "meta_fields": (),
+            }
+        },
     ),
     Benchmark(
         name="pubmedqa",
@@ -193,8 +250,11 @@ CATALOGUE: list[Benchmark] = [
         choices=("yes", "no", "maybe"),
         answer_format="text",
         # lm-eval's pubmedqa scores the words yes/no/maybe (cloze); letters lists them as medmcqa does
-        **_styled("cloze", letters="Abstract: {context}\nQuestion: {question}\nChoices:\n{options}\nAnswer:",
-                  cloze=PUBMEDQA_PROMPT),
+        **_styled(
+            "cloze",
+            letters="Abstract: {context}\nQuestion: {question}\nChoices:\n{options}\nAnswer:",
+            cloze=PUBMEDQA_PROMPT,
+        ),
         description="PubMedQA (PQA-L, yes/no/maybe)",
     ),
     *[_mmlu(subject) for subject in MMLU_MEDICAL],
@@ -240,8 +300,10 @@ CATALOGUE: list[Benchmark] = [
             source=HFSource("devlocalhost/prescription-full", split="train"),
             fields={"id": "id", "question": "diagnosis", "options": "options", "answer": "gold_position"},
             transform=f"prescription_{level}",
-            prompt=("You are a medical doctor. A patient presents the following diagnosis or complains: "
-                    "{question}. What would you prescribe in this case?\nChoices:\n{options}\nAnswer:"),
+            prompt=(
+                "You are a medical doctor. A patient presents the following diagnosis or complains: "
+                "{question}. What would you prescribe in this case?\nChoices:\n{options}\nAnswer:"
+            ),
             description=f"Prescription writing ({level}): pick the prescribed medicine among 4 (lm-eval med_prescriptions_{level})",
         )
         for level in ("easy", "hard")
@@ -262,7 +324,7 @@ CATALOGUE: list[Benchmark] = [
         source=LocalSource(
             "data/mtsamples.csv",
             hint="MTSamples is the Kaggle 'Medical Transcriptions' CSV (tboyle10/medicaltranscriptions): "
-                 "download mtsamples.csv and point the benchmark's `path:` override at it",
+            "download mtsamples.csv and point the benchmark's `path:` override at it",
         ),
         fields={"question": "transcription", "answer": "medical_specialty"},
         choices=MTSAMPLES_SPECIALTIES,
@@ -303,8 +365,11 @@ CATALOGUE: list[Benchmark] = [
         name="mediqa2019",
         task="open",
         source=HFSource("bigbio/mediqa_qa", config="mediqa_qa_source", split="test", revision=PARQUET),
-        fields={"id": "QUESTION.QID", "question": "QUESTION.QuestionText",
-                "reference": "QUESTION.AnswerList[0].Answer.AnswerText"},
+        fields={
+            "id": "QUESTION.QID",
+            "question": "QUESTION.QuestionText",
+            "reference": "QUESTION.AnswerList[0].Answer.AnswerText",
+        },
         prompt=_authors(
             "The following text is a question asked by a patient. Answer how a doctor would, while trying "
             "to be as informative and helpful as possible."
@@ -320,7 +385,7 @@ CATALOGUE: list[Benchmark] = [
         source=HFSource("HPAI-BSC/CareQA", config="CareQA_en_open", split="test"),
         fields={"id": "unique_id", "question": "question", "reference": "answer"},
         prompt=_authors(
-            'The following text is a medical question. Answer it in the most factual, concise and '
+            "The following text is a medical question. Answer it in the most factual, concise and "
             'informative way possible"'
         ),
         stop=AUTHORS_UNTIL,
@@ -359,7 +424,7 @@ CATALOGUE: list[Benchmark] = [
         source=LocalSource(
             "data/aci-bench/clinicalnlp_taskB_test1.csv",
             hint="ACI-Bench is on GitHub (wyim/aci-bench, data/challenge_data/clinicalnlp_taskB_test1.csv): "
-                 "download it and point the benchmark's `path:` override at it",
+            "download it and point the benchmark's `path:` override at it",
         ),
         fields={"id": "encounter_id", "question": "dialogue", "reference": "note"},
         # not one of the authors' lm-eval tasks: careval's own prompt, in their style, and no stop
@@ -391,8 +456,8 @@ CATALOGUE: list[Benchmark] = [
         source=LocalSource(
             "data/mimiciii-hospitalcourse.jsonl",
             hint="MIMIC-III is credentialed PhysioNet data (the paper used dmacres/mimiciii-hospitalcourse-meta): "
-                 "after obtaining access, point the benchmark's `path:` override at a jsonl/csv/parquet copy "
-                 "of it, with its column `extractive_notes_summ`",
+            "after obtaining access, point the benchmark's `path:` override at a jsonl/csv/parquet copy "
+            "of it, with its column `extractive_notes_summ`",
         ),
         # lm-eval's mimic_repsum: the FINDINGS section of the report is the input, its IMPRESSION the reference
         fields={"question": "findings", "reference": "impressions"},

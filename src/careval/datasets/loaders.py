@@ -1,4 +1,5 @@
 """Read a benchmark's raw rows from its source: Hugging Face `datasets` or a local jsonl/json/csv/xml/xlsx/parquet file."""
+
 from __future__ import annotations
 
 import bisect
@@ -115,7 +116,9 @@ def read_json(path: Path) -> list[dict]:
     rows = []
     for record, offset in zip(records, offsets):
         if not isinstance(record, dict):
-            raise SourceError(f"{path}:{line_of(offset)}: expected a JSON object (a record), got {type(record).__name__}")
+            raise SourceError(
+                f"{path}:{line_of(offset)}: expected a JSON object (a record), got {type(record).__name__}"
+            )
         rows.append(SourceRow(record, f"{path}:{line_of(offset)}"))
     return rows
 
@@ -160,7 +163,9 @@ def _xml_value(element):
     for child in children:
         converted = _xml_value(child)
         if child.tag in value:  # a repeated tag among others: collect into a list
-            value[child.tag] = (value[child.tag] if isinstance(value[child.tag], list) else [value[child.tag]]) + [converted]
+            value[child.tag] = (value[child.tag] if isinstance(value[child.tag], list) else [value[child.tag]]) + [
+                converted
+            ]
         else:
             value[child.tag] = converted
     return value
@@ -209,8 +214,10 @@ def read_xml(path: Path) -> list[dict]:
         reason = str(error).rsplit(": line ", 1)[0]
         raise SourceError(f"{path}:{line}: invalid XML ({reason} at column {column + 1})") from None
     rows = [_xml_value(child) for child in root]
-    return [SourceRow(row if isinstance(row, dict) else {"value": row}, f"{path}:{line}")
-            for row, line in zip(rows, _xml_child_lines(data))]
+    return [
+        SourceRow(row if isinstance(row, dict) else {"value": row}, f"{path}:{line}")
+        for row, line in zip(rows, _xml_child_lines(data))
+    ]
 
 
 def read_xlsx(path: Path) -> list[dict]:
@@ -224,12 +231,20 @@ def read_xlsx(path: Path) -> list[dict]:
     rows = sheet.iter_rows(values_only=True)
     header = [str(name) if name is not None else "" for name in next(rows, [])]
     # a sheet row is the file's line: the header is row 1, as the spreadsheet numbers them
-    return [SourceRow(dict(zip(header, values)), f"{path}:{number}") for number, values in enumerate(rows, start=2)
-            if any(value is not None for value in values)]
+    return [
+        SourceRow(dict(zip(header, values)), f"{path}:{number}")
+        for number, values in enumerate(rows, start=2)
+        if any(value is not None for value in values)
+    ]
 
 
-READERS = {".jsonl": lambda path: list(read_jsonl(path)), ".json": read_json, ".csv": read_csv, ".xml": read_xml,
-           ".xlsx": read_xlsx}
+READERS = {
+    ".jsonl": lambda path: list(read_jsonl(path)),
+    ".json": read_json,
+    ".csv": read_csv,
+    ".xml": read_xml,
+    ".xlsx": read_xlsx,
+}
 
 
 def read_local(path: Path, hint: str = "") -> list[dict]:
@@ -238,10 +253,15 @@ def read_local(path: Path, hint: str = "") -> list[dict]:
     if path.suffix == ".parquet":
         import polars as pl
 
-        return [SourceRow(row, f"{path}: row {number}") for number, row in enumerate(pl.read_parquet(path).to_dicts(), start=1)]
+        return [
+            SourceRow(row, f"{path}: row {number}")
+            for number, row in enumerate(pl.read_parquet(path).to_dicts(), start=1)
+        ]
     if path.suffix.lower() in READERS:
         return READERS[path.suffix.lower()](path)
-    raise SourceError(f"{path}: unsupported file type '{path.suffix}' (use .jsonl, .json, .csv, .xml, .xlsx or .parquet)")
+    raise SourceError(
+        f"{path}: unsupported file type '{path.suffix}' (use .jsonl, .json, .csv, .xml, .xlsx or .parquet)"
+    )
 
 
 def read_hf(source: HFSource) -> list[dict]:
@@ -249,8 +269,9 @@ def read_hf(source: HFSource) -> list[dict]:
     import datasets
 
     try:
-        dataset = datasets.load_dataset(source.repo, source.config, split=source.split, data_files=source.data_files,
-                                        revision=source.revision)
+        dataset = datasets.load_dataset(
+            source.repo, source.config, split=source.split, data_files=source.data_files, revision=source.revision
+        )
     except Exception as error:  # the hub raises many types; the user needs one line
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise SourceError(f"cannot load Hugging Face dataset {hf_name(source)}: {first_line}") from None

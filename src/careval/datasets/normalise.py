@@ -1,4 +1,5 @@
 """Map a benchmark's raw rows onto the canonical sample schema, with one-line errors naming the row and field."""
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,7 @@ def resolve(value, path: str):
             if value is None:
                 return _MISSING
             if index == "":  # map the rest of the path over the items
-                rest = ".".join(parts[position + 1:])
+                rest = ".".join(parts[position + 1 :])
                 if not isinstance(value, list):
                     return _MISSING
                 items = [resolve(item, rest) if rest else item for item in value]
@@ -150,11 +151,15 @@ def _answer(value, answer_format: str, options: list[str], field: str) -> int:
     elif isinstance(value, str):  # text: case-insensitive, as PubMedQA's "yes" and MTSamples' " Urology"
         matches = [i for i, option in enumerate(options) if option.casefold() == value.strip().casefold()]
         if len(matches) > 1:
-            raise _RowError(f"field '{field}' = {_show(value)} matches {len(matches)} options, so the gold is ambiguous")
+            raise _RowError(
+                f"field '{field}' = {_show(value)} matches {len(matches)} options, so the gold is ambiguous"
+            )
         answer = matches[0] if matches else None
     if answer is None or not 0 <= answer < len(options):
-        raise _RowError(f"field '{field}' = {_show(value)} is not a valid {answer_format} answer "
-                        f"(expected {_expected(answer_format, options)})")
+        raise _RowError(
+            f"field '{field}' = {_show(value)} is not a valid {answer_format} answer "
+            f"(expected {_expected(answer_format, options)})"
+        )
     return answer
 
 
@@ -196,7 +201,9 @@ def normalise_row(row: dict, entry: Benchmark, index: int) -> dict:
     }
     if entry.task in CHOICE_TASKS:
         sample["options"] = _options(row, entry)
-        sample["answer"] = _answer(_field(row, fields["answer"]), entry.answer_format, sample["options"], fields["answer"])
+        sample["answer"] = _answer(
+            _field(row, fields["answer"]), entry.answer_format, sample["options"], fields["answer"]
+        )
     else:
         # as written too: lm-eval's perplexity counts the words and bytes of the raw doc_to_target
         sample["reference"] = _text(_field(row, fields["reference"]), fields["reference"], strip=False)
@@ -218,12 +225,21 @@ class Normalisation:
     skipped: list[str]  # one message per row dropped by `on_bad_row: skip`
 
     def report(self, benchmark: str, source: str) -> dict:
-        return {"benchmark": benchmark, "source": source, "n_read": self.n_read, "n_selected": self.n_selected,
-                "n_rows": self.n_rows, "n_samples": self.samples.height, "n_skipped": len(self.skipped),
-                "skipped": self.skipped}
+        return {
+            "benchmark": benchmark,
+            "source": source,
+            "n_read": self.n_read,
+            "n_selected": self.n_selected,
+            "n_rows": self.n_rows,
+            "n_samples": self.samples.height,
+            "n_skipped": len(self.skipped),
+            "skipped": self.skipped,
+        }
 
 
-def _why_empty(entry: Benchmark, rows: list[dict], selected: list[dict], transformed: list[dict], skipped: list[str]) -> str:
+def _why_empty(
+    entry: Benchmark, rows: list[dict], selected: list[dict], transformed: list[dict], skipped: list[str]
+) -> str:
     if not rows:
         return "the source has no rows"
     if not selected:
@@ -251,8 +267,13 @@ def normalise_report(rows: list[dict], entry: Benchmark, limit: int | None = Non
     if entry.on_bad_row not in ("error", "skip"):
         raise SampleError(f"{entry.name}: on_bad_row must be 'error' or 'skip', not '{entry.on_bad_row}'")
     if entry.task in CHOICE_TASKS and entry.answer_format not in ANSWER_FORMATS:
-        raise SampleError(f"{entry.name}: unknown answer_format '{entry.answer_format}' (use {', '.join(ANSWER_FORMATS)})")
-    rows = [row if isinstance(row, SourceRow) else SourceRow(row, f"row {number}") for number, row in enumerate(rows, start=1)]
+        raise SampleError(
+            f"{entry.name}: unknown answer_format '{entry.answer_format}' (use {', '.join(ANSWER_FORMATS)})"
+        )
+    rows = [
+        row if isinstance(row, SourceRow) else SourceRow(row, f"row {number}")
+        for number, row in enumerate(rows, start=1)
+    ]
     selected = _selected(rows, entry.select)
     transformed = apply_transform(entry.transform, selected)
     samples: list[dict] = []
@@ -275,13 +296,19 @@ def normalise_report(rows: list[dict], entry: Benchmark, limit: int | None = Non
         first_seen[sample["id"]] = where
         samples.append(sample)
     if not samples:
-        raise EmptyBenchmarkError(f"{entry.name}: no samples: {_why_empty(entry, rows, selected, transformed, skipped)}")
-    return Normalisation(pl.DataFrame(samples, schema=DATASET_SCHEMA), len(rows), len(selected), len(transformed), skipped)
+        raise EmptyBenchmarkError(
+            f"{entry.name}: no samples: {_why_empty(entry, rows, selected, transformed, skipped)}"
+        )
+    return Normalisation(
+        pl.DataFrame(samples, schema=DATASET_SCHEMA), len(rows), len(selected), len(transformed), skipped
+    )
 
 
 def _log_skipped(entry: Benchmark, result: Normalisation) -> None:
     if result.skipped:
-        print(f"{entry.name}: skipped {len(result.skipped)} malformed rows (on_bad_row: skip); first: {result.skipped[0]}")
+        print(
+            f"{entry.name}: skipped {len(result.skipped)} malformed rows (on_bad_row: skip); first: {result.skipped[0]}"
+        )
 
 
 def normalise(rows: list[dict], entry: Benchmark, limit: int | None = None) -> pl.DataFrame:

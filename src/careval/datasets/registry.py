@@ -1,4 +1,5 @@
 """The benchmark registry: one declarative entry per benchmark (source, field mapping, task, prompt, metrics)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -18,9 +19,7 @@ class UnknownBenchmarkError(KeyError):
 def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
     """The registry entry, with a config's overrides (format, path, prompt, mode, ...) applied."""
     if name not in REGISTRY:
-        raise UnknownBenchmarkError(
-            f"unknown benchmark '{name}' in config: known are {', '.join(sorted(REGISTRY))}"
-        )
+        raise UnknownBenchmarkError(f"unknown benchmark '{name}' in config: known are {', '.join(sorted(REGISTRY))}")
     entry = REGISTRY[name]
     overrides = overrides or {}
     if overrides.get("format"):
@@ -39,16 +38,26 @@ def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
         entry = replace(entry, stop=tuple(overrides["stop"]))
     # checked here, where the config is read, not by a KeyError inside inference after the model loads
     key = f"benchmarks.{name}.prompt" if overrides.get("prompt") else f"the catalogue's prompt of '{name}'"
-    check_prompt(entry.prompt, entry.task, has_context="context" in entry.fields,
-                 has_options=entry.task in CHOICE_TASKS, key=key, mcqa_style=entry.mcqa_style)
+    check_prompt(
+        entry.prompt,
+        entry.task,
+        has_context="context" in entry.fields,
+        has_options=entry.task in CHOICE_TASKS,
+        key=key,
+        mcqa_style=entry.mcqa_style,
+    )
     return entry
 
 
 def _with_style(entry: Benchmark, style: str, name: str) -> Benchmark:
     """The entry scored in `style`, with that style's catalogue prompt (a `prompt:` override still wins)."""
     if entry.task != "mcqa":
-        raise UnknownBenchmarkError(f"benchmarks.{name}.mcqa_style: '{name}' is not an mcqa benchmark "
-                                    f"(task {entry.task}); only mcqa benchmarks have a style")
+        raise UnknownBenchmarkError(
+            f"benchmarks.{name}.mcqa_style: '{name}' is not an mcqa benchmark "
+            f"(task {entry.task}); only mcqa benchmarks have a style"
+        )
     if style not in MCQA_STYLES:
-        raise UnknownBenchmarkError(f"benchmarks.{name}.mcqa_style: unknown style '{style}' (known: {', '.join(MCQA_STYLES)})")
+        raise UnknownBenchmarkError(
+            f"benchmarks.{name}.mcqa_style: unknown style '{style}' (known: {', '.join(MCQA_STYLES)})"
+        )
     return replace(entry, mcqa_style=style, prompt=entry.style_prompts.get(style, entry.prompt))

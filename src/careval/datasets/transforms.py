@@ -4,6 +4,7 @@ Each takes the list of raw rows and returns the rows the entry's `fields` then m
 may drop a row, as lm-eval's process_docs does). An entry names one with `transform:`. A reshaped
 row keeps the place its source row was read from (loaders.located), so errors still name the line.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,18 @@ LETTER_PREFIX = re.compile(r"^[A-Z][.)]\s+")
 
 def strip_option_letters(rows: list[dict]) -> list[dict]:
     """MedMCQA's Medpredict re-host writes each choice as "A. text"; the option is the text."""
-    return [located({**row, "choices": [LETTER_PREFIX.sub("", c) if isinstance(c, str) else c for c in row.get("choices") or []]}, row)
-            if "choices" in row else row for row in rows]
+    return [
+        located(
+            {
+                **row,
+                "choices": [LETTER_PREFIX.sub("", c) if isinstance(c, str) else c for c in row.get("choices") or []],
+            },
+            row,
+        )
+        if "choices" in row
+        else row
+        for row in rows
+    ]
 
 
 def headqa_ids(rows: list[dict]) -> list[dict]:
@@ -48,16 +59,28 @@ def biored_documents(rows: list[dict]) -> list[dict]:
         relations = []
         for relation in row["relations"]:
             infons = relation["infons"]
-            relations.append({
-                "pair": [infons["entity1"], infons["entity2"]],
-                "entity1": names.get(infons["entity1"], [infons["entity1"]]),
-                "entity2": names.get(infons["entity2"], [infons["entity2"]]),
-                "type": infons["type"],
-            })
+            relations.append(
+                {
+                    "pair": [infons["entity1"], infons["entity2"]],
+                    "entity1": names.get(infons["entity1"], [infons["entity1"]]),
+                    "entity2": names.get(infons["entity2"], [infons["entity2"]]),
+                    "type": infons["type"],
+                }
+            )
         text = "\n".join(passage["text"] for passage in passages)
         relations_text = "\n".join(f"{r['entity1'][0]} | {r['entity2'][0]} | {r['type']}" for r in relations)
-        out.append(located({**row, "text": text, "relations": relations, "entities": names,
-                            "relations_text": relations_text or "(none)"}, row))
+        out.append(
+            located(
+                {
+                    **row,
+                    "text": text,
+                    "relations": relations,
+                    "entities": names,
+                    "relations_text": relations_text or "(none)",
+                },
+                row,
+            )
+        )
     return out
 
 
@@ -69,7 +92,7 @@ def meqsum_message(rows: list[dict]) -> list[dict]:
         text = row.get("CHQ")
         if isinstance(text, str):
             start = text.find("MESSAGE")
-            row = located({**row, "message": text[start + 9:] if start != -1 else text}, row)
+            row = located({**row, "message": text[start + 9 :] if start != -1 else text}, row)
         out.append(row)  # without a CHQ, the field mapping names what is missing
     return out
 

@@ -3,6 +3,7 @@
 The estimator (careval.metrics.relaxed_perplexity) takes token ids; this module turns a benchmark's
 samples into them (the generation prompt, the targets), loads the backend and writes the parquet.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,9 @@ def metric_name(metric: str, target_set: str) -> str:
     return f"{metric}_{NICE_TO_HAVE}" if target_set == NICE_TO_HAVE else metric
 
 
-def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_template: str,
-                               options: dict | None = None) -> pl.DataFrame:
+def relaxed_perplexity_targets(
+    backend: Any, samples: pl.DataFrame, prompt_template: str, options: dict | None = None
+) -> pl.DataFrame:
     """Per (sample, target) values, for the first ``options["limit"]`` samples (all when unset).
 
     The question is the generation prompt (careval.tasks.open.generation_prompts, then the
@@ -88,8 +90,9 @@ def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_templ
     prompts = generation_prompts(samples, prompt_template)
     for sample, prompt in zip(samples.iter_rows(named=True), prompts):
         # every target set of the sample in one pass: the continuations are sampled once
-        labelled = [(name, i, t.strip()) for name, texts in sample_target_sets(sample).items()
-                    for i, t in enumerate(texts)]
+        labelled = [
+            (name, i, t.strip()) for name, texts in sample_target_sets(sample).items() for i, t in enumerate(texts)
+        ]
         texts = [t for _, _, t in labelled]
         encoded = [list(tokenizer.encode(" " + t, add_special_tokens=False)) if t else [] for t in texts]
         statuses = ["ok" if ids else "empty_target" for ids in encoded]
@@ -101,8 +104,9 @@ def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_templ
             for i in scored:
                 statuses[i] = "too_long"
         elif scored:
-            question_ids, untruncated = generation_tokens(tokenizer, backend.format(prompt), add_bos=backend.add_bos,
-                                                          max_prompt_tokens=room)
+            question_ids, untruncated = generation_tokens(
+                tokenizer, backend.format(prompt), add_bos=backend.add_bos, max_prompt_tokens=room
+            )
             if untruncated > room:
                 log.warning("%s: prompt of %d tokens left-truncated to %d", sample["id"], untruncated, room)
             run = relaxed_perplexities_vllm if is_vllm else relaxed_perplexities
@@ -114,19 +118,35 @@ def relaxed_perplexity_targets(backend: Any, samples: pl.DataFrame, prompt_templ
         for i, (target_set, index, text) in enumerate(labelled):
             result = values.get(i)
             good = statuses[i] == "ok"
-            rows.append({"id": sample["id"], "target_set": target_set, "target_index": index, "target": text,
-                         "status": statuses[i],
-                         "relaxed_cross_entropy": result.cross_entropy if good else math.nan,
-                         "relaxed_perplexity": result.perplexity if good else math.nan})
+            rows.append(
+                {
+                    "id": sample["id"],
+                    "target_set": target_set,
+                    "target_index": index,
+                    "target": text,
+                    "status": statuses[i],
+                    "relaxed_cross_entropy": result.cross_entropy if good else math.nan,
+                    "relaxed_perplexity": result.perplexity if good else math.nan,
+                }
+            )
         for target_set in {name for name, texts in sample_target_sets(sample).items() if not texts}:
-            rows.append({"id": sample["id"], "target_set": target_set, "target_index": None, "target": None,
-                         "status": "empty_target",
-                         "relaxed_cross_entropy": math.nan, "relaxed_perplexity": math.nan})
+            rows.append(
+                {
+                    "id": sample["id"],
+                    "target_set": target_set,
+                    "target_index": None,
+                    "target": None,
+                    "status": "empty_target",
+                    "relaxed_cross_entropy": math.nan,
+                    "relaxed_perplexity": math.nan,
+                }
+            )
     return pl.DataFrame(rows, schema=RELAXED_PERPLEXITY_TARGET_SCHEMA)
 
 
-def score_relaxed_perplexity(backend: Any, samples: pl.DataFrame, prompt_template: str,
-                             options: dict | None = None) -> pl.DataFrame:
+def score_relaxed_perplexity(
+    backend: Any, samples: pl.DataFrame, prompt_template: str, options: dict | None = None
+) -> pl.DataFrame:
     """Per-sample rows in careval's score layout: the mean over the sample's targets of the
     relaxed perplexity and of the relaxed cross-entropy, per target set (:func:`sample_target_sets`).
 
@@ -150,13 +170,27 @@ def scores_from_targets(per_target: pl.DataFrame) -> pl.DataFrame:
         for metric in METRICS:
             values = [v for v, good in zip(group[metric].to_list(), ok) if good]
             value = sum(values) / len(values) if status == "ok" else math.nan
-            rows.append({"id": sample_id, "metric": metric_name(metric, target_set), "value": float(value), "status": status,
-                         "level": "sample", "weight": 1.0})
+            rows.append(
+                {
+                    "id": sample_id,
+                    "metric": metric_name(metric, target_set),
+                    "value": float(value),
+                    "status": status,
+                    "level": "sample",
+                    "weight": 1.0,
+                }
+            )
     return pl.DataFrame(rows, schema=SCORE_SCHEMA)
 
 
-def run_relaxed_perplexity(samples_path: Path, output_path: Path, prompt_template: str, spec: dict,
-                           options: dict | None = None, targets_path: Path | None = None) -> None:
+def run_relaxed_perplexity(
+    samples_path: Path,
+    output_path: Path,
+    prompt_template: str,
+    spec: dict,
+    options: dict | None = None,
+    targets_path: Path | None = None,
+) -> None:
     """One model x benchmark job: load the model once, score every sample, write the score rows (and, with
     `targets_path`, the value of every target: relaxed_perplexity_targets)."""
     samples = pl.read_parquet(samples_path)
@@ -165,8 +199,10 @@ def run_relaxed_perplexity(samples_path: Path, output_path: Path, prompt_templat
     per_target = relaxed_perplexity_targets(backend, samples, prompt_template, options)
     scores = scores_from_targets(per_target)
     counts = scores.filter(pl.col("metric") == METRICS[0])["status"].value_counts(sort=True)
-    print(f"relaxed perplexity of {spec['name']} on {scores['id'].n_unique()} samples in "
-          f"{time.perf_counter() - start:.1f}s; statuses: {dict(zip(*counts.to_dict(as_series=False).values()))}")
+    print(
+        f"relaxed perplexity of {spec['name']} on {scores['id'].n_unique()} samples in "
+        f"{time.perf_counter() - start:.1f}s; statuses: {dict(zip(*counts.to_dict(as_series=False).values()))}"
+    )
     output_path.parent.mkdir(parents=True, exist_ok=True)
     scores.write_parquet(output_path)
     if targets_path is not None:

@@ -1,4 +1,5 @@
 """Several sampled outputs per sample: the k rephrasings of a model's answer (resilience) and r answers per prompt (self-consistency)."""
+
 from __future__ import annotations
 
 import time
@@ -29,13 +30,14 @@ REPHRASE_SYSTEM_PROMPT = (
 )
 
 
-
 def check_repeat_sampling(sampling: Sampling, repeats: int) -> None:
     if sampling.greedy and repeats > 1:
         raise ValueError("repeated outputs need sampling (temperature > 0); greedy decoding repeats one text")
 
 
-def sample_repeats(backend: Backend, ids: list[str], prompts: list[str], repeats: int, sampling: Sampling) -> pl.DataFrame:
+def sample_repeats(
+    backend: Backend, ids: list[str], prompts: list[str], repeats: int, sampling: Sampling
+) -> pl.DataFrame:
     """`repeats` sampled completions of each prompt, in one generate call.
 
     Each copy of a prompt is a separate request: the backends seed a request by (seed, prompt, occurrence),
@@ -48,13 +50,20 @@ def sample_repeats(backend: Backend, ids: list[str], prompts: list[str], repeats
     print(f"sampled {len(outputs)} outputs ({repeats} per prompt) in {time.perf_counter() - start:.1f}s")
     rows = []
     for n, output in enumerate(outputs):
-        rows.append({"id": ids[n // repeats], "repeat": n % repeats, "output": output,
-                     "status": "ok" if output.strip() else "empty_output"})
+        rows.append(
+            {
+                "id": ids[n // repeats],
+                "repeat": n % repeats,
+                "output": output,
+                "status": "ok" if output.strip() else "empty_output",
+            }
+        )
     return pl.DataFrame(rows, schema=REPEAT_GENERATION_SCHEMA)
 
 
-def rephrase_outputs(backend: Backend, generations: pl.DataFrame, k: int, sampling: Sampling,
-                     limit: int | None = None) -> pl.DataFrame:
+def rephrase_outputs(
+    backend: Backend, generations: pl.DataFrame, k: int, sampling: Sampling, limit: int | None = None
+) -> pl.DataFrame:
     """k rephrasings of each of the first `limit` generated answers (the backend carries REPHRASE_SYSTEM_PROMPT).
 
     An answer that failed (empty output, ...) is not sent to the rephraser: its k rows keep the status
@@ -63,14 +72,17 @@ def rephrase_outputs(backend: Backend, generations: pl.DataFrame, k: int, sampli
     generations = generations.head(limit) if limit else generations
     usable = generations.filter(pl.col("status") == "ok")
     rephrased = sample_repeats(backend, usable["id"].to_list(), usable["output"].to_list(), k, sampling)
-    failed = [{"id": sample_id, "repeat": repeat, "output": "", "status": f"source_{status}"}
-              for sample_id, status in generations.filter(pl.col("status") != "ok").select("id", "status").iter_rows()
-              for repeat in range(k)]
+    failed = [
+        {"id": sample_id, "repeat": repeat, "output": "", "status": f"source_{status}"}
+        for sample_id, status in generations.filter(pl.col("status") != "ok").select("id", "status").iter_rows()
+        for repeat in range(k)
+    ]
     return pl.concat([rephrased, pl.DataFrame(failed, schema=REPEAT_GENERATION_SCHEMA)]).sort("id", "repeat")
 
 
-def consistency_samples(backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int,
-                        sampling: Sampling) -> pl.DataFrame:
+def consistency_samples(
+    backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int, sampling: Sampling
+) -> pl.DataFrame:
     """r sampled answers of the evaluated model to each prompt (paper: r = 11, top_p 0.9, temperature 1)."""
     prompts = open_task.generation_prompts(samples, benchmark.prompt)
     return sample_repeats(backend, samples["id"].to_list(), prompts, r, sampling)
@@ -79,7 +91,9 @@ def consistency_samples(backend: Backend, samples: pl.DataFrame, benchmark: Benc
 def consistency_logliks(backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int) -> pl.DataFrame:
     """The reference log-likelihoods once per repeat, so perplexity's self-consistency is measured, not assumed."""
     requests = open_task.loglik_requests(samples, benchmark.prompt)
-    frames = [score_logliks(backend, requests).with_columns(repeat=pl.lit(repeat, dtype=pl.Int64)) for repeat in range(r)]
+    frames = [
+        score_logliks(backend, requests).with_columns(repeat=pl.lit(repeat, dtype=pl.Int64)) for repeat in range(r)
+    ]
     return pl.concat(frames)
 
 
@@ -92,15 +106,26 @@ def repeat_sampling(generation: dict, overrides: dict, benchmark: Benchmark | No
     return Sampling(**settings)
 
 
-def _checkpointed(backend: OnDemandBackend, output: Path, label: str, batches: list, compute, schema: dict,
-                  **facts) -> tuple[pl.DataFrame, Checkpoint]:
-    checkpoint = Checkpoint(output, fingerprint(output=label, model=model_facts(backend.spec), batches=batches, **facts),
-                            label)
+def _checkpointed(
+    backend: OnDemandBackend, output: Path, label: str, batches: list, compute, schema: dict, **facts
+) -> tuple[pl.DataFrame, Checkpoint]:
+    checkpoint = Checkpoint(
+        output, fingerprint(output=label, model=model_facts(backend.spec), batches=batches, **facts), label
+    )
     return checkpoint.run(batches, compute, schema), checkpoint
 
 
-def run_rephrasing(generations_path: Path, spec: dict, k: int, generation: dict, overrides: dict, output: Path,
-                   limit: int | None = None, *, checkpoint_every: int) -> None:
+def run_rephrasing(
+    generations_path: Path,
+    spec: dict,
+    k: int,
+    generation: dict,
+    overrides: dict,
+    output: Path,
+    limit: int | None = None,
+    *,
+    checkpoint_every: int,
+) -> None:
     """Job: load the rephrasing model (with the paper's system prompt) once, rephrase, write the k rows per sample.
 
     In checkpointed batches of `checkpoint_every` answers (careval.checkpoint); identical answers share
@@ -113,15 +138,33 @@ def run_rephrasing(generations_path: Path, spec: dict, k: int, generation: dict,
     check_repeat_sampling(sampling, k)
     batches = batches_keeping_duplicates(generations["output"].to_list(), checkpoint_every)
     frame, checkpoint = _checkpointed(
-        backend, output, "rephrasings", batches, lambda batch: rephrase_outputs(backend(), generations[batch], k, sampling),
-        REPEAT_GENERATION_SCHEMA, k=k, sampling=asdict(sampling), generations=digest(generations.rows()))
+        backend,
+        output,
+        "rephrasings",
+        batches,
+        lambda batch: rephrase_outputs(backend(), generations[batch], k, sampling),
+        REPEAT_GENERATION_SCHEMA,
+        k=k,
+        sampling=asdict(sampling),
+        generations=digest(generations.rows()),
+    )
     write_atomic(frame.sort("id", "repeat"), output)
     checkpoint.discard()
 
 
-def run_consistency(samples_path: Path, benchmark: Benchmark, spec: dict, r: int, generation: dict, overrides: dict,
-                    output: Path, loglik_output: Path, limit: int | None = None,
-                    *, checkpoint_every: int) -> None:
+def run_consistency(
+    samples_path: Path,
+    benchmark: Benchmark,
+    spec: dict,
+    r: int,
+    generation: dict,
+    overrides: dict,
+    output: Path,
+    loglik_output: Path,
+    limit: int | None = None,
+    *,
+    checkpoint_every: int,
+) -> None:
     """Job: load the evaluated model once; r sampled answers per prompt and r passes of reference log-likelihoods.
 
     Each in checkpointed batches of `checkpoint_every` samples (careval.checkpoint); samples with
@@ -135,14 +178,28 @@ def run_consistency(samples_path: Path, benchmark: Benchmark, spec: dict, r: int
     prompts = open_task.generation_prompts(samples, benchmark.prompt)
     batches = batches_keeping_duplicates(prompts, checkpoint_every)
     answers, answers_checkpoint = _checkpointed(
-        backend, output, f"{benchmark.name} consistency samples", batches,
-        lambda batch: consistency_samples(backend(), samples[batch], benchmark, r, sampling), REPEAT_GENERATION_SCHEMA,
-        r=r, sampling=asdict(sampling), ids=digest(samples["id"]), prompts=digest(prompts))
+        backend,
+        output,
+        f"{benchmark.name} consistency samples",
+        batches,
+        lambda batch: consistency_samples(backend(), samples[batch], benchmark, r, sampling),
+        REPEAT_GENERATION_SCHEMA,
+        r=r,
+        sampling=asdict(sampling),
+        ids=digest(samples["id"]),
+        prompts=digest(prompts),
+    )
     loglik_batches = contiguous_batches(samples.height, checkpoint_every)
     logliks, loglik_checkpoint = _checkpointed(
-        backend, loglik_output, f"{benchmark.name} consistency log-likelihoods", loglik_batches,
-        lambda batch: consistency_logliks(backend(), samples[batch], benchmark, r), CONSISTENCY_LOGLIK_SCHEMA,
-        r=r, requests=digest(open_task.loglik_requests(samples, benchmark.prompt).rows()))
+        backend,
+        loglik_output,
+        f"{benchmark.name} consistency log-likelihoods",
+        loglik_batches,
+        lambda batch: consistency_logliks(backend(), samples[batch], benchmark, r),
+        CONSISTENCY_LOGLIK_SCHEMA,
+        r=r,
+        requests=digest(open_task.loglik_requests(samples, benchmark.prompt).rows()),
+    )
     write_atomic(answers[input_order(batches, rows_per_item=r)], output)
     # one pass after another, as consistency_logliks writes them for one batch
     write_atomic(logliks.sort("repeat", maintain_order=True), loglik_output)

@@ -17,25 +17,19 @@ import numpy as np
 # continuation actually scored -- not by bytes or tokens. np.argmax keeps the first of tied maxima.
 
 
-def mcqa_predictions(
-    option_logliks: list[list[float]], continuations: list[list[str]]
-) -> tuple[list[int], list[int]]:
+def mcqa_predictions(option_logliks: list[list[float]], continuations: list[list[str]]) -> tuple[list[int], list[int]]:
     """(acc predictions, acc_norm predictions): argmax of ll, and of ll / len(choice string).
 
     `continuations[i]` are question i's choice strings as lm-eval's doc_to_choice gives them
     (no leading delimiter), since their character lengths are the acc_norm normaliser.
     """
     if len(option_logliks) != len(continuations):
-        raise ValueError(
-            f"{len(option_logliks)} questions of log-likelihoods but {len(continuations)} of choices"
-        )
+        raise ValueError(f"{len(option_logliks)} questions of log-likelihoods but {len(continuations)} of choices")
     preds: list[int] = []
     preds_norm: list[int] = []
     for q, (lls, choices) in enumerate(zip(option_logliks, continuations)):
         if len(lls) != len(choices) or not lls:
-            raise ValueError(
-                f"question {q}: {len(lls)} log-likelihoods for {len(choices)} choices"
-            )
+            raise ValueError(f"question {q}: {len(lls)} log-likelihoods for {len(choices)} choices")
         lls_arr = np.asarray(lls, dtype=float)
         completion_len = np.array([float(len(c)) for c in choices])
         preds.append(int(np.argmax(lls_arr)))

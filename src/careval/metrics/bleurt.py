@@ -81,8 +81,9 @@ class BleurtScorer:
     composition (padding changes the last float bits otherwise) and give the same scores.
     """
 
-    def __init__(self, model: str | Path = DEFAULT_BLEURT_MODEL, batch_size: int = 16, max_length: int = 512,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self, model: str | Path = DEFAULT_BLEURT_MODEL, batch_size: int = 16, max_length: int = 512, device: str = "cpu"
+    ) -> None:
         from careval.metrics.bleurt_model import load_bleurt_model
 
         self.model_name = str(model)

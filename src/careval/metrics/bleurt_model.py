@@ -92,8 +92,11 @@ class BleurtEmbeddings(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)[None, :]
-        embeddings = (self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
-                      + self.position_embeddings(positions))
+        embeddings = (
+            self.word_embeddings(input_ids)
+            + self.token_type_embeddings(token_type_ids)
+            + self.position_embeddings(positions)
+        )
         return self.dropout(self.LayerNorm(embeddings))
 
 
@@ -101,7 +104,9 @@ class BleurtSelfAttention(nn.Module):
     def __init__(self, config: BleurtConfig):
         super().__init__()
         if config.hidden_size % config.num_attention_heads:
-            raise ValueError(f"hidden_size {config.hidden_size} is not a multiple of num_attention_heads {config.num_attention_heads}")
+            raise ValueError(
+                f"hidden_size {config.hidden_size} is not a multiple of num_attention_heads {config.num_attention_heads}"
+            )
         self.num_attention_heads = config.num_attention_heads
         self.attention_head_size = config.hidden_size // config.num_attention_heads
         self.query = nn.Linear(config.hidden_size, config.hidden_size)
@@ -145,7 +150,9 @@ class BleurtIntermediate(nn.Module):
     def __init__(self, config: BleurtConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
-        self.intermediate_act_fn = ACT2FN[config.hidden_act] if isinstance(config.hidden_act, str) else config.hidden_act
+        self.intermediate_act_fn = (
+            ACT2FN[config.hidden_act] if isinstance(config.hidden_act, str) else config.hidden_act
+        )
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return self.intermediate_act_fn(self.dense(hidden_states))
@@ -228,7 +235,9 @@ class BleurtModel(BleurtPreTrainedModel):
         self.pooler = BleurtPooler(config)
         self.post_init()
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         """Pooled [CLS] representation, (batch, hidden_size)."""
         embedded = self.embeddings(input_ids, token_type_ids)
         # What transformers 4's get_extended_attention_mask built: 0 to attend, dtype-min to mask.
@@ -248,7 +257,9 @@ class BleurtForSequenceClassification(BleurtPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         """Regression logits, (batch, num_labels); BLEURT's score is logits[:, 0]."""
         return self.classifier(self.dropout(self.bleurt(input_ids, attention_mask, token_type_ids)))
 
@@ -265,7 +276,8 @@ def load_bleurt_model(model: str | Path) -> BleurtForSequenceClassification:
     """
     try:
         loaded, info = BleurtForSequenceClassification.from_pretrained(
-            str(model), output_loading_info=True, dtype=torch.float32)
+            str(model), output_loading_info=True, dtype=torch.float32
+        )
     except OSError as err:
         raise BleurtCheckpointError(missing_checkpoint_message(model, err)) from err
     problems = {kind: sorted(info.get(kind) or []) for kind in ("missing_keys", "unexpected_keys", "mismatched_keys")}
@@ -278,6 +290,8 @@ def load_bleurt_model(model: str | Path) -> BleurtForSequenceClassification:
 
 def missing_checkpoint_message(model: str | Path, err: Exception) -> str:
     first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return (f"BLEURT checkpoint '{model}' could not be loaded ({first_line}); set metrics.bleurt.model to a "
-            "local folder holding config.json, the weights and spm.model or vocab.txt (e.g. after "
-            "`hf download lucadiliello/BLEURT-20-D12 --local-dir <folder>`)")
+    return (
+        f"BLEURT checkpoint '{model}' could not be loaded ({first_line}); set metrics.bleurt.model to a "
+        "local folder holding config.json, the weights and spm.model or vocab.txt (e.g. after "
+        "`hf download lucadiliello/BLEURT-20-D12 --local-dir <folder>`)"
+    )

@@ -21,6 +21,7 @@ after its feedback and "[RESULT]", one scoring pass per verdict. Per sample and 
 
 Both rows carry the five probabilities (columns p1..p5, null where there are none).
 """
+
 from __future__ import annotations
 
 import math
@@ -42,8 +43,14 @@ from careval.schemas import JUDGE_PROBABILITY_COLUMNS, JUDGE_SCORE_SCHEMA
 
 # The rubric names prometheus_eval.prompts.load_rubric knows.
 PREDEFINED_RUBRICS = ("helpfulness", "harmlessness", "honesty", "factual_validity", "reasoning")
-RUBRIC_FIELDS = ("criteria", "score1_description", "score2_description", "score3_description",
-                 "score4_description", "score5_description")
+RUBRIC_FIELDS = (
+    "criteria",
+    "score1_description",
+    "score2_description",
+    "score3_description",
+    "score4_description",
+    "score5_description",
+)
 # prometheus-eval's absolute_grade defaults (utils.batch_completions_with_retries): max_tokens
 # 1024, temperature 1.0, top_p 0.9, max_retries 10. Its repetition_penalty 1.03 has no
 # counterpart in careval's Sampling and is not applied.
@@ -69,11 +76,15 @@ def rubric_text(rubric: str | dict) -> tuple[str, str]:
     """(name, rubric text): a predefined prometheus-eval rubric by name, or a custom one filled into SCORE_RUBRIC_TEMPLATE."""
     if isinstance(rubric, dict) and str(rubric.get("name", "")).endswith(JUDGE_EXPECTED_SUFFIX):
         # judge_x_expected would be both rubric x's expected score and rubric x_expected's grade
-        raise JudgeConfigError(f"metrics.judge.rubrics: rubric name {rubric['name']!r} must not end in {JUDGE_EXPECTED_SUFFIX!r}")
+        raise JudgeConfigError(
+            f"metrics.judge.rubrics: rubric name {rubric['name']!r} must not end in {JUDGE_EXPECTED_SUFFIX!r}"
+        )
     if isinstance(rubric, str):
         if rubric not in PREDEFINED_RUBRICS:
-            raise JudgeConfigError(f"metrics.judge.rubrics: unknown rubric {rubric!r} "
-                                   f"(predefined: {', '.join(PREDEFINED_RUBRICS)}; or give a mapping with name and {', '.join(RUBRIC_FIELDS)})")
+            raise JudgeConfigError(
+                f"metrics.judge.rubrics: unknown rubric {rubric!r} "
+                f"(predefined: {', '.join(PREDEFINED_RUBRICS)}; or give a mapping with name and {', '.join(RUBRIC_FIELDS)})"
+            )
         return rubric, load_rubric(rubric, "absolute")
     missing = [key for key in ("name", *RUBRIC_FIELDS) if not rubric.get(key)]
     if missing:
@@ -144,15 +155,20 @@ def backend_generate(backend: Backend, settings: dict) -> Generate:
     """Each attempt samples with seed + attempt: a retry with the first attempt's seed would repeat its output."""
 
     def generate(prompts: list[str], attempt: int) -> list[str]:
-        sampling = Sampling(max_new_tokens=settings["max_new_tokens"], temperature=settings["temperature"],
-                            top_p=settings["top_p"], seed=settings["seed"] + attempt)
+        sampling = Sampling(
+            max_new_tokens=settings["max_new_tokens"],
+            temperature=settings["temperature"],
+            top_p=settings["top_p"],
+            seed=settings["seed"] + attempt,
+        )
         return backend.generate(prompts, sampling)
 
     return generate
 
 
-def score_judge(backend: Backend | Callable[[], Backend], samples: pl.DataFrame, generations: pl.DataFrame,
-                options: dict) -> pl.DataFrame:
+def score_judge(
+    backend: Backend | Callable[[], Backend], samples: pl.DataFrame, generations: pl.DataFrame, options: dict
+) -> pl.DataFrame:
     """Two rows per judged sample and rubric (judge_<rubric>, judge_<rubric>_expected), in JUDGE_SCORE_SCHEMA.
 
     Only the first `limit` generations are judged (all when limit is null). A generation that
@@ -183,8 +199,16 @@ def score_judge(backend: Backend | Callable[[], Backend], samples: pl.DataFrame,
                 graded.append(len(rows))
                 prompts.append(judge_prompt(record["prompt"], record["output"], reference, text))
             for metric in (metric_name(name), expected_metric_name(name)):
-                rows.append({"id": record["id"], "metric": metric, "value": math.nan, "status": status,
-                             "level": "sample", "weight": 1.0})
+                rows.append(
+                    {
+                        "id": record["id"],
+                        "metric": metric,
+                        "value": math.nan,
+                        "status": status,
+                        "level": "sample",
+                        "weight": 1.0,
+                    }
+                )
 
     if prompts:
         judge = backend if hasattr(backend, "generate") else backend()
@@ -194,10 +218,14 @@ def score_judge(backend: Backend | Callable[[], Backend], samples: pl.DataFrame,
         start = time.perf_counter()
         distributions = score_distributions(judge, prompts, [v.output for v in verdicts])
         if distributions is None:
-            print(f"judge: {getattr(judge, 'name', 'the judge')} gives no log-probabilities: unparseable verdicts "
-                  "stay parse_error and the expected scores no_logprobs")
+            print(
+                f"judge: {getattr(judge, 'name', 'the judge')} gives no log-probabilities: unparseable verdicts "
+                "stay parse_error and the expected scores no_logprobs"
+            )
         else:
-            print(f"judge: read the score distribution of {len(prompts)} verdicts in {time.perf_counter() - start:.1f}s")
+            print(
+                f"judge: read the score distribution of {len(prompts)} verdicts in {time.perf_counter() - start:.1f}s"
+            )
         for k, (index, verdict) in enumerate(zip(graded, verdicts)):
             probs = distributions[k] if distributions is not None else None
             grade, expected = rows[index], rows[index + 1]
@@ -215,9 +243,11 @@ def score_judge(backend: Backend | Callable[[], Backend], samples: pl.DataFrame,
                     row.update(zip(JUDGE_PROBABILITY_COLUMNS, probs))
         for name, _ in rubrics:
             mine = [(i, v) for i, v in zip(graded, verdicts) if rows[i]["metric"] == metric_name(name)]
-            print(f"judge: {metric_name(name)}: statuses {dict(Counter(rows[i]['status'] for i, _ in mine))}, "
-                  f"attempts used {dict(sorted(Counter(v.attempts for _, v in mine).items()))}; "
-                  f"{expected_metric_name(name)}: statuses {dict(Counter(rows[i + 1]['status'] for i, _ in mine))}")
+            print(
+                f"judge: {metric_name(name)}: statuses {dict(Counter(rows[i]['status'] for i, _ in mine))}, "
+                f"attempts used {dict(sorted(Counter(v.attempts for _, v in mine).items()))}; "
+                f"{expected_metric_name(name)}: statuses {dict(Counter(rows[i + 1]['status'] for i, _ in mine))}"
+            )
         failed = next((v.output for v in verdicts if v.status == "parse_error"), None)
         if failed is not None:
             print(f"judge: e.g. an unparseable verdict (its end): {failed[-300:]!r}")
@@ -240,7 +270,11 @@ def run_judge(samples_path: Path, generations_path: Path, output_path: Path, spe
 
     spec = replace(spec, system_prompt=spec.system_prompt or ABS_SYSTEM_PROMPT)
     print(f"judge: {spec.describe()}")
-    scores = score_judge(lambda: load_backend(spec.backend_kwargs()), pl.read_parquet(samples_path),
-                         pl.read_parquet(generations_path), options)
+    scores = score_judge(
+        lambda: load_backend(spec.backend_kwargs()),
+        pl.read_parquet(samples_path),
+        pl.read_parquet(generations_path),
+        options,
+    )
     output_path.parent.mkdir(parents=True, exist_ok=True)
     scores.write_parquet(output_path)

@@ -10,6 +10,7 @@ The probabilities are renormalised over the five scores. From them: the most lik
 when the verdict does not parse) and the probability-weighted mean score (G-Eval, arXiv
 2303.16634). No sampling is involved: the distribution of one feedback is deterministic.
 """
+
 from __future__ import annotations
 
 import math
@@ -77,7 +78,11 @@ def score_distributions(backend, prompts: Sequence[str], outputs: Sequence[str |
     formatter = getattr(backend, "format", None)
     if formatter is None:
         return None
-    pairs = [pair for prompt, output in zip(prompts, outputs) for pair in score_pairs(scoring_context(formatter(prompt), output))]
+    pairs = [
+        pair
+        for prompt, output in zip(prompts, outputs)
+        for pair in score_pairs(scoring_context(formatter(prompt), output))
+    ]
     try:
         logliks = backend.loglikelihood(pairs)
     except NoLogLikelihoodError:

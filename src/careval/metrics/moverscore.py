@@ -108,18 +108,14 @@ class MoverScorer:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        self.model_path = (
-            str(model_path) if model_path is not None else default_model_path()
-        )
+        self.model_path = str(model_path) if model_path is not None else default_model_path()
         self.device = device
         self.batch_size = int(batch_size)
         if self.batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.stop_words = frozenset(stop_words)
         self._torch = torch
-        self._tokenizer = AutoTokenizer.from_pretrained(
-            self.model_path, do_lower_case=True
-        )
+        self._tokenizer = AutoTokenizer.from_pretrained(self.model_path, do_lower_case=True)
         self._model = AutoModel.from_pretrained(self.model_path)
         self._model.to(device)
         self._model.eval()
@@ -177,22 +173,16 @@ class MoverScorer:
             weights.append(np.array([idf[tid[k]] for k in keep], dtype=np.float64))
         return embs, weights
 
-    def score(
-        self, predictions: list[str], references: list[str]
-    ) -> dict[str, list[float]]:
+    def score(self, predictions: list[str], references: list[str]) -> dict[str, list[float]]:
         """Per-pair {"moverscore": [1 / (1 + EMD), ...]}; IDF from each side's own list."""
         if len(predictions) != len(references):
-            raise ValueError(
-                f"{len(predictions)} predictions but {len(references)} references"
-            )
+            raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
         if not predictions:
             return {"moverscore": []}
         ref_e, ref_w = self._side(list(references))
         hyp_e, hyp_w = self._side(list(predictions))
         scores = [
-            1.0 / (1.0 + transport_cost(re, rw, he, hw))
-            if rw.sum() > 0 and hw.sum() > 0
-            else float("nan")
+            1.0 / (1.0 + transport_cost(re, rw, he, hw)) if rw.sum() > 0 and hw.sum() > 0 else float("nan")
             for re, rw, he, hw in zip(ref_e, ref_w, hyp_e, hyp_w)
         ]
         return {"moverscore": scores}

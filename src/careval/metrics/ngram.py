@@ -17,9 +17,7 @@ ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
 def _check_pairs(predictions: list[str], references: list[str]) -> None:
     if len(predictions) != len(references):
-        raise ValueError(
-            f"{len(predictions)} predictions but {len(references)} references"
-        )
+        raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
 
 
 @lru_cache(maxsize=1)

@@ -14,8 +14,12 @@ from collections.abc import Callable, Sequence
 REWARD_LEVELS = ("simple", "partial", "complete")
 # The package's default extractor, and the archive of each in the hub repo StanfordAIMI/RRG_scorers.
 DEFAULT_MODEL_TYPE = "radgraph-xl"
-MODEL_ARCHIVES = {"radgraph": "radgraph.tar.gz", "radgraph-xl": "radgraph-xl.tar.gz",
-                  "modern-radgraph-xl": "modern-radgraph-xl.tar.gz", "echograph": "echograph.tar.gz"}
+MODEL_ARCHIVES = {
+    "radgraph": "radgraph.tar.gz",
+    "radgraph-xl": "radgraph-xl.tar.gz",
+    "modern-radgraph-xl": "modern-radgraph-xl.tar.gz",
+    "echograph": "echograph.tar.gz",
+}
 
 # One annotation = RadGraph's output for one report: {"entities": {id: {"tokens", "label", "relations":
 # [[relation_label, target_entity_id], ...], ...}}, ...}.
@@ -47,8 +51,10 @@ def _graph_items(annotation: Annotation, level: str) -> set[tuple]:
             items.add((entity["tokens"], entity["label"], True))
         else:
             # As the package does: tokens are lower-cased in relation triples only, not for lone entities.
-            items.update((entity["tokens"].lower(), entity["label"], relation, entities[target]["tokens"].lower())
-                         for relation, target in relations)
+            items.update(
+                (entity["tokens"].lower(), entity["label"], relation, entities[target]["tokens"].lower())
+                for relation, target in relations
+            )
     return items
 
 
@@ -111,8 +117,12 @@ def patch_radgraph_for_transformers5() -> None:
     cached_transformers.get_tokenizer = get_tokenizer
 
 
-def load_radgraph_annotator(model_type: str = DEFAULT_MODEL_TYPE, model_cache_dir: str | None = None,
-                            tokenizer_cache_dir: str | None = None, device: str = "cpu") -> Annotator:
+def load_radgraph_annotator(
+    model_type: str = DEFAULT_MODEL_TYPE,
+    model_cache_dir: str | None = None,
+    tokenizer_cache_dir: str | None = None,
+    device: str = "cpu",
+) -> Annotator:
     """The package's RadGraph extractor, loaded once, as texts -> annotations (downloads it if it can)."""
     if model_type not in MODEL_ARCHIVES:
         raise ValueError(f"metrics.radgraph.model_type must be one of {sorted(MODEL_ARCHIVES)}, not '{model_type}'")
@@ -121,15 +131,17 @@ def load_radgraph_annotator(model_type: str = DEFAULT_MODEL_TYPE, model_cache_di
     patch_radgraph_for_transformers5()
     cuda = -1 if device == "cpu" else int(device.partition(":")[2] or 0)
     try:
-        model = RadGraph(model_type=model_type, cuda=cuda, model_cache_dir=model_cache_dir,
-                         tokenizer_cache_dir=tokenizer_cache_dir)
+        model = RadGraph(
+            model_type=model_type, cuda=cuda, model_cache_dir=model_cache_dir, tokenizer_cache_dir=tokenizer_cache_dir
+        )
     except Exception as err:  # the package raises bare Exception when the download fails
         first_line = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise RadGraphModelError(
             f"RadGraph model '{model_type}' could not be loaded ({first_line}); extract {MODEL_ARCHIVES[model_type]} "
             f"from the hub repo StanfordAIMI/RRG_scorers into <folder>/{model_type}/ and set "
             "metrics.radgraph.model_cache_dir to <folder> (the tokenizer and config of the BERT encoder its config.json "
-            "names must be in the Hugging Face cache too)") from err
+            "names must be in the Hugging Face cache too)"
+        ) from err
 
     def annotate(texts: list[str]) -> list[Annotation]:
         import torch
@@ -148,9 +160,16 @@ class F1RadGraphScorer:
     distinct text is annotated once, in sorted order, in chunks of `batch_size` texts.
     """
 
-    def __init__(self, reward_level: str = "partial", model_type: str = DEFAULT_MODEL_TYPE, batch_size: int = 16,
-                 model_cache_dir: str | None = None, tokenizer_cache_dir: str | None = None, device: str = "cpu",
-                 annotator: Annotator | None = None) -> None:
+    def __init__(
+        self,
+        reward_level: str = "partial",
+        model_type: str = DEFAULT_MODEL_TYPE,
+        batch_size: int = 16,
+        model_cache_dir: str | None = None,
+        tokenizer_cache_dir: str | None = None,
+        device: str = "cpu",
+        annotator: Annotator | None = None,
+    ) -> None:
         self.levels = reward_levels(reward_level)
         self.batch_size = batch_size
         self._annotate = annotator or load_radgraph_annotator(model_type, model_cache_dir, tokenizer_cache_dir, device)

@@ -10,6 +10,7 @@ Families with a variable set of metrics (the judge's rubrics, F1-RadGraph's rewa
 matched by prefix, and the perplexity family's "given the question" variants by suffix, so a
 name written by a scorer always resolves here or fails loudly (:class:`UnknownMetricError`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -120,13 +121,21 @@ _METRICS: tuple[MetricSpec, ...] = (
     # bits per byte is a log-scale quantity: its byte-weighted arithmetic mean is exactly lm-eval's corpus value
     MetricSpec("bits_per_byte", "perplexity", False, bounds=(0.0, INF), label="bits per byte"),
     MetricSpec("relaxed_perplexity", "relaxed_perplexity", label="Relaxed Perplexity", **_PERPLEXITY),
-    MetricSpec("relaxed_cross_entropy", "relaxed_perplexity", False, bounds=(0.0, INF),
-               label="Relaxed cross-entropy"),
+    MetricSpec("relaxed_cross_entropy", "relaxed_perplexity", False, bounds=(0.0, INF), label="Relaxed cross-entropy"),
     # OLAPH's second target set (appendix D, table 6): the Nice_to_have statements
-    MetricSpec("relaxed_perplexity_nice_to_have", "relaxed_perplexity", label="Relaxed Perplexity (Nice_to_have)",
-               **_PERPLEXITY),
-    MetricSpec("relaxed_cross_entropy_nice_to_have", "relaxed_perplexity", False, bounds=(0.0, INF),
-               label="Relaxed cross-entropy (Nice_to_have)"),
+    MetricSpec(
+        "relaxed_perplexity_nice_to_have",
+        "relaxed_perplexity",
+        label="Relaxed Perplexity (Nice_to_have)",
+        **_PERPLEXITY,
+    ),
+    MetricSpec(
+        "relaxed_cross_entropy_nice_to_have",
+        "relaxed_perplexity",
+        False,
+        bounds=(0.0, INF),
+        label="Relaxed cross-entropy (Nice_to_have)",
+    ),
 )
 METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in _METRICS}
 
@@ -158,17 +167,28 @@ def metric_spec(name: str) -> MetricSpec:
         return METRICS[name]
     if name.endswith(GIVEN_QUESTION) and name[: -len(GIVEN_QUESTION)] in METRICS:
         base = METRICS[name[: -len(GIVEN_QUESTION)]]
-        return MetricSpec(name, base.family, base.higher_is_better, base.bounds, base.average, base.in_cv,
-                          f"{base.label} given the question")
-    if name.startswith(JUDGE_PREFIX) and name.endswith(JUDGE_EXPECTED_SUFFIX) and len(name) > len(JUDGE_PREFIX + JUDGE_EXPECTED_SUFFIX):
+        return MetricSpec(
+            name,
+            base.family,
+            base.higher_is_better,
+            base.bounds,
+            base.average,
+            base.in_cv,
+            f"{base.label} given the question",
+        )
+    if (
+        name.startswith(JUDGE_PREFIX)
+        and name.endswith(JUDGE_EXPECTED_SUFFIX)
+        and len(name) > len(JUDGE_PREFIX + JUDGE_EXPECTED_SUFFIX)
+    ):
         # the judge's expected 1-5 grade per rubric (judge_distribution.py)
-        rubric = name[len(JUDGE_PREFIX):-len(JUDGE_EXPECTED_SUFFIX)]
+        rubric = name[len(JUDGE_PREFIX) : -len(JUDGE_EXPECTED_SUFFIX)]
         return MetricSpec(name, "judge", True, bounds=(1.0, 5.0), label=f"judge: {rubric} (expected)")
     if name.startswith(JUDGE_PREFIX):
         # a 1-5 Prometheus grade per rubric
-        return MetricSpec(name, "judge", True, bounds=(1.0, 5.0), label=f"judge: {name[len(JUDGE_PREFIX):]}")
+        return MetricSpec(name, "judge", True, bounds=(1.0, 5.0), label=f"judge: {name[len(JUDGE_PREFIX) :]}")
     if name.startswith(RADGRAPH_PREFIX):
-        return MetricSpec(name, "radgraph", True, label=f"F1-RadGraph ({name[len(RADGRAPH_PREFIX):]})")
+        return MetricSpec(name, "radgraph", True, label=f"F1-RadGraph ({name[len(RADGRAPH_PREFIX) :]})")
     raise UnknownMetricError(f"metric '{name}' is not in careval's metric registry (careval/metrics/registry.py)")
 
 

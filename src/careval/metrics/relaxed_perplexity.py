@@ -41,6 +41,7 @@ Two scorers give the same numbers (tests check 1e-5 in float32): ``implementatio
 (one forward pass per prefix) and ``"fast"`` (a batched pass over the cached prefix; see
 relaxed_perplexity_hf.py). vLLM backends use prompt log-probabilities (:func:`relaxed_perplexities_vllm`).
 """
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,7 @@ from typing import Any
 
 Prefix = tuple[int, ...]
 
-DEFAULTS: dict[str, Any] = {"l": 5, "s": 10, "stride": 8, "top_p": 0.9, "max_tokens": 128,
-                            "skewed": True, "seed": 1234}
+DEFAULTS: dict[str, Any] = {"l": 5, "s": 10, "stride": 8, "top_p": 0.9, "max_tokens": 128, "skewed": True, "seed": 1234}
 IMPLEMENTATIONS = ("fast", "reference")
 METRICS = ("relaxed_perplexity", "relaxed_cross_entropy")
 # The second target set (OLAPH's Nice_to_have statements): its metrics carry this suffix.
@@ -64,8 +64,8 @@ class RelaxedPerplexity:
 
     cross_entropy: float
     perplexity: float
-    steps: tuple[int, ...]            # the stride points n included
-    log_terms: tuple[float, ...]      # log P(A_n | B_n) estimate at each step
+    steps: tuple[int, ...]  # the stride points n included
+    log_terms: tuple[float, ...]  # log P(A_n | B_n) estimate at each step
     n_max: int
     target_tokens: int
     skewed: bool
@@ -136,8 +136,17 @@ def combine(
         terms.append(_logsumexp(values))
     cross_entropy = -sum(terms)
     perplexity = math.exp(cross_entropy / (n_max + target_tokens)) if target_tokens else math.nan
-    return RelaxedPerplexity(cross_entropy, perplexity, tuple(steps), tuple(terms), n_max, target_tokens,
-                             skewed, tuple(tuple(c) for c in continuations), tokens_run)
+    return RelaxedPerplexity(
+        cross_entropy,
+        perplexity,
+        tuple(steps),
+        tuple(terms),
+        n_max,
+        target_tokens,
+        skewed,
+        tuple(tuple(c) for c in continuations),
+        tokens_run,
+    )
 
 
 def resolve_options(options: dict | None, allowed: Sequence[str] = tuple(DEFAULTS)) -> dict[str, Any]:
@@ -202,8 +211,14 @@ def relaxed_perplexities(
         continuations = [()]  # only n = 0: nothing to sample
     if continuations is None:
         sampled = hf.sample_continuations(
-            model, question_ids, s=opts["s"], max_tokens=opts["max_tokens"], top_p=opts["top_p"],
-            seed=opts["seed"], suppress_ids=_eos_ids(model) if suppress_ids is None else suppress_ids)
+            model,
+            question_ids,
+            s=opts["s"],
+            max_tokens=opts["max_tokens"],
+            top_p=opts["top_p"],
+            seed=opts["seed"],
+            suppress_ids=_eos_ids(model) if suppress_ids is None else suppress_ids,
+        )
         joint = [sum(lp) for lp in sampled.token_logprobs]
         keep = select_continuations(sampled.continuations, joint, opts["l"])
         kept = [sampled.continuations[i] for i in keep]
@@ -219,8 +234,18 @@ def relaxed_perplexities(
     if implementation == "reference":
         for target in targets:
             target_ll, prefix_ll, run = hf.score_reference(model, question_ids, target, all_prefixes)
-            results.append(combine(prefixes, target_ll, prefix_ll, len(target), n_max=opts["max_tokens"],
-                                   skewed=opts["skewed"], continuations=kept, tokens_run=run))
+            results.append(
+                combine(
+                    prefixes,
+                    target_ll,
+                    prefix_ll,
+                    len(target),
+                    n_max=opts["max_tokens"],
+                    skewed=opts["skewed"],
+                    continuations=kept,
+                    tokens_run=run,
+                )
+            )
         return results
 
     if prefix_cache is None:
@@ -239,9 +264,18 @@ def relaxed_perplexities(
     for index, target in enumerate(targets):
         target_ll, run = hf.score_fast(model, prefix_cache, target, list(prefixes))
         # the prefix pass is shared by all targets; it is counted with the first
-        results.append(combine(prefixes, target_ll, prefix_ll, len(target), n_max=opts["max_tokens"],
-                               skewed=opts["skewed"], continuations=kept,
-                               tokens_run=run + (shared_run if index == 0 else 0)))
+        results.append(
+            combine(
+                prefixes,
+                target_ll,
+                prefix_ll,
+                len(target),
+                n_max=opts["max_tokens"],
+                skewed=opts["skewed"],
+                continuations=kept,
+                tokens_run=run + (shared_run if index == 0 else 0),
+            )
+        )
     return results
 
 
@@ -259,8 +293,9 @@ def relaxed_perplexity(
     Returns cross-entropy, perplexity and the per-step terms log P(A_n | B_n). Keywords as
     :func:`relaxed_perplexities` (l, s, stride, top_p, max_tokens, skewed, seed, ...).
     """
-    return relaxed_perplexities(model, question_ids, [target_ids], continuations=continuations,
-                                implementation=implementation, **options)[0]
+    return relaxed_perplexities(
+        model, question_ids, [target_ids], continuations=continuations, implementation=implementation, **options
+    )[0]
 
 
 # ---------------------------------------------------------------------------------------
@@ -289,8 +324,9 @@ def relaxed_perplexities_vllm(
 
         # one seed per question, as the hf sampler's rows (vLLM's RNG differs from torch's anyway)
         seed = request_seeds(opts["seed"], [" ".join(map(str, question_ids))])[0]
-        sampled = backend.sample_token_ids(list(question_ids), n=opts["s"], max_tokens=opts["max_tokens"],
-                                           top_p=opts["top_p"], seed=seed)
+        sampled = backend.sample_token_ids(
+            list(question_ids), n=opts["s"], max_tokens=opts["max_tokens"], top_p=opts["top_p"], seed=seed
+        )
         conts = [tuple(c) for c, _ in sampled]
         keep = select_continuations(conts, [lp for _, lp in sampled], opts["l"])
         kept = [conts[i] for i in keep]
@@ -308,8 +344,18 @@ def relaxed_perplexities_vllm(
         for j, p in enumerate(all_prefixes):
             values = logprobs[k * len(all_prefixes) + j]  # tokens of p then t
             prefix_ll[p] = float(sum(values[: len(p)]))
-            target_ll[p] = float(sum(values[len(p):]))
+            target_ll[p] = float(sum(values[len(p) :]))
         run = sum(len(r) - 1 for r in requests[k * len(all_prefixes) : (k + 1) * len(all_prefixes)])
-        results.append(combine(prefixes, target_ll, prefix_ll, len(target), n_max=opts["max_tokens"],
-                               skewed=opts["skewed"], continuations=kept, tokens_run=run))
+        results.append(
+            combine(
+                prefixes,
+                target_ll,
+                prefix_ll,
+                len(target),
+                n_max=opts["max_tokens"],
+                skewed=opts["skewed"],
+                continuations=kept,
+                tokens_run=run,
+            )
+        )
     return results

@@ -17,6 +17,7 @@ distribution), which careval.metrics.relaxed_perplexity combines into the metric
 Models with sliding-window layers (Gemma 3) get a per-layer-type mask dict with the window
 applied, and a plain (non-sliding) cache so that no layer drops keys the mask refers to.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -153,13 +154,14 @@ def score_reference(
         sequence = q + list(prefix) + t
         inputs = sequence[:-1]  # the last token is only predicted
         scored = len(prefix) + len(t)  # logits at the last `scored` inputs predict p and t
-        logits = model(input_ids=torch.tensor([inputs], device=model.device), use_cache=False,
-                       logits_to_keep=scored).logits[0]
+        logits = model(
+            input_ids=torch.tensor([inputs], device=model.device), use_cache=False, logits_to_keep=scored
+        ).logits[0]
         logp = _log_softmax(logits)
         wanted = torch.tensor(sequence[-scored:], device=logp.device)
         per_token = logp.gather(-1, wanted[:, None])[:, 0]
         prefix_ll[prefix] = float(per_token[: len(prefix)].sum())
-        target_ll[prefix] = float(per_token[len(prefix):].sum())
+        target_ll[prefix] = float(per_token[len(prefix) :].sum())
         tokens_run += len(inputs)
     return target_ll, prefix_ll, tokens_run
 
@@ -202,8 +204,9 @@ def build_prefix_cache(
                 block[row, : len(c) - 1] = torch.tensor(c[:-1], dtype=torch.long)
         # Padding sits after each row's real tokens, so plain causal attention never lets a real
         # token see it; no mask is needed.
-        block_logits = _forward(model, cache, input_ids=block.to(model.device),
-                                logits_to_keep=0 if token_logprobs else 1)
+        block_logits = _forward(
+            model, cache, input_ids=block.to(model.device), logits_to_keep=0 if token_logprobs else 1
+        )
         tokens_run += sum(max(len(c) - 1, 0) for c in conts)
     if token_logprobs:
         first_logp = _log_softmax(first)
@@ -223,8 +226,14 @@ def prefix_cache_from_sample(sampled: Sampled, question_ids: Sequence[int], keep
     sampled.cache.batch_select_indices(torch.tensor(list(keep), dtype=torch.long))
     conts = [sampled.continuations[i] for i in keep]
     width = max(len(c) for c in conts) - 1
-    return PrefixCache(sampled.cache, list(question_ids), conts, len(question_ids) + width,
-                       [sampled.token_logprobs[i] for i in keep], 0)
+    return PrefixCache(
+        sampled.cache,
+        list(question_ids),
+        conts,
+        len(question_ids) + width,
+        [sampled.token_logprobs[i] for i in keep],
+        0,
+    )
 
 
 def owned_copies(continuations: Sequence[Prefix], steps: Sequence[int]) -> list[list[int]]:
@@ -251,8 +260,11 @@ def score_fast(
     Q = len(prefix.question_ids)
     rows = len(prefix.continuations)
     owned = owned_copies(prefix.continuations, steps)
-    vocab = int(model.config.get_text_config().vocab_size if hasattr(model.config, "get_text_config")
-                else model.config.vocab_size)
+    vocab = int(
+        model.config.get_text_config().vocab_size
+        if hasattr(model.config, "get_text_config")
+        else model.config.vocab_size
+    )
     per_pass = max(1, LOGITS_BUDGET // max(1, rows * T * vocab))
     target_ll: dict[Prefix, float] = {}
     tokens_run = 0
@@ -279,14 +291,20 @@ def score_fast(
                 visible[row, lo : lo + T, : Q + n - 1] = True
                 # ... and the copy's own tokens, causally
                 visible[row, lo : lo + T, prefix.past_len + lo : prefix.past_len + lo + T] = torch.tril(
-                    torch.ones((T, T), dtype=torch.bool))
+                    torch.ones((T, T), dtype=torch.bool)
+                )
             used = len(copies) * T
             for j in range(used, width):  # padding sees only itself (a fully masked row would be NaN)
                 visible[row, j, prefix.past_len + j] = True
                 query_pos[row, j] = key_pos[row, prefix.past_len + j] = Q
         mask = _attention_mask(model, visible, query_pos, key_pos)
-        logits = _forward(model, prefix.cache, input_ids=ids.to(model.device), attention_mask=mask,
-                          position_ids=query_pos.to(model.device))
+        logits = _forward(
+            model,
+            prefix.cache,
+            input_ids=ids.to(model.device),
+            attention_mask=mask,
+            position_ids=query_pos.to(model.device),
+        )
         prefix.cache.crop(-width)  # back to q + c[:-1] for the next pass / target
         logp = _log_softmax(logits)
         wanted = torch.tensor(t, device=logp.device)

@@ -76,21 +76,13 @@ class BertScorer:
     def score(self, predictions: list[str], references: list[str]) -> dict[str, list[float]]:
         """Per-pair "bertscore_precision", "bertscore_recall", "bertscore_f1" (floats)."""
         if len(predictions) != len(references):
-            raise ValueError(
-                f"{len(predictions)} predictions but {len(references)} references"
-            )
+            raise ValueError(f"{len(predictions)} predictions but {len(references)} references")
         n = len(predictions)
         precision, recall, f1 = [0.0] * n, [0.0] * n, [0.0] * n
-        keep = [
-            i
-            for i in range(n)
-            if predictions[i].strip() != "" and references[i].strip() != ""
-        ]
+        keep = [i for i in range(n) if predictions[i].strip() != "" and references[i].strip() != ""]
         if keep:
             idf_dict = self._idf_dict(list(references))
-            p, r, f = self._score_pairs(
-                [predictions[i] for i in keep], [references[i] for i in keep], idf_dict
-            )
+            p, r, f = self._score_pairs([predictions[i] for i in keep], [references[i] for i in keep], idf_dict)
             for j, i in enumerate(keep):
                 precision[i], recall[i], f1[i] = p[j], r[j], f[j]
         return {

@@ -7,6 +7,7 @@ into a fresh `from_config` model without the quantization_config, and save that 
 Weights are stored in float32 because that is exactly what de-quantization yields (no second
 rounding); backends may cast to bf16 at load time.
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,7 +31,9 @@ def _require_gguf_support(model: str) -> None:
         try:
             __import__(mod)
         except ImportError:
-            raise ModelSourceError(f"model {model!r}: converting a GGUF needs the '{mod}' package (pip install {mod})") from None
+            raise ModelSourceError(
+                f"model {model!r}: converting a GGUF needs the '{mod}' package (pip install {mod})"
+            ) from None
 
 
 def _eos_ids(tokenizer, gguf_eos) -> list[int]:
@@ -59,7 +62,9 @@ def convert_gguf(gguf: Path, out_dir: Path, model: str) -> dict:
         qmodel = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     except Exception as e:  # transformers' messages are multi-line; keep the first line and the type
         first = (str(e).strip().splitlines() or [""])[0]
-        raise ModelSourceError(f"model {model!r}: transformers cannot load the gguf: {type(e).__name__}: {first}") from e
+        raise ModelSourceError(
+            f"model {model!r}: transformers cannot load the gguf: {type(e).__name__}: {first}"
+        ) from e
     qmodel.eval()
 
     # save_jinja_files=False keeps the chat template inside tokenizer_config.json, which every
@@ -79,7 +84,9 @@ def convert_gguf(gguf: Path, out_dir: Path, model: str) -> dict:
     plain.generation_config = GenerationConfig(
         bos_token_id=qmodel.generation_config.bos_token_id,
         eos_token_id=_eos_ids(tokenizer, qmodel.generation_config.eos_token_id),
-        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else qmodel.generation_config.pad_token_id,
+        pad_token_id=tokenizer.pad_token_id
+        if tokenizer.pad_token_id is not None
+        else qmodel.generation_config.pad_token_id,
     )
     # One file: small models, and `model.safetensors` is what the rest of the pipeline expects.
     plain.save_pretrained(out_dir, max_shard_size="100GB")

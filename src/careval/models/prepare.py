@@ -14,6 +14,7 @@ The folder records what it was made from (careval_model.json); preparing again i
 entry's source or gguf changed, or its sha256 differs from the file the folder was built from — then
 the folder is rebuilt (and replaced only once the new one is complete).
 """
+
 from __future__ import annotations
 
 import json
@@ -82,7 +83,9 @@ def resolve_model_path(name: str, entry: dict, models_dir: Path) -> str:
 
 def _check_name(name: str) -> None:
     if not _NAME_RE.match(name):
-        raise ModelSourceError(f"models.{name}: the model name must be letters, digits, '.', '_' or '-' (it names a folder)")
+        raise ModelSourceError(
+            f"models.{name}: the model name must be letters, digits, '.', '_' or '-' (it names a folder)"
+        )
 
 
 def _wanted(src: ModelSource, entry: dict) -> dict:
@@ -106,7 +109,7 @@ def _remove_stale_scratch(parent: Path, name: str) -> None:
     # are left alone since their pids mean nothing here (shared cluster filesystems).
     prefix = f".{name}.partial-{socket.gethostname()}-"
     for d in parent.glob(prefix + "*"):
-        pid = d.name[len(prefix):].split("-", 1)[0]
+        pid = d.name[len(prefix) :].split("-", 1)[0]
         if not pid.isdigit():
             continue
         try:
@@ -138,7 +141,9 @@ def prepare_model(name: str, entry: dict, dest: Path, cache_dir: Path, keep_whee
 
     if final.exists() and any(final.iterdir()) and not (final / PROVENANCE).is_file():
         # Never replace a folder we did not make (a typo in models_dir must not delete someone's model).
-        raise ModelSourceError(f"model {name!r}: {str(final)!r} exists and was not prepared by careval; remove it first")
+        raise ModelSourceError(
+            f"model {name!r}: {str(final)!r} exists and was not prepared by careval; remove it first"
+        )
     parent = final.parent
     parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_scratch(parent, final.name)

@@ -19,6 +19,7 @@ Three kinds of source (the prefix before the first colon names the kind):
     file(s) inside the wheels form the GGUF (see careval.models.wheels), and the model is converted
     once into a plain safetensors folder (see careval.models.convert).
 """
+
 from __future__ import annotations
 
 import re
@@ -78,7 +79,9 @@ def parse_source(source: str) -> ModelSource:
     kind, _, rest = source.partition(":")
     kind, rest = kind.strip(), rest.strip()
     if kind not in KINDS:
-        raise ModelSourceError(f"malformed model source {source!r}: unknown kind {kind!r} (use one of {', '.join(KINDS)})")
+        raise ModelSourceError(
+            f"malformed model source {source!r}: unknown kind {kind!r} (use one of {', '.join(KINDS)})"
+        )
     if not rest:
         raise ModelSourceError(f"malformed model source {source!r}: nothing after '{kind}:'")
     if kind == "hf":

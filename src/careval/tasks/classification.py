@@ -6,6 +6,7 @@ class out of the model's text. A generation naming no class is a counted `parse_
 wrong answer. Macro-F1 is computed over the samples scored ok, with sklearn's conventions: the
 classes are those in the gold or predicted labels, a class never predicted has F1 0.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,14 @@ import polars as pl
 from careval.metrics.accuracy import mcqa_predictions
 from careval.tasks.mcqa import loglik_requests  # noqa: F401  (the same requests: one per class name)
 
-SCORE_COLUMNS = {"id": pl.String, "metric": pl.String, "value": pl.Float64, "status": pl.String,
-                 "level": pl.String, "weight": pl.Float64}
+SCORE_COLUMNS = {
+    "id": pl.String,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "status": pl.String,
+    "level": pl.String,
+    "weight": pl.Float64,
+}
 _LETTER = re.compile(r"^\W*\(?([A-Z])\)?(?:[.):]|\s|$)")
 
 
@@ -60,14 +67,20 @@ def _predictions_from_logliks(samples: pl.DataFrame, logliks: pl.DataFrame) -> d
     predictions = {}
     for sample in samples.iter_rows(named=True):
         group = by_id.get(sample["id"])
-        if group is None or group.height != len(sample["options"]) or not all(math.isfinite(v) for v in group["loglik"]):
+        if (
+            group is None
+            or group.height != len(sample["options"])
+            or not all(math.isfinite(v) for v in group["loglik"])
+        ):
             predictions[sample["id"]] = (None, "invalid_loglik")
         else:
             predictions[sample["id"]] = (mcqa_predictions([group["loglik"].to_list()], [sample["options"]])[0][0], "ok")
     return predictions
 
 
-def _predictions_from_generations(samples: pl.DataFrame, generations: pl.DataFrame) -> dict[str, tuple[int | None, str]]:
+def _predictions_from_generations(
+    samples: pl.DataFrame, generations: pl.DataFrame
+) -> dict[str, tuple[int | None, str]]:
     options = dict(zip(samples["id"], samples["options"]))
     predictions = {}
     for sample_id, output, status in generations.select("id", "output", "status").iter_rows():
@@ -79,8 +92,9 @@ def _predictions_from_generations(samples: pl.DataFrame, generations: pl.DataFra
     return predictions
 
 
-def score_classification(samples: pl.DataFrame, generations: pl.DataFrame | None = None,
-                         logliks: pl.DataFrame | None = None) -> pl.DataFrame:
+def score_classification(
+    samples: pl.DataFrame, generations: pl.DataFrame | None = None, logliks: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Per-sample `acc` rows with a status, and the corpus `macro_f1` over the samples scored ok."""
     if generations is not None:
         predictions = _predictions_from_generations(samples, generations)
@@ -92,11 +106,27 @@ def score_classification(samples: pl.DataFrame, generations: pl.DataFrame | None
     for sample in samples.iter_rows(named=True):
         label, status = predictions.get(sample["id"], (None, "missing_output"))
         ok = status == "ok"
-        rows.append({"id": sample["id"], "metric": "acc", "value": float(label == sample["answer"]) if ok else math.nan,
-                     "status": status, "level": "sample", "weight": 1.0})
+        rows.append(
+            {
+                "id": sample["id"],
+                "metric": "acc",
+                "value": float(label == sample["answer"]) if ok else math.nan,
+                "status": status,
+                "level": "sample",
+                "weight": 1.0,
+            }
+        )
         if ok:
             gold.append(sample["answer"])
             predicted.append(label)
-    rows.append({"id": None, "metric": "macro_f1", "value": macro_f1(gold, predicted),
-                 "status": "ok" if gold else "no_valid_samples", "level": "corpus", "weight": 1.0})
+    rows.append(
+        {
+            "id": None,
+            "metric": "macro_f1",
+            "value": macro_f1(gold, predicted),
+            "status": "ok" if gold else "no_valid_samples",
+            "level": "corpus",
+            "weight": 1.0,
+        }
+    )
     return pl.DataFrame(rows, schema=SCORE_COLUMNS)

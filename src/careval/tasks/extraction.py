@@ -16,6 +16,7 @@ predicted label (the type the model states for two of the concepts' mention name
 so the summary's weighted mean is the accuracy over all pairs of the corpus. Pairs without a
 relation are the majority, so `acc` is high for a model that states little; read it with F1.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,16 @@ import polars as pl
 
 from careval.tasks.classification import SCORE_COLUMNS
 
-RELATION_TYPES = ("Association", "Positive_Correlation", "Negative_Correlation", "Bind", "Cotreatment",
-                  "Comparison", "Drug_Interaction", "Conversion")
+RELATION_TYPES = (
+    "Association",
+    "Positive_Correlation",
+    "Negative_Correlation",
+    "Bind",
+    "Cotreatment",
+    "Comparison",
+    "Drug_Interaction",
+    "Conversion",
+)
 _TYPE_KEYS = {re.sub(r"[\s_-]+", "", t).casefold(): t for t in RELATION_TYPES}
 _NONE_ANSWERS = {"none", "no relations", "no relation", "(none)", "n/a"}
 
@@ -66,13 +75,19 @@ def true_positives(predicted: list[tuple[str, str, str]], gold: list[dict]) -> i
     used: set[int] = set()
     for e1, e2, kind in predicted:
         for index, (names1, names2, gold_kind) in enumerate(gold_names):
-            if index not in used and kind == gold_kind and ((e1 in names1 and e2 in names2) or (e1 in names2 and e2 in names1)):
+            if (
+                index not in used
+                and kind == gold_kind
+                and ((e1 in names1 and e2 in names2) or (e1 in names2 and e2 in names1))
+            ):
                 used.add(index)
                 break
     return len(used)
 
 
-def pair_accuracy(predicted: list[tuple[str, str, str]], gold: list[dict], entities: dict[str, list[str]]) -> tuple[int, int]:
+def pair_accuracy(
+    predicted: list[tuple[str, str, str]], gold: list[dict], entities: dict[str, list[str]]
+) -> tuple[int, int]:
     """(pairs labelled right, pairs): every unordered pair of the document's concepts, "no relation" included."""
     concepts = sorted(entities)
     ids_of: dict[str, set[str]] = {}
@@ -88,7 +103,7 @@ def pair_accuracy(predicted: list[tuple[str, str, str]], gold: list[dict], entit
             for b in ids_of.get(e2, ()):
                 if a != b:
                     predicted_label.setdefault(frozenset((a, b)), kind)  # the first type stated for a pair
-    pairs = [frozenset((a, b)) for i, a in enumerate(concepts) for b in concepts[i + 1:]]
+    pairs = [frozenset((a, b)) for i, a in enumerate(concepts) for b in concepts[i + 1 :]]
     return sum(gold_label.get(pair) == predicted_label.get(pair) for pair in pairs), len(pairs)
 
 
@@ -113,19 +128,46 @@ def score_extraction(samples: pl.DataFrame, generations: pl.DataFrame) -> pl.Dat
             status = "parse_error"
         if status != "ok":
             for metric in ("precision", "recall", "f1", "acc"):
-                rows.append({"id": sample_id, "metric": metric, "value": math.nan, "status": status, "level": "sample", "weight": 1.0})
+                rows.append(
+                    {
+                        "id": sample_id,
+                        "metric": metric,
+                        "value": math.nan,
+                        "status": status,
+                        "level": "sample",
+                        "weight": 1.0,
+                    }
+                )
             continue
         tp = true_positives(predicted, gold)
         totals["tp"] += tp
         totals["predicted"] += len(predicted)
         totals["gold"] += len(gold)
         for metric, value in _prf(tp, len(predicted), len(gold)).items():
-            rows.append({"id": sample_id, "metric": metric, "value": value, "status": "ok", "level": "sample", "weight": 1.0})
+            rows.append(
+                {"id": sample_id, "metric": metric, "value": value, "status": "ok", "level": "sample", "weight": 1.0}
+            )
         right, pairs = pair_accuracy(predicted, gold, meta.get("entities") or {})
-        rows.append({"id": sample_id, "metric": "acc", "value": right / pairs if pairs else math.nan,
-                     "status": "ok" if pairs else "no_entity_pairs", "level": "sample", "weight": float(pairs)})
+        rows.append(
+            {
+                "id": sample_id,
+                "metric": "acc",
+                "value": right / pairs if pairs else math.nan,
+                "status": "ok" if pairs else "no_entity_pairs",
+                "level": "sample",
+                "weight": float(pairs),
+            }
+        )
     scored = totals["predicted"] + totals["gold"] > 0
     for metric, value in _prf(totals["tp"], totals["predicted"], totals["gold"]).items():
-        rows.append({"id": None, "metric": metric, "value": value if scored else math.nan,
-                     "status": "ok" if scored else "no_valid_samples", "level": "corpus", "weight": 1.0})
+        rows.append(
+            {
+                "id": None,
+                "metric": metric,
+                "value": value if scored else math.nan,
+                "status": "ok" if scored else "no_valid_samples",
+                "level": "corpus",
+                "weight": 1.0,
+            }
+        )
     return pl.DataFrame(rows, schema=SCORE_COLUMNS)

@@ -5,6 +5,7 @@ text after the prompt; "letters" lists the options as "A. ..." in the prompt ({o
 the letters " A", " B", ... Either way every choice of a question is scored after the one identical
 context string, in consecutive rows, so a backend can score a question's choices in one forward pass.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,7 +31,7 @@ def choice_strings(options: list[str], style: str, sample_id: str = "") -> list[
     if style == "letters":
         if len(options) > len(string.ascii_uppercase):
             raise ValueError(f"sample {sample_id}: {len(options)} options, but the letters style has 26 letters")
-        return list(string.ascii_uppercase[:len(options)])
+        return list(string.ascii_uppercase[: len(options)])
     raise ValueError(f"unknown MCQA style '{style}' (letters, cloze)")
 
 
@@ -40,10 +41,25 @@ def loglik_requests(samples: pl.DataFrame, template: str, style: str = "cloze") 
     for sample in samples.iter_rows(named=True):
         context = fill_prompt(template, sample)
         for index, choice in enumerate(choice_strings(sample["options"], style, sample["id"])):
-            rows.append({"id": sample["id"], "kind": "option", "option": index,
-                         "context": context, "continuation": option_continuation(choice)})
-    return pl.DataFrame(rows, schema={"id": pl.String, "kind": pl.String, "option": pl.Int64,
-                                      "context": pl.String, "continuation": pl.String})
+            rows.append(
+                {
+                    "id": sample["id"],
+                    "kind": "option",
+                    "option": index,
+                    "context": context,
+                    "continuation": option_continuation(choice),
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "id": pl.String,
+            "kind": pl.String,
+            "option": pl.Int64,
+            "context": pl.String,
+            "continuation": pl.String,
+        },
+    )
 
 
 def score_mcqa(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.DataFrame:
@@ -52,7 +68,11 @@ def score_mcqa(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for sample in samples.iter_rows(named=True):
         group = by_id.get(sample["id"])
-        if group is None or group.height != len(sample["options"]) or not all(math.isfinite(v) for v in group["loglik"]):
+        if (
+            group is None
+            or group.height != len(sample["options"])
+            or not all(math.isfinite(v) for v in group["loglik"])
+        ):
             for metric in ("acc", "acc_norm"):
                 rows.append({"id": sample["id"], "metric": metric, "value": float("nan"), "status": "invalid_loglik"})
             continue
@@ -61,5 +81,7 @@ def score_mcqa(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.DataFrame:
         choices = [continuation.removeprefix(TARGET_DELIMITER) for continuation in group["continuation"]]
         pred, pred_norm = mcqa_predictions([group["loglik"].to_list()], [choices])
         rows.append({"id": sample["id"], "metric": "acc", "value": float(pred[0] == sample["answer"]), "status": "ok"})
-        rows.append({"id": sample["id"], "metric": "acc_norm", "value": float(pred_norm[0] == sample["answer"]), "status": "ok"})
+        rows.append(
+            {"id": sample["id"], "metric": "acc_norm", "value": float(pred_norm[0] == sample["answer"]), "status": "ok"}
+        )
     return pl.DataFrame(rows, schema={"id": pl.String, "metric": pl.String, "value": pl.Float64, "status": pl.String})

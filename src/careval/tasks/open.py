@@ -1,4 +1,5 @@
 """Open-ended generation: prompts for the model, and the reference log-likelihood requests behind perplexity."""
+
 from __future__ import annotations
 
 import polars as pl
@@ -14,17 +15,40 @@ def generation_prompts(samples: pl.DataFrame, template: str) -> list[str]:
 def generation_rows(samples: pl.DataFrame, prompts: list[str], outputs: list[str]) -> pl.DataFrame:
     """A blank output is kept and marked `empty_output`, so metrics count it instead of scoring it 0."""
     statuses = ["ok" if output.strip() else "empty_output" for output in outputs]
-    return pl.DataFrame({"id": samples["id"], "prompt": prompts, "output": outputs, "status": statuses},
-                        schema=GENERATION_SCHEMA)
+    return pl.DataFrame(
+        {"id": samples["id"], "prompt": prompts, "output": outputs, "status": statuses}, schema=GENERATION_SCHEMA
+    )
 
 
 def loglik_requests(samples: pl.DataFrame, template: str) -> pl.DataFrame:
     """Perplexity of the reference two ways: alone (lm-eval's rolling definition) and given the question."""
     rows = []
     for sample in samples.iter_rows(named=True):
-        rows.append({"id": sample["id"], "kind": "reference", "option": None,
-                     "context": "", "continuation": sample["reference"]})
-        rows.append({"id": sample["id"], "kind": "reference_given_question", "option": None,
-                     "context": fill_prompt(template, sample), "continuation": " " + sample["reference"]})
-    return pl.DataFrame(rows, schema={"id": pl.String, "kind": pl.String, "option": pl.Int64,
-                                      "context": pl.String, "continuation": pl.String})
+        rows.append(
+            {
+                "id": sample["id"],
+                "kind": "reference",
+                "option": None,
+                "context": "",
+                "continuation": sample["reference"],
+            }
+        )
+        rows.append(
+            {
+                "id": sample["id"],
+                "kind": "reference_given_question",
+                "option": None,
+                "context": fill_prompt(template, sample),
+                "continuation": " " + sample["reference"],
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "id": pl.String,
+            "kind": pl.String,
+            "option": pl.Int64,
+            "context": pl.String,
+            "continuation": pl.String,
+        },
+    )

@@ -10,6 +10,7 @@ duration. lm-eval draws without a seed; here every draw is seeded by the row, so
 same questions. Rows without a diagnosis or without medicines are dropped (lm-eval's `keep`), as
 are rows in an Indian script (lm-eval filters those too). Scoring is MCQA's (tasks/mcqa.py).
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,8 +23,9 @@ FAKE_FREQUENCIES = ("before breakfast", "before breakfast and dinner", "after fo
 N_OPTIONS = 4
 SEED = 1234
 
-INDIAN_SCRIPTS = re.compile("[\u0900-\u097f\u0980-\u09ff\u0a80-\u0aff\u0a00-\u0a7f\u0c80-\u0cff"
-                            "\u0d00-\u0d7f\u0b80-\u0bff\u0c00-\u0c7f]")
+INDIAN_SCRIPTS = re.compile(
+    "[\u0900-\u097f\u0980-\u09ff\u0a80-\u0aff\u0a00-\u0a7f\u0c80-\u0cff\u0d00-\u0d7f\u0b80-\u0bff\u0c00-\u0c7f]"
+)
 # Filler the annotators wrote for an unknown value, removed from a medicine line.
 FILLERS = (", na", " na", " n/a", "NA", " not specified", " not provided")
 TEMPLATE_LINE = "[Medicine Name], [medicine frequency], [course duration]"
@@ -138,8 +140,17 @@ def indexed_rows(rows: list[dict], hard: bool) -> list[tuple[int, dict]]:
             candidates = [line for line in pool if line != gold]
             distractors = rng.sample(candidates, min(N_OPTIONS - 1, len(candidates)))
         options = distractors[:position] + [gold] + distractors[position:]
-        out.append((index, {"id": str(rows[index].get("id", index)), "diagnosis": diag, "options": options,
-                            "gold_position": options.index(gold)}))
+        out.append(
+            (
+                index,
+                {
+                    "id": str(rows[index].get("id", index)),
+                    "diagnosis": diag,
+                    "options": options,
+                    "gold_position": options.index(gold),
+                },
+            )
+        )
     return out
 
 

@@ -1,4 +1,5 @@
 """Fill a benchmark's prompt template from a canonical sample, and check a template before any model is loaded."""
+
 from __future__ import annotations
 
 import string
@@ -23,8 +24,9 @@ def render_options(options: list[str] | None) -> str:
 
 
 def fill_prompt(template: str, sample: dict) -> str:
-    return template.format(question=sample["question"], context=sample.get("context") or "",
-                           options=render_options(sample.get("options")))
+    return template.format(
+        question=sample["question"], context=sample.get("context") or "", options=render_options(sample.get("options"))
+    )
 
 
 def _placeholders(template: str, key: str) -> list[str]:
@@ -39,13 +41,16 @@ def _placeholders(template: str, key: str) -> list[str]:
         if name not in PLACEHOLDERS or spec or conversion:
             shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
             known = ", ".join("{" + known + "}" for known in PLACEHOLDERS)
-            raise PromptTemplateError(f"{key}: unknown placeholder {shown} (known: {known}; a literal brace is '{{{{' or '}}}}')")
+            raise PromptTemplateError(
+                f"{key}: unknown placeholder {shown} (known: {known}; a literal brace is '{{{{' or '}}}}')"
+            )
         names.append(name)
     return names
 
 
-def check_prompt(template: str, task: str, has_context: bool, has_options: bool, key: str,
-                 mcqa_style: str = "cloze") -> None:
+def check_prompt(
+    template: str, task: str, has_context: bool, has_options: bool, key: str, mcqa_style: str = "cloze"
+) -> None:
     """Raise PromptTemplateError unless `template` fills every sample of the task with what it needs.
 
     {question} is every sample's own text: without it each sample gets the same prompt. {context}
@@ -63,7 +68,9 @@ def check_prompt(template: str, task: str, has_context: bool, has_options: bool,
     if task in OPTIONS_LISTED_TASKS and "options" not in used:
         raise PromptTemplateError(f"{key}: no {{options}} placeholder, but a {task} prompt lists the options")
     if task == "mcqa" and mcqa_style == "letters" and "options" not in used:
-        raise PromptTemplateError(f"{key}: no {{options}} placeholder, but the letters style scores the letters "
-                                  "of the options the prompt lists")
+        raise PromptTemplateError(
+            f"{key}: no {{options}} placeholder, but the letters style scores the letters "
+            "of the options the prompt lists"
+        )
     if not has_options and "options" in used:
         raise PromptTemplateError(f"{key}: {{options}} but {task} samples have no options, so it would be empty")

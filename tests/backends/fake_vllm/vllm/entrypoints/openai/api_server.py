@@ -12,6 +12,7 @@ model (the test's tiny Llama) computed directly here (no careval code):
 
 Every request body is appended, one JSON line, to FAKE_VLLM_REQUESTS when set; the argv to FAKE_VLLM_ARGV.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,10 @@ def main() -> None:
         ids = list(body["prompt"])
         if body.get("prompt_logprobs") is not None:
             logp = logprobs(ids)
-            prompt = [None] + [{str(ids[j]): {"logprob": float(logp[j - 1, ids[j]]), "rank": 1, "decoded_token": ""}}
-                               for j in range(1, len(ids))]
+            prompt = [None] + [
+                {str(ids[j]): {"logprob": float(logp[j - 1, ids[j]]), "rank": 1, "decoded_token": ""}}
+                for j in range(1, len(ids))
+            ]
             return [{"index": 0, "text": "", "prompt_logprobs": prompt}]
         if "n" in body:
             rng, choices = random.Random(body["seed"]), []
