@@ -334,6 +334,44 @@ def test_sample_targets_prefer_must_have():
     assert job.sample_targets({"reference": "r", "meta": "not json"}) == ["r"]
 
 
+def test_reference_sentences_as_targets_where_a_sample_has_no_statements():
+    # table 6's kind of ground truth: MedText's answer as its two statements
+    medtext = {
+        "reference": "Vitamin D toxicity. Stop vitamin D supplementation!\nRecheck calcium in a week?",
+        "meta": "{}",
+    }
+    assert job.sample_targets(medtext) == [medtext["reference"]]  # the paper's runs: the whole reference
+    assert job.sample_targets(medtext, "sentences") == [
+        "Vitamin D toxicity.",
+        "Stop vitamin D supplementation!",
+        "Recheck calcium in a week?",
+    ]
+    olaph = {"reference": "A. B.", "meta": json.dumps({"must_have": ["x"]})}
+    assert job.sample_targets(olaph, "sentences") == ["x"]  # statements of its own win
+    assert job.sample_targets({"reference": "  ", "meta": None}, "sentences") == []  # counted as empty_target
+
+
+def test_the_sentences_option_scores_each_sentence_as_a_statement_would_be():
+    backend = tiny_backend()
+    samples = pl.DataFrame(
+        [
+            {"id": "s", "question": "a b", "reference": "c d. d b", "meta": "{}"},
+            {"id": "m", "question": "a b", "reference": "x", "meta": json.dumps({"must_have": ["c d.", "d b"]})},
+        ],
+        schema={"id": pl.String, "question": pl.String, "reference": pl.String, "meta": pl.String},
+    )
+    split = job.relaxed_perplexity_targets(
+        backend, samples, "{question}", {**OPTIONS, "reference_targets": "sentences"}
+    )
+    got = {(r["id"], r["target"]): r["relaxed_cross_entropy"] for r in split.iter_rows(named=True)}
+    # the same question and statements through the Must_have path give the same per-target values
+    assert set(got) == {("s", "c d."), ("s", "d b"), ("m", "c d."), ("m", "d b")}
+    for target in ("c d.", "d b"):
+        assert got[("s", target)] == pytest.approx(got[("m", target)], abs=1e-6)
+    whole = job.relaxed_perplexity_targets(backend, samples.head(1), "{question}", OPTIONS)
+    assert whole["target"].to_list() == ["c d. d b"]
+
+
 @pytest.mark.parametrize("implementation", ["reference", "fast"])
 def test_no_continuation_tokens_is_the_ordinary_conditional_perplexity(implementation):
     model = tiny_llama()

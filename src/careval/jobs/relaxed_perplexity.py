@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -42,20 +43,34 @@ def _meta(sample: dict) -> dict:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def sample_targets(sample: dict) -> list[str]:
-    """The statements a sample is scored against: meta["must_have"] when present (OLAPH/MedLFQA), else [reference]."""
+# A sentence ends at . ! or ? followed by whitespace (the reference's own line breaks end one too).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def reference_sentences(reference: str) -> list[str]:
+    """The reference cut into its sentences, each a target statement (reference_targets: sentences)."""
+    return [part.strip() for part in _SENTENCE_END.split(reference) if part.strip()]
+
+
+def sample_targets(sample: dict, reference_targets: str = "whole") -> list[str]:
+    """The statements a sample is scored against: meta["must_have"] when present (OLAPH/MedLFQA), else the
+    reference: whole (one target, as the paper scores MedText and CareQA-Open) or, with reference_targets
+    "sentences", each of its sentences (appendix D: other benchmarks' ground truths need preprocessing
+    into statements; table 6 shows short ones)."""
     must_have = _meta(sample).get("must_have")
     if isinstance(must_have, list) and must_have:
         return [str(x) for x in must_have]
     reference = sample.get("reference")
-    return [reference] if isinstance(reference, str) else []
+    if not isinstance(reference, str):
+        return []
+    return reference_sentences(reference) if reference_targets == "sentences" else [reference]
 
 
-def sample_target_sets(sample: dict) -> dict[str, list[str]]:
+def sample_target_sets(sample: dict, reference_targets: str = "whole") -> dict[str, list[str]]:
     """Every target set of a sample: "must_have" (or "reference", see sample_targets), and "nice_to_have" when the
     sample's meta has that list (OLAPH; an empty list is kept, so the sample is counted as empty_target there)."""
     has_must = isinstance(_meta(sample).get("must_have"), list) and bool(_meta(sample)["must_have"])
-    sets = {"must_have" if has_must else "reference": sample_targets(sample)}
+    sets = {"must_have" if has_must else "reference": sample_targets(sample, reference_targets)}
     nice = _meta(sample).get(NICE_TO_HAVE)
     if has_must and isinstance(nice, list):
         sets[NICE_TO_HAVE] = [str(x) for x in nice]
@@ -77,11 +92,12 @@ def relaxed_perplexity_targets(
     blank gets status ``empty_target``, one that cannot fit ``too_long``, a non-finite
     value ``non_finite``; the value is then NaN.
     """
-    opts = resolve_options(options, allowed=(*DEFAULTS, "limit"))
+    opts = resolve_options(options, allowed=(*DEFAULTS, "limit", "reference_targets"))
     limit = (options or {}).get("limit")
     if limit:
         samples = samples.head(int(limit))
     params = {k: opts[k] for k in DEFAULTS}
+    reference_targets = opts.get("reference_targets") or "whole"  # the schema's default
     is_vllm = isinstance(backend, VLLMBackend)
     if not is_vllm and not (hasattr(backend, "model") and hasattr(backend, "tokenizer")):
         raise TypeError(f"relaxed perplexity needs an hf or vllm backend, got {type(backend).__name__}")
@@ -91,7 +107,9 @@ def relaxed_perplexity_targets(
     for sample, prompt in zip(samples.iter_rows(named=True), prompts):
         # every target set of the sample in one pass: the continuations are sampled once
         labelled = [
-            (name, i, t.strip()) for name, texts in sample_target_sets(sample).items() for i, t in enumerate(texts)
+            (name, i, t.strip())
+            for name, texts in sample_target_sets(sample, reference_targets).items()
+            for i, t in enumerate(texts)
         ]
         texts = [t for _, _, t in labelled]
         encoded = [list(tokenizer.encode(" " + t, add_special_tokens=False)) if t else [] for t in texts]
@@ -129,7 +147,7 @@ def relaxed_perplexity_targets(
                     "relaxed_perplexity": result.perplexity if good else math.nan,
                 }
             )
-        for target_set in {name for name, texts in sample_target_sets(sample).items() if not texts}:
+        for target_set in {name for name, texts in sample_target_sets(sample, reference_targets).items() if not texts}:
             rows.append(
                 {
                     "id": sample["id"],
