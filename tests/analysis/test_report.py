@@ -1,12 +1,14 @@
 """The whole analysis step on synthetic score tables: every planned figure is a titled PDF page and a PNG."""
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
 
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.analysis.figures import write_analysis_report
 from careval.analysis.plan import SET_FAMILIES, AnalysisConfigError, AnalysisPlan, analysis_plan
+from careval.jobs.analysis_report import write_analysis_report
 from careval.schemas import SPREAD_SCHEMA, SUMMARY_SAMPLE_SCHEMA, SUMMARY_SCHEMA
 
 MODELS = ["m1", "m2", "m3", "m4"]
@@ -217,3 +219,23 @@ def test_figure_17_needs_a_relaxed_perplexity_benchmark():
         analysis_plan(config, ["qa"])
     config["analysis"]["relaxed_perplexity_anchor"] = "qa"
     assert analysis_plan(config, ["qa"]).figure_names()[-1] == "relaxed_perplexity_vs_all_all"
+
+
+def test_figures_only_draw_tables_computed_before():
+    """Issue 17: the bootstrap, correlations, clusters and rankings are computed in report_tables, not in figures."""
+    import ast
+
+    import careval.analysis.figures as figures
+
+    imported = {}
+    for node in ast.walk(ast.parse(Path(figures.__file__).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("careval."):
+            imported.setdefault(node.module, set()).update(alias.name for alias in node.names)
+    computing = {
+        "careval.analysis.bootstrap",
+        "careval.analysis.clusters",
+        "careval.analysis.rankings",
+        "careval.analysis.elo",
+    }
+    assert not computing & set(imported), imported
+    assert imported.get("careval.analysis.correlations", set()) <= {"square"}  # a reshape of a computed table

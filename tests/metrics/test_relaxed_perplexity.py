@@ -17,7 +17,7 @@ transformers = pytest.importorskip("transformers")
 # careval.metrics.relaxed_perplexity is also the exported function's name, so fetch the module itself
 rp = importlib.import_module("careval.metrics.relaxed_perplexity")
 job = importlib.import_module("careval.jobs.relaxed_perplexity")
-rp_hf = importlib.import_module("careval.metrics.relaxed_perplexity_hf")
+rp_hf = importlib.import_module("careval.backends.hf_relaxed_perplexity")
 
 VOCAB = 5
 EOS = 4

@@ -41,7 +41,7 @@ def test_relaxed_perplexity_speed(load_rows):
     from careval.datasets import get_benchmark
 
     rp = importlib.import_module("careval.metrics.relaxed_perplexity")
-    hf = importlib.import_module("careval.metrics.relaxed_perplexity_hf")
+    hf = importlib.import_module("careval.backends.hf_relaxed_perplexity")
     folder = MODELS_DIR / MODEL
     if not (folder / "config.json").is_file():
         pytest.skip(f"{folder} not prepared (run the slow tests or the prepare_model rule first)")

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from careval.analysis.figures import write_analysis_report
 from careval.joblog import job_log
+from careval.jobs.analysis_report import write_analysis_report
 
 with job_log(snakemake.log[0]):
     inputs = {

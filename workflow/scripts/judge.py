@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from careval.joblog import job_log
-from careval.metrics.judge import run_judge
+from careval.jobs.judge import run_judge
 from careval.models.spec import ModelSpec
 
 with job_log(snakemake.log[0]):

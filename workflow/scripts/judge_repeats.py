@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from careval.analysis.repeat_judge import run_repeat_judge
 from careval.joblog import job_log
+from careval.jobs.judge import run_repeat_judge
 from careval.models.spec import ModelSpec
 
 with job_log(snakemake.log[0]):

@@ -14,16 +14,12 @@ import polars as pl
 from matplotlib.backends.backend_pdf import PdfPages
 
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.analysis.bootstrap import resample_model_scores
-from careval.analysis.clusters import cluster_metrics
 from careval.analysis.consistency import cv_excluded_metrics
-from careval.analysis.correlations import ELO, Scores, set_correlations, square
-from careval.analysis.elo import read_elo, resolve_elo_path
+from careval.analysis.correlations import square
 from careval.analysis.plan import AnalysisPlan
-from careval.analysis.rankings import rank_models
+from careval.analysis.report_tables import AnalysisTables
 from careval.analysis.spread import across_models
 from careval.metrics.registry import higher_is_better
-from careval.schemas import CLUSTER_SCHEMA, SET_RANKING_SCHEMA
 
 CMAP = "RdBu_r"
 
@@ -193,31 +189,25 @@ def relaxed_perplexity_figure(table: pl.DataFrame, methods: list[str], models: s
 
 def metric_matrix_figure(
     table: pl.DataFrame,
+    clusters: pl.DataFrame,
     benchmark: str,
     methods: list[str],
     models: str,
-    min_correlation: float,
-    n_clusters: int | None = None,
-) -> tuple[object, list[dict]]:
-    """Figure 10: metric x metric on one benchmark, ordered and annotated by the clusters found."""
+    cut: str,
+):
+    """Figure 10: metric x metric on one benchmark, ordered and annotated by its clusters (careval.analysis.report)."""
     fig, axes = plt.subplots(1, len(methods), figsize=(8.5 * len(methods), 8), squeeze=False)
-    cluster_rows = []
     notes = []
+    labels: list[str] = []
     for ax, method in zip(axes[0], methods):
         block = _block(table, analysis="metric_x_metric", benchmark=benchmark, method=method)
-        labels, r, *_ = _squares(block)
-        clusters = cluster_metrics(labels, r, min_correlation, n_clusters)
-        order = [m for cluster in clusters for m in cluster.members]
+        mine = _block(clusters, benchmark=benchmark, method=method)
+        groups = mine.group_by("cluster", maintain_order=True).agg("metric").rows()
+        order = [m for _, members in groups for m in members]
         labels, r, low, high, p = _squares(block, order)
         _heatmap(ax, r, labels, labels, f"{method.capitalize()} (metric vs metric, ordered by cluster)", low, high, p)
-        for cluster in clusters:
-            cluster_rows += [
-                {"benchmark": benchmark, "method": method, "cluster": cluster.name, "metric": m}
-                for m in cluster.members
-            ]
-        notes.append(f"{method}: " + "; ".join(f"[{c.name}] {', '.join(c.members)}" for c in clusters))
+        notes.append(f"{method}: " + "; ".join(f"[{name}] {', '.join(members)}" for name, members in groups))
     fig.suptitle(f"Metric x metric correlation on {benchmark} across {models}", fontsize=11)
-    cut = f"cut into at most {n_clusters} clusters" if n_clusters else f"cut at mean r >= {min_correlation}"
     fig.text(
         0.01,
         0.01,
@@ -233,7 +223,7 @@ def metric_matrix_figure(
         wrap=True,
     )
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
-    return fig, cluster_rows
+    return fig
 
 
 def benchmark_matrix_figure(table: pl.DataFrame, method: str, models: str):
@@ -380,120 +370,73 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool):
     return fig
 
 
-def write_analysis_report(
-    inputs: dict[str, Path | None], outputs: dict[str, Path], plan: AnalysisPlan, settings: dict
-) -> list[Path]:
-    """Every correlation table and figure of the paper's analyses, each correlation figure once per model set.
-
-    inputs: summary, samples (per-sample table), resilience, consistency (optional tables), elo (optional CSV).
-    outputs: pdf, figures (folder), correlations, clusters, rankings (parquet).
-    settings: the config's `analysis` section (methods, bootstrap, cluster_min_correlation, resilience.k, consistency.r).
-    """
-    summary = pl.read_parquet(inputs["summary"])
-    boot = settings.get("bootstrap", {})
-    samples = None
-    if inputs.get("samples") and boot.get("resamples", 0) > 0:
-        samples = pl.read_parquet(inputs["samples"])
-    fixed = {}
-    if plan.elo:
-        elo = read_elo(resolve_elo_path(inputs["elo"]))
-        fixed[ELO] = elo
-    cache: dict[str, Scores] = {}
-
-    def scores_of(name: str) -> Scores:
-        """The scores of exactly the set's models: the correlations and their bootstrap see no other model."""
-        if name not in cache:
-            keep = pl.col("model").is_in(list(plan.model_sets[name]))
-            resampled = None
-            if samples is not None:
-                # the average over the members the summary averaged, so the interval is that number's
-                resampled = resample_model_scores(
-                    samples.filter(keep), boot["resamples"], boot.get("seed", 1234), plan.mcqa_average
-                )
-            cache[name] = Scores(summary.filter(keep), resampled, boot.get("confidence", 0.95), fixed)
-        return cache[name]
-
-    def who(name: str) -> str:
-        return f"{len(scores_of(name).models)} models of set '{name}'"
-
-    methods = plan.methods
-    anchor = plan.relaxed_perplexity_anchor
-    table = set_correlations(scores_of, plan.sets, methods, anchor)
+def report_pages(tables: AnalysisTables, plan: AnalysisPlan, settings: dict) -> list[tuple[str, object]]:
+    """Every page of the report, drawn from tables computed before (careval.analysis.report), in
+    AnalysisPlan.figure_names() order: each correlation figure once per model set."""
+    methods, anchor = plan.methods, plan.relaxed_perplexity_anchor
 
     def block(analysis: str, name: str) -> pl.DataFrame:
-        return table.filter((pl.col("analysis") == analysis) & (pl.col("model_set") == name))
+        return tables.correlations.filter((pl.col("analysis") == analysis) & (pl.col("model_set") == name))
 
-    pages = [("scores", scores_figure(summary))]
+    who = tables.set_labels
+    n_clusters = settings.get("clusters")
+    cut = (
+        f"cut into at most {n_clusters} clusters"
+        if n_clusters
+        else f"cut at mean r >= {settings.get('cluster_min_correlation', 0.7)}"
+    )
+    pages = [("scores", scores_figure(tables.summary))]
     pages += [
-        (f"mcqa_vs_open_{s}", mcqa_vs_open_figure(block("mcqa_vs_open", s), methods, who(s)))
+        (f"mcqa_vs_open_{s}", mcqa_vs_open_figure(block("mcqa_vs_open", s), methods, who[s]))
         for s in plan.sets("mcqa_vs_open")
     ]
-    cluster_rows = []
     for s in plan.sets("metric_x_metric"):
+        clusters = tables.clusters.filter(pl.col("model_set") == s)
         for benchmark in plan.open_benchmarks:
-            fig, rows = metric_matrix_figure(
-                block("metric_x_metric", s),
-                benchmark,
-                methods,
-                who(s),
-                settings.get("cluster_min_correlation", 0.7),
-                settings.get("clusters"),
-            )
+            fig = metric_matrix_figure(block("metric_x_metric", s), clusters, benchmark, methods, who[s], cut)
             pages.append((f"metric_x_metric_{s}_{benchmark}", fig))
-            cluster_rows += [{"model_set": s, **row} for row in rows]
     pages += [
         (
             f"benchmark_x_benchmark_{s}_{method}",
-            benchmark_matrix_figure(block("benchmark_x_benchmark", s), method, who(s)),
+            benchmark_matrix_figure(block("benchmark_x_benchmark", s), method, who[s]),
         )
         for s in plan.sets("benchmark_x_benchmark")
         for method in methods
     ]
     pages += [
-        (f"mcqa_vs_elo_{s}", elo_figure(block("mcqa_vs_elo", s), methods, str(inputs["elo"]), s))
+        (f"mcqa_vs_elo_{s}", elo_figure(block("mcqa_vs_elo", s), methods, str(tables.elo_path), s))
         for s in plan.sets("mcqa_vs_elo")
     ]
-    rankings = [pl.DataFrame(schema=SET_RANKING_SCHEMA)]
     for s in plan.sets("rankings"):
         for b in plan.open_benchmarks:
-            ranked = rank_models(scores_of(s).summary, b)
-            rankings.append(ranked.select(pl.lit(s, pl.String).alias("model_set"), *ranked.columns))
+            ranked = tables.rankings.filter((pl.col("model_set") == s) & (pl.col("benchmark") == b)).drop("model_set")
             pages.append((f"rankings_{s}_{b}", rankings_figure(ranked, b, s)))
-    rankings = pl.concat(rankings)
     pages += [
         (
             f"relaxed_perplexity_vs_all_{s}",
-            relaxed_perplexity_figure(block("relaxed_perplexity_vs_all", s), methods, who(s), anchor),
+            relaxed_perplexity_figure(block("relaxed_perplexity_vs_all", s), methods, who[s], anchor),
         )
         for s in plan.sets("relaxed_perplexity_vs_all")
     ]
-    if plan.resilience_benchmarks:
-        spread = pl.read_parquet(inputs["resilience"])
-        k = settings.get("resilience", {}).get("k", 0)
-        pages += [(f"resilience_{b}", resilience_figure(spread, b, k)) for b in plan.resilience_benchmarks]
-    if plan.consistency_benchmarks:
-        spread = pl.read_parquet(inputs["consistency"])
-        r = settings.get("consistency", {}).get("r", 0)
-        for b in plan.consistency_benchmarks:
-            pages += [
-                (f"consistency_{b}", consistency_figure(spread, b, r, cv=False)),
-                (f"consistency_cv_{b}", consistency_figure(spread, b, r, cv=True)),
-            ]
+    k = settings.get("resilience", {}).get("k", 0)
+    pages += [(f"resilience_{b}", resilience_figure(tables.resilience, b, k)) for b in plan.resilience_benchmarks]
+    r = settings.get("consistency", {}).get("r", 0)
+    for b in plan.consistency_benchmarks:
+        pages += [
+            (f"consistency_{b}", consistency_figure(tables.consistency, b, r, cv=False)),
+            (f"consistency_cv_{b}", consistency_figure(tables.consistency, b, r, cv=True)),
+        ]
     assert [name for name, _ in pages] == plan.figure_names(), (
         "figure pages out of step with AnalysisPlan.figure_names()"
     )
+    return pages
 
-    for key, frame in (
-        ("correlations", table),
-        ("clusters", pl.DataFrame(cluster_rows, schema=CLUSTER_SCHEMA)),
-        ("rankings", rankings),
-    ):
-        outputs[key].parent.mkdir(parents=True, exist_ok=True)
-        frame.write_parquet(outputs[key])
-    figures_dir = Path(outputs["figures"])
+
+def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path) -> list[Path]:
+    """One PDF page and one PNG per figure."""
     figures_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    with PdfPages(outputs["pdf"]) as pdf:
+    with PdfPages(pdf_path) as pdf:
         for name, fig in pages:
             pdf.savefig(fig)
             png = figures_dir / f"{name}.png"

@@ -9,9 +9,6 @@ bounds the cost by samples, each sample with all its repeats.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
-
 import polars as pl
 
 from careval.analysis.spread import REPEAT_SCORE_SCHEMA, SEPARATOR
@@ -59,23 +56,3 @@ def judge_repeats(
         value="value",
         status="status",
     ).cast(REPEAT_SCORE_SCHEMA)
-
-
-def run_repeat_judge(
-    samples_path: Path, generations_path: Path, repeats_path: Path, output_path: Path, spec, options: dict
-) -> None:
-    """Job: grade one model's repeats on one benchmark; `spec` is the judge's ModelSpec (from the plan)."""
-    from careval.backends import load_backend
-    from careval.metrics.judge import ABS_SYSTEM_PROMPT
-
-    spec = replace(spec, system_prompt=spec.system_prompt or ABS_SYSTEM_PROMPT)
-    print(f"judge (repeats of {repeats_path}): {spec.describe()}")
-    scores = judge_repeats(
-        lambda: load_backend(spec.backend_kwargs()),
-        pl.read_parquet(samples_path),
-        pl.read_parquet(generations_path),
-        pl.read_parquet(repeats_path),
-        options,
-    )
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    scores.sort("metric", "id", "repeat").write_parquet(output_path)

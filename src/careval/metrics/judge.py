@@ -30,11 +30,10 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import polars as pl
 from prometheus_eval.parser import parse_output
-from prometheus_eval.prompts import ABS_SYSTEM_PROMPT, ABSOLUTE_PROMPT, SCORE_RUBRIC_TEMPLATE, load_rubric
+from prometheus_eval.prompts import ABSOLUTE_PROMPT, SCORE_RUBRIC_TEMPLATE, load_rubric
 
 from careval.backends.base import Backend, Sampling
 from careval.metrics.judge_distribution import expected_score, most_likely, score_distributions
@@ -256,25 +255,3 @@ def score_judge(
     if skipped:
         print(f"judge: not graded (verdicts per status): {dict(skipped)}")
     return pl.DataFrame(rows, schema=JUDGE_SCORE_SCHEMA)
-
-
-def run_judge(samples_path: Path, generations_path: Path, output_path: Path, spec, options: dict) -> None:
-    """The judge job: grade one model's generations on one benchmark and write the score rows.
-
-    `spec` is the judge's careval.models.spec.ModelSpec (from the plan); its system prompt is
-    prometheus-eval's absolute-grading one unless the entry sets its own.
-    """
-    from dataclasses import replace
-
-    from careval.backends import load_backend
-
-    spec = replace(spec, system_prompt=spec.system_prompt or ABS_SYSTEM_PROMPT)
-    print(f"judge: {spec.describe()}")
-    scores = score_judge(
-        lambda: load_backend(spec.backend_kwargs()),
-        pl.read_parquet(samples_path),
-        pl.read_parquet(generations_path),
-        options,
-    )
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    scores.write_parquet(output_path)

@@ -39,7 +39,7 @@ Choices where the paper is terse (all documented here, all exercised by the test
 
 Two scorers give the same numbers (tests check 1e-5 in float32): ``implementation="reference"``
 (one forward pass per prefix) and ``"fast"`` (a batched pass over the cached prefix; see
-relaxed_perplexity_hf.py). vLLM backends use prompt log-probabilities (:func:`relaxed_perplexities_vllm`).
+careval.backends.hf_relaxed_perplexity). vLLM backends use prompt log-probabilities (:func:`relaxed_perplexities_vllm`).
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def relaxed_perplexities(
     paper). ``suppress_ids``: tokens never sampled (default: the model's EOS ids).
     ``reuse_sampling_cache``: the fast scorer starts from the sampler's KV cache.
     """
-    from careval.metrics import relaxed_perplexity_hf as hf
+    from careval.backends import hf_relaxed_perplexity as hf
 
     if implementation not in IMPLEMENTATIONS:
         raise ValueError(f"relaxed perplexity: implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")

@@ -1,0 +1,48 @@
+"""The judge's jobs: grade one model's answers on one benchmark, or its repeats (rephrasings, sampled answers).
+
+`spec` is the judge's careval.models.spec.ModelSpec (from the plan); its system prompt is
+prometheus-eval's absolute-grading one unless the entry sets its own. The judge loads only when
+something is to be graded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+
+from careval.analysis.repeat_judge import judge_repeats
+from careval.backends import load_backend
+from careval.metrics.judge import ABS_SYSTEM_PROMPT, score_judge
+
+
+def _judge_factory(spec):
+    spec = replace(spec, system_prompt=spec.system_prompt or ABS_SYSTEM_PROMPT)
+    print(f"judge: {spec.describe()}")
+    return lambda: load_backend(spec.backend_kwargs())
+
+
+def run_judge(samples_path: Path, generations_path: Path, output_path: Path, spec, options: dict) -> None:
+    """Grade one model's generations on one benchmark and write the score rows (judge_<rubric>, _expected)."""
+    scores = score_judge(
+        _judge_factory(spec), pl.read_parquet(samples_path), pl.read_parquet(generations_path), options
+    )
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    scores.write_parquet(output_path)
+
+
+def run_repeat_judge(
+    samples_path: Path, generations_path: Path, repeats_path: Path, output_path: Path, spec, options: dict
+) -> None:
+    """Grade one model's repeats on one benchmark (careval.analysis.repeat_judge) and write them."""
+    print(f"judge: the repeats of {repeats_path}")
+    scores = judge_repeats(
+        _judge_factory(spec),
+        pl.read_parquet(samples_path),
+        pl.read_parquet(generations_path),
+        pl.read_parquet(repeats_path),
+        options,
+    )
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    scores.sort("metric", "id", "repeat").write_parquet(output_path)
