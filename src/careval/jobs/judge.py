@@ -7,18 +7,17 @@ something is to be graded.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 
 from careval.analysis.repeat_judge import judge_repeats
 from careval.backends import load_backend
-from careval.metrics.judge import ABS_SYSTEM_PROMPT, score_judge
+from careval.metrics.judge import judge_model_spec, score_judge
 
 
 def _judge_factory(spec):
-    spec = replace(spec, system_prompt=spec.system_prompt or ABS_SYSTEM_PROMPT)
+    spec = judge_model_spec(spec)
     print(f"judge: {spec.describe()}")
     return lambda: load_backend(spec.backend_kwargs())
 

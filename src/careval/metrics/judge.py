@@ -29,11 +29,11 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 from prometheus_eval.parser import parse_output
-from prometheus_eval.prompts import ABSOLUTE_PROMPT, SCORE_RUBRIC_TEMPLATE, load_rubric
+from prometheus_eval.prompts import ABS_SYSTEM_PROMPT, ABSOLUTE_PROMPT, SCORE_RUBRIC_TEMPLATE, load_rubric
 
 from careval.backends.base import Backend, Sampling
 from careval.metrics.judge_distribution import expected_score, most_likely, score_distributions
@@ -255,3 +255,9 @@ def score_judge(
     if skipped:
         print(f"judge: not graded (verdicts per status): {dict(skipped)}")
     return pl.DataFrame(rows, schema=JUDGE_SCORE_SCHEMA)
+
+
+def judge_model_spec(spec):
+    """The judge's careval.models.spec.ModelSpec with prometheus-eval's absolute-grading system prompt
+    (ABS_SYSTEM_PROMPT) unless the entry sets its own."""
+    return replace(spec, system_prompt=spec.system_prompt or ABS_SYSTEM_PROMPT)
