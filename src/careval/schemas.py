@@ -24,14 +24,15 @@ DATASET_SCHEMA: dict[str, pl.DataType] = {
 
 # --- inference: results/generations/<model>/<benchmark>.parquet and results/loglik/...
 GENERATION_SCHEMA = {"id": pl.String, "prompt": pl.String, "output": pl.String, "status": pl.String}
-LOGLIK_SCHEMA = {
+# The log-likelihood requests a task builds (one per option, or per reference), then the same rows scored.
+LOGLIK_REQUEST_SCHEMA = {
     "id": pl.String,
     "kind": pl.String,
     "option": pl.Int64,
     "context": pl.String,
     "continuation": pl.String,
-    "loglik": pl.Float64,
 }
+LOGLIK_SCHEMA = {**LOGLIK_REQUEST_SCHEMA, "loglik": pl.Float64}
 
 # --- repeats: results/rephrase/... and results/consistency/... (k rephrasings, r sampled answers)
 REPEAT_GENERATION_SCHEMA = {"id": pl.String, "repeat": pl.Int64, "output": pl.String, "status": pl.String}

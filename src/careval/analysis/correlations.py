@@ -108,21 +108,21 @@ def _benchmarks_of_task(summary: pl.DataFrame, task_filter) -> list[str]:
 def mcqa_vs_open(summary, methods: list[str], mcqa_metric: str = "acc") -> pl.DataFrame:
     """Figure 1: the MCQA weighted-average accuracy against every metric of every other (non-MCQA) benchmark."""
     scores = _as_scores(summary)
-    rows = []
-    for benchmark in _benchmarks_of_task(scores.summary, pl.col("task") != "mcqa"):
-        for metric in _metrics_of(scores.summary, benchmark):
-            for method in methods:
-                rows.append(
-                    scores.pair(
-                        "mcqa_vs_open",
-                        (MCQA_AVERAGE, mcqa_metric),
-                        (benchmark, metric),
-                        method,
-                        f"mcqa_{mcqa_metric}",
-                        metric,
-                        benchmark=benchmark,
-                    )
-                )
+    cells = [
+        (benchmark, metric)
+        for benchmark in _benchmarks_of_task(scores.summary, pl.col("task") != "mcqa")
+        for metric in _metrics_of(scores.summary, benchmark)
+    ]
+    return _one_against_many(scores, "mcqa_vs_open", (MCQA_AVERAGE, mcqa_metric), f"mcqa_{mcqa_metric}", cells, methods)
+
+
+def _one_against_many(scores: Scores, analysis: str, x: Key, x_label: str, cells: list[Key], methods: list[str]):
+    """One score `x` correlated with each (benchmark, metric) of `cells`, by every method."""
+    rows = [
+        scores.pair(analysis, x, (benchmark, metric), method, x_label, metric, benchmark=benchmark)
+        for benchmark, metric in cells
+        for method in methods
+    ]
     return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
 
 
@@ -205,24 +205,13 @@ def relaxed_perplexity_vs_all(summary, methods: list[str], anchor: str) -> pl.Da
     metric of the summary (MCQA, its weighted average, and the anchor's own other metrics included)."""
     scores = _as_scores(summary)
     x = (anchor, RELAXED_PERPLEXITY)
-    rows = []
-    for benchmark in sorted(scores.summary["benchmark"].unique().to_list()):
-        for metric in _metrics_of(scores.summary, benchmark):
-            if (benchmark, metric) == x:
-                continue
-            for method in methods:
-                rows.append(
-                    scores.pair(
-                        "relaxed_perplexity_vs_all",
-                        x,
-                        (benchmark, metric),
-                        method,
-                        f"{anchor}_{RELAXED_PERPLEXITY}",
-                        metric,
-                        benchmark=benchmark,
-                    )
-                )
-    return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
+    cells = [
+        (benchmark, metric)
+        for benchmark in sorted(scores.summary["benchmark"].unique().to_list())
+        for metric in _metrics_of(scores.summary, benchmark)
+        if (benchmark, metric) != x
+    ]
+    return _one_against_many(scores, "relaxed_perplexity_vs_all", x, f"{anchor}_{RELAXED_PERPLEXITY}", cells, methods)
 
 
 # The correlation analyses drawn per model set (the figure families of analysis.figure_sets).

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from careval.analysis.spread import REPEAT_SCORE_SCHEMA, SEPARATOR
+from careval.analysis.spread import repeat_key, unkey_repeats
 
 
-def repeats_as_generations(generations: pl.DataFrame, repeats: pl.DataFrame, limit: int | None) -> pl.DataFrame:
-    """One generations-like row per repeat (id "<id>\\x1f<repeat>", the sample's prompt), for the first `limit` samples.
+def repeats_as_generations(
+    samples: pl.DataFrame, generations: pl.DataFrame, repeats: pl.DataFrame, limit: int | None
+) -> pl.DataFrame:
+    """One generations-like row per repeat (id: repeat_key(), the sample's prompt and reference), for the first
+    `limit` samples, each with all its repeats.
 
     A repeat whose sample has no generation (not in the generations file) keeps its own status
     with an empty prompt; it is never graded unless ok.
@@ -24,12 +27,17 @@ def repeats_as_generations(generations: pl.DataFrame, repeats: pl.DataFrame, lim
     if limit:
         ids = ids.head(limit)
     prompts = generations.select("id", "prompt").unique("id", keep="first")
-    kept = repeats.filter(pl.col("id").is_in(ids.implode()))
-    return kept.join(prompts, on="id", how="left", maintain_order="left").select(
-        id=pl.col("id") + SEPARATOR + pl.col("repeat").cast(pl.String),
-        prompt=pl.col("prompt").fill_null(""),
-        output="output",
-        status="status",
+    return (
+        repeats.filter(pl.col("id").is_in(ids.implode()))
+        .join(prompts, on="id", how="left", maintain_order="left")
+        .join(samples.select("id", "reference"), on="id", how="left", maintain_order="left")
+        .select(
+            id=repeat_key(),
+            prompt=pl.col("prompt").fill_null(""),
+            output="output",
+            status="status",
+            reference="reference",
+        )
     )
 
 
@@ -39,20 +47,7 @@ def judge_repeats(
     """Judge scores per sample, repeat and metric (REPEAT_SCORE_SCHEMA), `judge` a backend or a factory."""
     from careval.metrics.judge import score_judge
 
-    keyed = repeats_as_generations(generations, repeats, options.get("limit"))
-    references = (
-        keyed.select("id")
-        .with_columns(sample=pl.col("id").str.split(SEPARATOR).list.first())
-        .join(samples.select(sample="id", reference="reference"), on="sample", how="left", maintain_order="left")
-    )
+    keyed = repeats_as_generations(samples, generations, repeats, options.get("limit"))
     # the limit is already applied by samples (each with all its repeats), not by rows
-    scores = score_judge(judge, references.select("id", "reference"), keyed, {**options, "limit": None})
-    scores = scores.filter(pl.col("level") == "sample")
-    parts = scores["id"].str.split_exact(SEPARATOR, 1)
-    return scores.select(
-        id=parts.struct.field("field_0"),
-        repeat=parts.struct.field("field_1").cast(pl.Int64),
-        metric="metric",
-        value="value",
-        status="status",
-    ).cast(REPEAT_SCORE_SCHEMA)
+    scores = score_judge(judge, keyed.select("id", "reference"), keyed, {**options, "limit": None})
+    return unkey_repeats(scores.filter(pl.col("level") == "sample"))

@@ -15,6 +15,23 @@ from careval.scoring import score_perplexity, score_text
 SEPARATOR = "\x1f"
 
 
+def repeat_key() -> pl.Expr:
+    """One id per sample and repeat ("<id>\x1f<repeat>"), so a scorer of one output per id scores every repeat."""
+    return pl.col("id") + SEPARATOR + pl.col("repeat").cast(pl.String)
+
+
+def unkey_repeats(scores: pl.DataFrame) -> pl.DataFrame:
+    """Sample-level score rows keyed by repeat_key() back to id and repeat (REPEAT_SCORE_SCHEMA)."""
+    parts = scores["id"].str.split_exact(SEPARATOR, 1)
+    return scores.select(
+        id=parts.struct.field("field_0"),
+        repeat=parts.struct.field("field_1").cast(pl.Int64),
+        metric="metric",
+        value="value",
+        status="status",
+    ).cast(REPEAT_SCORE_SCHEMA)
+
+
 def score_repeats(
     samples: pl.DataFrame, repeats: pl.DataFrame, families: list[str], options: dict | None = None, min_chars: int = 1
 ) -> pl.DataFrame:
@@ -23,7 +40,7 @@ def score_repeats(
     All repeats go through one score_text call per family, so a model-based metric (BERTScore) loads once.
     """
     options = options or {}
-    keyed = repeats.with_columns(key=pl.col("id") + SEPARATOR + pl.col("repeat").cast(pl.String))
+    keyed = repeats.with_columns(key=repeat_key())
     generations = keyed.select(id="key", output="output", status="status")
     references = keyed.join(samples.select("id", "reference"), on="id", how="left", maintain_order="left")
     frames = []
@@ -34,15 +51,7 @@ def score_repeats(
         frames.append(scores.filter(pl.col("level") == "sample"))
     if not frames:
         return pl.DataFrame(schema=REPEAT_SCORE_SCHEMA)
-    scores = pl.concat(frames)
-    parts = scores["id"].str.split_exact(SEPARATOR, 1)
-    return scores.select(
-        id=parts.struct.field("field_0"),
-        repeat=parts.struct.field("field_1").cast(pl.Int64),
-        metric="metric",
-        value="value",
-        status="status",
-    ).cast(REPEAT_SCORE_SCHEMA)
+    return unkey_repeats(pl.concat(frames))
 
 
 def score_repeat_perplexity(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.DataFrame:

@@ -15,16 +15,9 @@ import re
 import polars as pl
 
 from careval.metrics.accuracy import mcqa_predictions
+from careval.schemas import SCORE_SCHEMA
 from careval.tasks.mcqa import loglik_requests  # noqa: F401  (the same requests: one per class name)
 
-SCORE_COLUMNS = {
-    "id": pl.String,
-    "metric": pl.String,
-    "value": pl.Float64,
-    "status": pl.String,
-    "level": pl.String,
-    "weight": pl.Float64,
-}
 _LETTER = re.compile(r"^\W*\(?([A-Z])\)?(?:[.):]|\s|$)")
 
 
@@ -129,4 +122,4 @@ def score_classification(
             "weight": 1.0,
         }
     )
-    return pl.DataFrame(rows, schema=SCORE_COLUMNS)
+    return pl.DataFrame(rows, schema=SCORE_SCHEMA)

@@ -25,7 +25,7 @@ import re
 
 import polars as pl
 
-from careval.tasks.classification import SCORE_COLUMNS
+from careval.schemas import SCORE_SCHEMA
 
 RELATION_TYPES = (
     "Association",
@@ -170,4 +170,4 @@ def score_extraction(samples: pl.DataFrame, generations: pl.DataFrame) -> pl.Dat
                 "weight": 1.0,
             }
         )
-    return pl.DataFrame(rows, schema=SCORE_COLUMNS)
+    return pl.DataFrame(rows, schema=SCORE_SCHEMA)

@@ -14,6 +14,7 @@ import string
 import polars as pl
 
 from careval.metrics.accuracy import mcqa_predictions
+from careval.schemas import LOGLIK_REQUEST_SCHEMA
 from careval.tasks.prompts import fill_prompt
 
 # lm-eval's default target_delimiter: put between context and choice, so the choice is tokenised as running text.
@@ -50,16 +51,7 @@ def loglik_requests(samples: pl.DataFrame, template: str, style: str = "cloze") 
                     "continuation": option_continuation(choice),
                 }
             )
-    return pl.DataFrame(
-        rows,
-        schema={
-            "id": pl.String,
-            "kind": pl.String,
-            "option": pl.Int64,
-            "context": pl.String,
-            "continuation": pl.String,
-        },
-    )
+    return pl.DataFrame(rows, schema=LOGLIK_REQUEST_SCHEMA)
 
 
 def score_mcqa(samples: pl.DataFrame, logliks: pl.DataFrame) -> pl.DataFrame:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from careval.schemas import GENERATION_SCHEMA
+from careval.schemas import GENERATION_SCHEMA, LOGLIK_REQUEST_SCHEMA
 from careval.tasks.prompts import fill_prompt
 
 
@@ -42,13 +42,4 @@ def loglik_requests(samples: pl.DataFrame, template: str) -> pl.DataFrame:
                 "continuation": " " + sample["reference"],
             }
         )
-    return pl.DataFrame(
-        rows,
-        schema={
-            "id": pl.String,
-            "kind": pl.String,
-            "option": pl.Int64,
-            "context": pl.String,
-            "continuation": pl.String,
-        },
-    )
+    return pl.DataFrame(rows, schema=LOGLIK_REQUEST_SCHEMA)
