@@ -135,6 +135,36 @@ def test_every_planned_figure_is_written_with_intervals(tmp_path):
     assert pl.read_parquet(outputs["rankings"])["rank"].max() == 4
 
 
+def test_two_drawing_processes_write_the_same_pngs_and_pages(tmp_path):
+    from pypdf import PdfReader
+
+    inputs = _tables(tmp_path)
+    plan = _plan(["qa"], ["qa"])
+    settings = {"bootstrap": {"resamples": 20, "seed": 3}}
+    written = {}
+    for workers in (1, 2):
+        outputs = _outputs(tmp_path / f"w{workers}")
+        outputs["pdf"].parent.mkdir()
+        pngs = write_analysis_report(inputs, outputs, plan, settings, workers)
+        written[workers] = {p.name: p.read_bytes() for p in pngs}
+        pages = PdfReader(outputs["pdf"]).pages
+        written[workers]["pdf text"] = [page.extract_text() for page in pages]
+    assert len(written[1]) == len(plan.figure_names()) + 1
+    assert written[2] == written[1]
+
+
+def test_a_failed_png_process_fails_the_report(tmp_path, monkeypatch):
+    import careval.analysis.figures as figures
+
+    def broken(pages, paths):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(figures, "_save_pngs", broken)  # the forked process inherits the patch
+    outputs = _outputs(tmp_path)
+    with pytest.raises(RuntimeError, match=r"drawing the PNGs in .*figures failed \(exit code 1\)"):
+        write_analysis_report(_tables(tmp_path), outputs, _plan(["qa"], ["qa"]), {"bootstrap": {"resamples": 20}}, 2)
+
+
 def test_plan_rejects_a_rephraser_that_is_not_a_model():
     config = {"models": {"a": {}}, "analysis": {"resilience": {"rephraser": "qwen-72b"}}}
     with pytest.raises(

@@ -36,7 +36,8 @@ rule correlations:
         figures=[figure_output(name) for name in PLAN.analysis.figure_names()],
     log:
         f"{LOGS}/correlations.log",
-    threads: 1
+    # the PDF and the PNGs are drawn by two processes (figures.save_pages); the last job of a run, alone
+    threads: 2
     resources:
         mem_mb=4000,
         runtime=30,

@@ -10,6 +10,8 @@ rule normalise_benchmark:
         report=f"{DATASETS_DIR}/{{benchmark}}.json",
     log:
         f"{LOGS}/normalise_benchmark/{{benchmark}}.log",
+    # a second's work that every job of its benchmark waits on: first, so no core idles for want of input
+    priority: 4
     threads: 1
     resources:
         mem_mb=2000,

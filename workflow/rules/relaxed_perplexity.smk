@@ -21,6 +21,7 @@ rule relaxed_perplexity:
         benchmark=OPEN_PATTERN,
     group:
         "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
+    priority: 1  # a long LLM job: before the short scoring jobs
     threads: llm_threads(evaluated, served=True)
     resources:
         **llm_resources(evaluated, served=True),

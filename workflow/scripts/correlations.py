@@ -17,4 +17,4 @@ with job_log(snakemake.log[0]):
         "clusters": Path(snakemake.output.clusters),
         "rankings": Path(snakemake.output.rankings),
     }
-    write_analysis_report(inputs, outputs, snakemake.params.plan, snakemake.params.settings)
+    write_analysis_report(inputs, outputs, snakemake.params.plan, snakemake.params.settings, snakemake.threads)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import multiprocessing
 from pathlib import Path
 
 import matplotlib
@@ -432,15 +433,35 @@ def report_pages(tables: AnalysisTables, plan: AnalysisPlan, settings: dict) -> 
     return pages
 
 
-def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path) -> list[Path]:
-    """One PDF page and one PNG per figure."""
+def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path, workers: int = 1) -> list[Path]:
+    """One PDF page and one PNG per figure. With ``workers`` >= 2 (and fork), a forked copy of this
+    process renders the PNGs while this one writes the PDF: drawing is nearly all of the report's time."""
     figures_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    with PdfPages(pdf_path) as pdf:
-        for name, fig in pages:
-            pdf.savefig(fig)
-            png = figures_dir / f"{name}.png"
-            fig.savefig(png, dpi=110)
-            written.append(png)
+    written = [figures_dir / f"{name}.png" for name, _ in pages]
+    pngs = None
+    try:
+        if workers >= 2 and "fork" in multiprocessing.get_all_start_methods():
+            pngs = multiprocessing.get_context("fork").Process(target=_save_pngs, args=(pages, written), daemon=True)
+            pngs.start()
+        with PdfPages(pdf_path) as pdf:
+            for _, fig in pages:
+                pdf.savefig(fig)
+        if pngs is None:
+            _save_pngs(pages, written)
+        else:
+            pngs.join()
+            if pngs.exitcode != 0:
+                raise RuntimeError(
+                    f"drawing the PNGs in {figures_dir} failed (exit code {pngs.exitcode}); see the log above"
+                )
+    finally:
+        if pngs is not None and pngs.is_alive():  # the PDF failed: stop the PNGs too
+            pngs.terminate()
+        for _, fig in pages:
             plt.close(fig)
     return written
+
+
+def _save_pngs(pages: list[tuple[str, object]], paths: list[Path]) -> None:
+    for (_, fig), path in zip(pages, paths):
+        fig.savefig(path, dpi=110)

@@ -11,10 +11,10 @@ from careval.analysis.report_tables import analysis_tables
 
 
 def write_analysis_report(
-    inputs: dict[str, Path | None], outputs: dict[str, Path], plan: AnalysisPlan, settings: dict
+    inputs: dict[str, Path | None], outputs: dict[str, Path], plan: AnalysisPlan, settings: dict, workers: int = 1
 ) -> list[Path]:
     """inputs: summary, samples, resilience, consistency, elo (see analysis_tables); outputs: pdf, figures (folder),
-    correlations, clusters, rankings (parquet). Returns the PNGs written."""
+    correlations, clusters, rankings (parquet); workers: processes drawing the figures. Returns the PNGs written."""
     tables = analysis_tables(inputs, plan, settings)
     for key, frame in (
         ("correlations", tables.correlations),
@@ -23,4 +23,4 @@ def write_analysis_report(
     ):
         outputs[key].parent.mkdir(parents=True, exist_ok=True)
         frame.write_parquet(outputs[key])
-    return save_pages(report_pages(tables, plan, settings), outputs["pdf"], Path(outputs["figures"]))
+    return save_pages(report_pages(tables, plan, settings), outputs["pdf"], Path(outputs["figures"]), workers)
