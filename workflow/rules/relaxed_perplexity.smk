@@ -19,9 +19,9 @@ rule relaxed_perplexity:
         f"{RESULTS}/benchmarks/relaxed_perplexity/{{model}}/{{benchmark}}.tsv"
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
+    priority: 1  # a long LLM job: before the short scoring jobs
     group:
         "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
-    priority: 1  # a long LLM job: before the short scoring jobs
     threads: llm_threads(evaluated, served=True)
     resources:
         **llm_resources(evaluated, served=True),
