@@ -53,6 +53,20 @@ def evaluated(wildcards):
     return PLAN.models[wildcards.model]
 
 
+# Which ready job runs first when cores are few: the jobs that long jobs wait on, then the long LLM jobs,
+# and the short scoring jobs last (priority 0), so every core stays busy to the end of a run.
+PRIORITY = {
+    "normalise_benchmark": 4,  # a second's work that every job of its benchmark waits on
+    "rephrase": 3,  # short, and a long judge job grades its rephrasings
+    "infer_open": 2,  # the longest jobs; the judge, rephrasing and scoring wait on their generations
+    "sample_consistency": 2,  # long, and a long judge job grades its sampled answers
+    "infer_closed": 1,
+    "judge": 1,
+    "judge_repeats": 1,
+    "relaxed_perplexity": 1,
+}
+
+
 def llm_resources(spec_of, served=False):
     """The resources of a job that loads a model, from that model's spec (`spec_of(wildcards)`): its
     entry, else its size class, else `resources.llm_*`. `gpu` becomes sbatch --gpus=N in the slurm

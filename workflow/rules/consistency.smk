@@ -19,8 +19,7 @@ rule sample_consistency:
         f"{RESULTS}/benchmarks/sample_consistency/{{model}}/{{benchmark}}.tsv"
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
-    # as infer_open: a long job that a long judge job waits on
-    priority: 2
+    priority: PRIORITY["sample_consistency"]
     group:
         "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
     threads: llm_threads(evaluated, served=True)

@@ -10,8 +10,7 @@ rule normalise_benchmark:
         report=f"{DATASETS_DIR}/{{benchmark}}.json",
     log:
         f"{LOGS}/normalise_benchmark/{{benchmark}}.log",
-    # a second's work that every job of its benchmark waits on: first, so no core idles for want of input
-    priority: 4
+    priority: PRIORITY["normalise_benchmark"]
     threads: 1
     resources:
         mem_mb=2000,

@@ -19,8 +19,7 @@ rule infer_open:
         f"{RESULTS}/benchmarks/infer_open/{{model}}/{{benchmark}}.tsv"
     wildcard_constraints:
         benchmark=GENERATE_PATTERN,
-    # the longest jobs first, so no core idles at the end waiting on one last generation
-    priority: 2
+    priority: PRIORITY["infer_open"]
     # on a cluster, the slurm profile submits up to 4 jobs of one model as one SLURM job (group-components)
     group:
         "llm_{model}"
@@ -45,4 +44,4 @@ use rule infer_open as infer_closed with:
         f"{RESULTS}/benchmarks/infer_closed/{{model}}/{{benchmark}}.tsv"
     wildcard_constraints:
         benchmark=LOGLIK_PATTERN,
-    priority: 1
+    priority: PRIORITY["infer_closed"]

@@ -18,8 +18,7 @@ if PLAN.judge is not None:
             f"{RESULTS}/benchmarks/judge/{{model}}/{{benchmark}}.tsv"
         wildcard_constraints:
             benchmark=OPEN_PATTERN,
-        # long LLM jobs before the short scoring jobs, which fill the cores at the end
-        priority: 1
+        priority: PRIORITY["judge"]
         # on a cluster, the judge's jobs may share one SLURM job (group-components, as llm_{model})
         group:
             "llm_judge"
@@ -53,7 +52,7 @@ if PLAN.judge is not None:
         wildcard_constraints:
             kind="rephrase|consistency",
             benchmark=OPEN_PATTERN,
-        priority: 1  # as judge
+        priority: PRIORITY["judge_repeats"]
         group:
             "llm_judge"
         threads: PLAN.judge.threads

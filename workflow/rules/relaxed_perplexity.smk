@@ -19,7 +19,7 @@ rule relaxed_perplexity:
         f"{RESULTS}/benchmarks/relaxed_perplexity/{{model}}/{{benchmark}}.tsv"
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
-    priority: 1  # a long LLM job: before the short scoring jobs
+    priority: PRIORITY["relaxed_perplexity"]
     group:
         "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
     threads: llm_threads(evaluated, served=True)

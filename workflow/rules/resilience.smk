@@ -18,8 +18,7 @@ if PLAN.rephraser is not None:
             f"{RESULTS}/benchmarks/rephrase/{{model}}/{{benchmark}}.tsv"
         wildcard_constraints:
             benchmark=OPEN_PATTERN,
-        # short, and its rephrasings are graded by a long judge job: at once, not at the end of the run
-        priority: 3
+        priority: PRIORITY["rephrase"]
         threads: PLAN.rephraser.threads
         resources:
             **llm_resources(lambda wildcards: PLAN.rephraser),
