@@ -81,7 +81,8 @@ class OnDemandBackend:
             self._backend = load_backend(self.spec)
             # one line per load: the logs count how often a model was loaded (README, cluster section)
             print(
-                f"loaded model {self.spec['name']} ({self.spec.get('backend', 'hf')}, gpus={self.spec.get('gpus', 0)}) "
+                f"loaded model {self.spec['name']} ({self.spec.get('backend', 'hf')}, gpus={self.spec.get('gpus', 0)}, "
+                f"dtype={self.spec.get('dtype', 'auto')}) "
                 f"in {time.perf_counter() - start:.1f}s"
             )
         return self._backend

@@ -19,9 +19,9 @@ def load_backend(spec: dict[str, Any]) -> Backend:
     """Build the backend a model spec describes.
 
     Keys: ``name``, ``path`` (required); ``backend`` ("hf" default | "vllm");
-    ``chat_template`` (bool, default false); ``dtype`` ("float32" | "bfloat16" | "auto",
-    default "auto"); ``threads`` (int, torch.set_num_threads; hf only); ``batch_size``
-    (int, default 1); ``max_length`` (context window; default from the model config);
+    ``chat_template`` (bool, default false); ``dtype`` ("float32" | "bfloat16" | "auto" |
+    "bfloat16_if_native" (hf: dtype.py), default "auto"); ``threads`` (int, torch.set_num_threads;
+    hf only); ``batch_size`` (int, default 1); ``max_length`` (context window; default from the model config);
     ``system_prompt`` (str); ``gpus`` (vllm tensor parallel size, default 1); ``seed``
     (vllm engine seed); ``device`` (hf: "cpu"/"cuda", default cuda if available);
     ``add_bos_token`` (true/false forces add_special_tokens; default: the tokenizer's

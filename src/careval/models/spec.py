@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from careval.backends.dtype import NATIVE_BFLOAT16
 from careval.config import ConfigError, with_schema_defaults
 from careval.models.prepare import needs_preparation, resolve_model_path
 from careval.models.source import ModelSourceError
@@ -57,11 +58,16 @@ class ModelSpec:
     def for_job(
         self, threads: int | None = None, gpus: int | None = None, engine_url_file: str | None = None
     ) -> ModelSpec:
-        """The spec as a job runs it: the threads and GPUs the scheduler actually gave the job, and the
-        address file of the shared engine that serves it (if any)."""
+        """The spec as a job runs it: the threads and GPUs the scheduler actually gave the job, the address
+        file of the shared engine that serves it (if any), and an hf model's dtype as this machine runs it
+        (`bfloat16_if_native` resolved: careval.backends.dtype)."""
         changes: dict[str, Any] = {
             key: int(value) for key, value in (("threads", threads), ("gpus", gpus)) if value is not None
         }
+        if self.backend == "hf" and self.dtype == NATIVE_BFLOAT16:
+            from careval.backends.dtype import resolve_dtype  # imports torch: only for this dtype
+
+            changes["dtype"] = resolve_dtype(self.dtype)
         if engine_url_file:
             changes["engine_url_file"] = str(engine_url_file)
         return replace(self, **changes)
@@ -115,6 +121,10 @@ def model_spec(
         raise ConfigError(key + message[len(default_key) :] if message.startswith(default_key) else message) from None
     if entry["engine"] == "shared" and entry["backend"] != "vllm":
         raise ConfigError(f"{key}.engine: 'shared' needs backend: vllm (this entry's backend is {entry['backend']})")
+    if entry["dtype"] == NATIVE_BFLOAT16 and entry["backend"] != "hf":
+        raise ConfigError(
+            f"{key}.dtype: '{NATIVE_BFLOAT16}' is for backend: hf (vLLM picks its own: use bfloat16 or auto)"
+        )
     return ModelSpec(
         name=name,
         backend=entry["backend"],
