@@ -10,7 +10,7 @@ import torch
 from backend_reference import tiny_gemma3_config
 from test_shared_prefix import counted_forwards
 
-from careval.backends import Sampling, load_backend
+from careval.backends import Sampling, hf, load_backend
 from careval.backends.tokenization import encode_pair
 from careval.metrics.judge import judge_prompt, rubric_text
 from careval.metrics.judge_distribution import score_distributions
@@ -189,6 +189,16 @@ def test_prefilled_generation_equals_transformers_generate(make_hf, batch_size, 
     backend = make_hf(batch_size=batch_size)
     backend.model.to(torch.float64)  # no near-ties: the texts must be identical
     assert backend.generate(SHARING, sampling) == plain_generate(backend, SHARING, sampling)
+
+
+@pytest.mark.parametrize("budget", [hf._PREFIX_BYTES, 1])  # 1: no prompt kept to start another from
+def test_a_one_token_prompt_is_all_padding_in_the_prefilled_cache(make_hf, budget):
+    backend = make_hf(batch_size=4)
+    backend.model.to(torch.float64)
+    backend._prefix_budget = budget
+    prompts = ["", "The patient presented with", ""]  # "" is the BOS alone
+    sampling = Sampling(max_new_tokens=5)
+    assert backend.generate(prompts, sampling) == plain_generate(backend, prompts, sampling)
 
 
 def test_each_prompt_prefix_runs_once(make_hf):

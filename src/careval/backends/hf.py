@@ -24,7 +24,7 @@ sliding window; at most ``_PREFIX_BYTES`` of keys/values kept):
   it in the same call, then decodes the batch from the assembled left-padded cache. The judge's
   prompts share prometheus-eval's instructions, the two rubrics of one answer all but the rubric,
   and repeated prompts (self-consistency, rephrasing) everything: 8 judge prompts of a demo job
-  run 1,763 prompt tokens instead of 3,566.
+  run 1,820 prompt tokens instead of 3,680 (tests/backends/test_judge_speed.py).
 * ``generate`` keeps each row's keys/values (prompt and generated tokens) until the next
   ``generate``, and a shared-prefix scoring group whose context starts with one of them runs only
   the rest of its context. The judge asks for the score tokens right after its own prompt and
@@ -423,23 +423,36 @@ class HFBackend:
         cache = growing_cache(self.config)
         if width < 2 or any(type(layer) is not GrowingLayer for layer in cache.layers):
             return None if width < 2 else cache
-        per_row = []
+        per_row: list[list[tuple[torch.Tensor, torch.Tensor]] | None] = []
         used = sum(2 * k.nbytes for _, kv in prefixes for k, _ in kv)
         for tokens in rows:
             run = tokens[:-1]
+            if not run:  # a one-token prompt: nothing before its last token, all padding here
+                per_row.append(None)
+                continue
             shared, kv = max(((_common_prefix(run, t), kv) for t, kv in prefixes), key=lambda x: x[0], default=(0, []))
             if shared < len(run):
                 out = self._run_on_prefix(run, shared, kv)
                 layers = [(layer.keys, layer.values) for layer in out.get("cache", out.get("past_key_values")).layers]
-            else:  # a repeated prompt
+            else:  # a repeated prompt, or the start of one run before
                 layers = [(k[:, :, :shared], v[:, :, :shared]) for k, v in kv]
             per_row.append(layers)
             size = sum(2 * k.nbytes for k, _ in layers)
             if used + size <= self._prefix_budget:
                 prefixes.append((run, layers))
                 used += size
+        # the longest prompt has at least two tokens (width >= 2): its row gives the shapes of the empty ones
+        shape = next(layers for layers in per_row if layers is not None)
         for index, layer in enumerate(cache.layers):  # left padding, as the batch's input_ids
-            keys, values = (torch.cat([_left_pad(kv[index][part], width - 1) for kv in per_row]) for part in (0, 1))
+            keys, values = (
+                torch.cat(
+                    [
+                        _left_pad(shape[index][part][:, :, :0] if kv is None else kv[index][part], width - 1)
+                        for kv in per_row
+                    ]
+                )
+                for part in (0, 1)
+            )
             layer.update(keys, values)
         return cache
 
