@@ -168,7 +168,7 @@ def test_llm_jobs_ask_for_the_gpus_of_their_size_class_and_others_for_none(slurm
     # the job handed the resolved GPU count on to the backend spec; one load per inference job
     for rule, benchmark in (("infer_open", "demo_open_qa"), ("infer_closed", "demo_mcqa")):
         text = (work / "results" / "logs" / rule / MODEL / f"{benchmark}.log").read_text()
-        assert text.count(f"loaded model {MODEL} (hf, gpus=1)") == 1, text[-2000:]
+        assert text.count(f"loaded model {MODEL} (hf, gpus=1, dtype=") == 1, text[-2000:]
 
 
 def test_slurm_results_equal_a_local_run(slurm_run, local_run):
@@ -234,4 +234,6 @@ def test_a_shared_engine_and_the_jobs_it_serves_are_one_allocation(repo_root, tm
     assert (logs / "vllm_engine" / f"{MODEL}.log").read_text().count("engine: started vLLM server") == 1
     for rule, benchmark in (("infer_open", "demo_open_qa"), ("infer_closed", "demo_mcqa")):
         text = (logs / rule / MODEL / f"{benchmark}.log").read_text()
-        assert f"using the shared vLLM engine of {MODEL}" in text and f"loaded model {MODEL} (vllm, gpus=0)" in text
+        assert (
+            f"using the shared vLLM engine of {MODEL}" in text and f"loaded model {MODEL} (vllm, gpus=0, dtype=" in text
+        )
