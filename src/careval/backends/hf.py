@@ -442,12 +442,12 @@ class HFBackend:
                 prefixes.append((run, layers))
                 used += size
         # the longest prompt has at least two tokens (width >= 2): its row gives the shapes of the empty ones
-        shape = next(layers for layers in per_row if layers is not None)
+        template = next(layers for layers in per_row if layers is not None)
         for index, layer in enumerate(cache.layers):  # left padding, as the batch's input_ids
             keys, values = (
                 torch.cat(
                     [
-                        _left_pad(shape[index][part][:, :, :0] if kv is None else kv[index][part], width - 1)
+                        _left_pad(template[index][part][:, :, :0] if kv is None else kv[index][part], width - 1)
                         for kv in per_row
                     ]
                 )

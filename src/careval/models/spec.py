@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from careval.backends.dtype import NATIVE_BFLOAT16
+from careval.backends.dtype import NATIVE_BFLOAT16, resolve_dtype
 from careval.config import ConfigError, with_schema_defaults
 from careval.models.prepare import needs_preparation, resolve_model_path
 from careval.models.source import ModelSourceError
@@ -64,10 +64,8 @@ class ModelSpec:
         changes: dict[str, Any] = {
             key: int(value) for key, value in (("threads", threads), ("gpus", gpus)) if value is not None
         }
-        if self.backend == "hf" and self.dtype == NATIVE_BFLOAT16:
-            from careval.backends.dtype import resolve_dtype  # imports torch: only for this dtype
-
-            changes["dtype"] = resolve_dtype(self.dtype)
+        if self.backend == "hf":
+            changes["dtype"] = resolve_dtype(self.dtype)  # imports torch only for bfloat16_if_native
         if engine_url_file:
             changes["engine_url_file"] = str(engine_url_file)
         return replace(self, **changes)
