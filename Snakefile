@@ -47,6 +47,18 @@ include: "workflow/rules/analysis.smk"
 include: "workflow/rules/careqa.smk"
 
 
+onstart:
+    start_warm_worker()
+
+
+onsuccess:
+    stop_warm_worker()
+
+
+onerror:
+    stop_warm_worker()
+
+
 rule all:
     default_target: True
     input:

@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "careval.backends": 1,
     "careval.models": 1,
     "careval.joblog": 1,
+    "careval.warm": 1,  # a local run's jobs forked from one warm process (it preloads backends' models)
     # 2 metrics: estimators over text, log-likelihoods or a model
     "careval.metrics": 2,
     # 3 tasks: prompts and per-task scoring

@@ -12,6 +12,7 @@ from careval.analysis.elo import resolve_elo_path
 from careval.careqa.acquire import edition_name, is_url
 from careval.datasets.benchmark import TASKS, LocalSource
 from careval.plan import EXTRA_FAMILIES
+from careval.warm import server as warm_server
 
 RESULTS = PLAN.results_dir
 MODELS_DIR = PLAN.models_dir
@@ -56,6 +57,7 @@ def evaluated(wildcards):
 # Which ready job runs first when cores are few: the jobs that long jobs wait on, then the long LLM jobs,
 # and the short scoring jobs last (priority 0), so every core stays busy to the end of a run.
 PRIORITY = {
+    "prepare_model": 5,  # a fresh clone's model conversions: every job of the model waits on its one
     "normalise_benchmark": 4,  # a second's work that every job of its benchmark waits on
     "rephrase": 3,  # short, and a long judge job grades its rephrasings
     "infer_open": 2,  # the longest jobs; the judge, rephrasing and scoring wait on their generations
@@ -126,6 +128,22 @@ def engine_placeholders():
         if spec.shared_engine and not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text('{"state": "stopped"}\n')
+
+
+# The run's warm worker (careval.warm): started by onstart on one machine, stopped by onsuccess/onerror.
+WARM_WORKER = []
+
+
+def start_warm_worker():
+    """Jobs of a run on this machine start in forks of one process that has imported their libraries and
+    loaded their hf models; a cluster's jobs (another executor), a dry-run or --touch never use one."""
+    if RES["warm_worker"] and workflow.is_main_process and workflow.local_exec and not workflow.touch:
+        WARM_WORKER.append(warm_server.start(f"{LOGS}/warm_worker.log", RES["warm_worker_model_mb"]))
+
+
+def stop_warm_worker():
+    while WARM_WORKER:
+        warm_server.stop(WARM_WORKER.pop())
 
 
 def prepared_marker(spec):

@@ -12,6 +12,7 @@ rule prepare_model:
     wildcard_constraints:
         # evaluated models and an inline judge or rephraser alike
         model="|".join(re.escape(name) for name in PLAN.entries),
+    priority: PRIORITY["prepare_model"]
     threads: 1
     resources:
         mem_mb=8000,

@@ -1,5 +1,9 @@
 """Gather every per-sample score file into results/summary/scores.parquet (+ the per-sample table and the judge's verdict shares)."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.analysis.aggregate import score_files_from_paths, write_summary

@@ -1,5 +1,9 @@
 """Screen out the questions that ask for the wrong option (appendix A.2 keyword filter)."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from careval.careqa.rephrase import build_screened
 from careval.joblog import job_log
 

@@ -1,5 +1,9 @@
 """Parse every acquired edition into CareQA-close (Spanish) and count annulled and misparsed questions."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from careval.careqa.build import parse_editions
 from careval.joblog import job_log
 

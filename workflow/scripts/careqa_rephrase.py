@@ -1,5 +1,9 @@
 """Rephrase each kept question with two prompts and let the rephraser select one or neither (iteration 1)."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from careval.careqa.llm import llm_sampling
 from careval.careqa.rephrase import build_iteration1
 from careval.joblog import job_log

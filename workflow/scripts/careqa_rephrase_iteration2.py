@@ -1,5 +1,9 @@
 """Rephrase again, for a single valid answer, the pairs iteration 1's validator did not accept (iteration 2)."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from careval.careqa.llm import llm_sampling
 from careval.careqa.rephrase import build_iteration2
 from careval.joblog import job_log

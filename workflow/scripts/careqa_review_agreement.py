@@ -1,5 +1,9 @@
 """The appendix A.3 agreement statistics of the filled review sheets of one kind."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from careval.careqa.review import write_agreement
 from careval.joblog import job_log
 

@@ -1,5 +1,9 @@
 """Draw the stratified human-review sample of one kind (translation or rephrasing) and write its blank sheet."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from careval.careqa.review import export_review
 from careval.joblog import job_log
 

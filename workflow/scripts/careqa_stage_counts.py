@@ -1,5 +1,9 @@
 """Merge every CareQA stage's counts into stage_counts.json."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from careval.careqa.build import merge_stage_counts
 from careval.joblog import job_log
 

@@ -1,5 +1,9 @@
 """Translate CareQA-close from Spanish to English with the configured translator."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from careval.careqa.llm import llm_sampling
 from careval.careqa.translate import translate_careqa
 from careval.joblog import job_log

@@ -1,5 +1,9 @@
 """Ask, for each rephrased pair of one iteration, whether the ground truth is its only valid answer."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from careval.careqa.llm import llm_sampling
 from careval.careqa.rephrase import build_validation
 from careval.joblog import job_log

@@ -1,5 +1,9 @@
 """Per-prompt variance and CV over sampled answers, every model and benchmark: results/summary/consistency.parquet."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.analysis.consistency import write_consistency

@@ -1,5 +1,9 @@
 """Every analysis figure and table: results/correlations.pdf, results/figures/*.png, results/summary/*.parquet."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.joblog import job_log

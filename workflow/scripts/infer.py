@@ -7,6 +7,10 @@ import os
 if os.environ.get("OMP_NUM_THREADS") == "0":
     os.environ["OMP_NUM_THREADS"] = "1"
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.datasets import get_benchmark

@@ -1,5 +1,9 @@
 """Grade one model's rephrasings or sampled answers on one benchmark with the Prometheus judge."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.joblog import job_log

@@ -1,5 +1,9 @@
 """Read one benchmark from its source and write its canonical samples."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.datasets import build_benchmark, get_benchmark

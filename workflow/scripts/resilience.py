@@ -1,5 +1,9 @@
 """Per-sample variance over rephrasings, every model and benchmark: results/summary/resilience.parquet."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.analysis.resilience import write_resilience

@@ -1,5 +1,9 @@
 """Score one model x benchmark with every metric family of its task."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.datasets import get_benchmark

@@ -1,5 +1,9 @@
 """Score a file of repeated outputs (rephrasings or samples) with every text metric, plus perplexity per repeat when given."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.analysis.spread import score_repeat_file

@@ -60,6 +60,7 @@ import copy
 import inspect
 import logging
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -127,6 +128,51 @@ def torch_dtype(name: str | None) -> Any:
         ) from None
 
 
+# Tokenizers and models a warm worker loaded before forking its jobs (careval.warm, preload below): a job
+# forked from it shares their memory and starts without reading the folder. Empty in any other process.
+_PRELOADED: dict[tuple, tuple[Any, Any]] = {}
+
+
+def _folder_state(path: str) -> tuple:
+    """What tells one version of a local model folder from another (names, sizes, modification times)."""
+    return tuple(sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in os.scandir(path) if f.is_file()))
+
+
+def _preload_key(path: str, dtype: str | None, trust_remote_code: bool) -> tuple:
+    return (os.path.realpath(path), str(torch_dtype(dtype)), bool(trust_remote_code), _folder_state(path))
+
+
+def load_pretrained(path: str, dtype: str | None = "auto", trust_remote_code: bool = False) -> tuple[Any, Any]:
+    """The tokenizer and model of `path` (a local folder or a hub id), the model in `dtype` on the CPU:
+    the preloaded pair where this process was forked from a warm worker that loaded the same folder."""
+    if _PRELOADED and os.path.isdir(path):
+        found = _PRELOADED.get(_preload_key(path, dtype, trust_remote_code))
+        if found is not None:
+            return found
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), trust_remote_code=trust_remote_code)
+    return tokenizer, model.eval()
+
+
+def preload(path: str, dtype: str | None = "auto", trust_remote_code: bool = False) -> bool:
+    """In a warm worker: load a local folder's tokenizer and model once, for every job forked afterwards
+    (load_pretrained). False where the folder is not there (yet); the jobs then load it themselves."""
+    if not os.path.isdir(path):
+        return False
+    key = _preload_key(path, dtype, trust_remote_code)
+    if key not in _PRELOADED:
+        drop_preloaded(path, dtype)  # an older version of the folder (it was rewritten since)
+        _PRELOADED[key] = load_pretrained(path, dtype, trust_remote_code)
+    return True
+
+
+def drop_preloaded(path: str, dtype: str | None = "auto") -> None:
+    """Forget what preload() kept of a folder in a dtype (a job forked before keeps its own copy)."""
+    wanted = (os.path.realpath(path), str(torch_dtype(dtype)))
+    for key in [key for key in _PRELOADED if key[:2] == wanted]:
+        del _PRELOADED[key]
+
+
 class HFBackend:
     """A causal LM run through transformers; implements careval.backends.base.Backend."""
 
@@ -158,12 +204,9 @@ class HFBackend:
         self.shared_prefix = bool(shared_prefix)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path, trust_remote_code=trust_remote_code)
+        self.tokenizer, model = load_pretrained(self.path, dtype, trust_remote_code)
         if self.chat_template:  # fail at load time, not at the first prompt
             require_chat_template(self.tokenizer)
-        model = AutoModelForCausalLM.from_pretrained(
-            self.path, dtype=torch_dtype(dtype), trust_remote_code=trust_remote_code
-        )
         self.model = model.to(self.device).eval()
         self.config = self.model.config
 

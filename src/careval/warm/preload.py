@@ -1,0 +1,120 @@
+"""What the warm worker loads before it forks jobs: the slow imports of the workflow's jobs, and each job's hf model.
+
+Only libraries whose import starts no thread: a fork keeps just the thread that forked, so a pool thread
+the worker started would be missing (or hold a lock forever) in every job. polars starts threads at import
+(its allocator's and an out-of-core cleaner), and nearly every careval module imports polars, so the jobs
+import careval and polars themselves (a few tenths of a second); pyarrow (through pandas) starts its
+allocator's background thread unless JE_ARROW_MALLOC_CONF says not to (server.SINGLE_THREADED). The
+worker's log lists, per job, the packages the job still imported itself (server.py), and the thread count
+after warming up, which tests/warm/test_warm_worker.py holds at one.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import json
+import os
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+WARM_MODULES = (  # in the order a run's jobs first need them
+    "torch",
+    "transformers",
+    "careval.backends.hf",  # transformers' auto classes, the hf backend (every LLM job)
+    "careval.backends.hf_relaxed_perplexity",
+    "careval.metrics.judge_distribution",
+    "prometheus_eval.prompts",
+    "prometheus_eval.parser",  # fastchat
+    "rouge_score.rouge_scorer",  # nltk
+    "sacrebleu",
+    "bert_score",  # pandas, pyarrow
+    "bert_score.utils",
+    "ot",  # sklearn
+    "careval.metrics.semantic",
+    "careval.metrics.moverscore",
+    "scipy.stats",
+    "matplotlib.pyplot",
+    "matplotlib.backends.backend_pdf",
+)
+
+
+def import_module(name: str) -> str | None:
+    """Import one of WARM_MODULES; the error where it failed (a job that needs it then fails on its own)."""
+    try:
+        importlib.import_module(name)
+    except Exception as error:  # e.g. an optional extra not installed
+        return f"{name}: {type(error).__name__}: {error}"
+    return None
+
+
+def gpu_visible() -> bool:
+    """Whether the jobs may find a GPU here, from the device files alone. Asking torch, even through NVML
+    (PYTORCH_NVML_BASED_CUDA_CHECK), starts a CUDA driver thread in the asking process (seen on an H200
+    machine), and a fork keeps none of its threads, so the worker never asks."""
+    shown = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if shown is not None and shown.strip() in ("", "-1"):
+        return False
+    return bool(glob.glob("/dev/nvidia[0-9]*")) or os.path.exists("/dev/kfd")  # NVIDIA, or AMD (ROCm)
+
+
+class ModelShelf:
+    """The hf models the worker keeps loaded, least recently used dropped first, within a size budget
+    (resources.warm_worker_model_mb): a local run over many large CPU models must not hold them all."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget = budget_bytes
+        self.kept: OrderedDict[tuple[str, str], int] = OrderedDict()  # (folder, dtype) -> estimated bytes
+
+    def load_for(self, snakemake: Any) -> str | None:
+        """Load the hf model a job's `params.spec` names, as the job will load it (on the CPU, in the dtype
+        the job resolves); a description of what was done, or None where the job names no local hf model."""
+        from transformers.utils import logging as transformers_logging
+
+        from careval.backends.hf import drop_preloaded, preload
+        from careval.models.spec import ModelSpec
+
+        spec = getattr(snakemake.params, "spec", None)
+        if not isinstance(spec, dict) or spec.get("backend") != "hf":
+            return None
+        job = ModelSpec(**spec).for_job(snakemake.threads, snakemake.resources.gpu)
+        if not os.path.isdir(job.path):
+            return None
+        key, size = (os.path.realpath(job.path), job.dtype), weights_bytes(job.path, job.dtype)
+        described = f"{job.name} ({job.path}, {job.dtype}, about {size / 2**20:.0f} MB)"
+        if size > self.budget:
+            return f"{described} not kept: over the budget of {self.budget / 2**20:.0f} MB (the job loads it)"
+        self.kept.pop(key, None)
+        while self.kept and sum(self.kept.values()) + size > self.budget:
+            (folder, dtype), _ = self.kept.popitem(last=False)
+            drop_preloaded(folder, dtype)
+        # no progress bar: tqdm's first bar starts its monitor thread, which no fork would have
+        bars = transformers_logging.is_progress_bar_enabled()
+        transformers_logging.disable_progress_bar()
+        try:
+            preload(job.path, job.dtype)
+        finally:
+            if bars:
+                transformers_logging.enable_progress_bar()
+        self.kept[key] = size
+        return f"{described} ready"
+
+
+def weights_bytes(folder: str, dtype: str) -> int:
+    """The memory a folder's weights take in `dtype`: the tensors of its weight files (a safetensors file less
+    its header; a pickled one whole), scaled from the dtype the folder's config says they are stored in."""
+    stored = 0
+    for entry in os.scandir(folder):
+        if entry.name.endswith(".safetensors"):
+            with open(entry.path, "rb") as handle:  # 8 bytes of header length, the JSON header, the tensors
+                stored += entry.stat().st_size - 8 - int.from_bytes(handle.read(8), "little")
+        elif entry.name.endswith((".bin", ".pt")):
+            stored += entry.stat().st_size
+    config = Path(folder) / "config.json"
+    written = json.loads(config.read_text()) if config.exists() else {}
+    stored_as = BYTES.get(str(written.get("dtype") or written.get("torch_dtype") or "float32"), 4)
+    return stored * BYTES.get(dtype, 4) // stored_as
+
+
+BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}

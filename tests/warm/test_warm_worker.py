@@ -1,0 +1,431 @@
+"""The warm worker (careval.warm) for real: a worker process, and scripts run as Snakemake runs them
+(run_script.py) that hand their job to it. What a job sees in the fork (streams, directory, environment,
+status, threads, the preloaded model) is checked against the same script run in its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from careval.warm import SOCKET_ENV, server as warm_server
+
+RUNNER = Path(__file__).with_name("run_script.py")
+
+# The job: report where it ran, then do what its params say.
+REPORT = """\
+from careval.warm import offload
+
+offload(snakemake, __file__)
+
+import json
+import os
+import sys
+import time
+
+facts = {"pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd(), "value": os.environ.get("CAREVAL_TEST_VALUE")}
+if snakemake.params.torch:
+    import torch
+
+    facts["torch_threads"] = torch.get_num_threads()
+print(json.dumps(facts), flush=True)
+print("a line on stderr", file=sys.stderr)
+action = snakemake.params.action
+if action == "sleep":
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "120"])
+    open(snakemake.params.pid_file, "w").write(f"{os.getpid()} {child.pid}")
+    time.sleep(120)
+elif action == "raise":
+    raise ValueError("a bad sample")
+elif action == "message":
+    sys.exit("stopped with a message")
+elif action == "kill":
+    os.kill(os.getpid(), 9)
+elif action == "exit-at-once":  # no interpreter exit, so no reply of the job's own: the worker's reply counts
+    os._exit(5)
+elif action == "nap":
+    time.sleep(1.5)
+sys.exit(snakemake.params.code)
+"""
+
+
+@pytest.fixture
+def worker(tmp_path, monkeypatch):
+    """A worker that imports nothing ahead (a test job needs no warm-up), stopped after the test."""
+    monkeypatch.delenv(SOCKET_ENV, raising=False)
+    log = tmp_path / "worker.log"
+    process = warm_server.start(log, 8000, modules=())
+    socket_path = os.environ[SOCKET_ENV]
+    monkeypatch.delenv(SOCKET_ENV)
+    yield process, socket_path, log
+    warm_server.stop(process)
+
+
+def _script(tmp_path: Path, text: str = REPORT) -> Path:
+    script = tmp_path / "job.py"
+    script.write_text(text)
+    return script
+
+
+def _run(
+    script: Path, params: dict, socket_path: str | None, cwd: Path, *extra: str, env: dict | None = None, **job
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CAREVAL_TEST_VALUE": "from the script's environment", **(env or {})}
+    env.pop(SOCKET_ENV, None)
+    if socket_path:
+        env[SOCKET_ENV] = socket_path
+    job = {"params": {"torch": False, "action": None, "code": 0, **params}, **job}
+    command = [sys.executable, str(RUNNER), str(script), json.dumps(job), *extra]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _facts(result: subprocess.CompletedProcess) -> dict:
+    return json.loads(result.stdout.splitlines()[0])
+
+
+def test_a_job_runs_in_a_fork_of_the_worker_with_the_scripts_streams_directory_and_environment(worker, tmp_path):
+    process, socket_path, log = worker
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    result = _run(_script(tmp_path), {"code": 3}, socket_path, cwd, rule="infer_open", wildcards={"model": "m"})
+    facts = _facts(result)
+    assert result.returncode == 3
+    assert facts["ppid"] == process.pid  # forked by the worker, not run by the script's interpreter
+    assert facts["cwd"] == str(cwd)
+    assert facts["value"] == "from the script's environment"
+    assert "a line on stderr" in result.stderr
+    text = _wait_for_line(log, "infer_open[model=m]: ended with status 3")
+    assert "infer_open[model=m]: started" in text and "went away" not in text
+
+
+@pytest.mark.parametrize(
+    "action, status, on_stderr",
+    [
+        (None, 0, ""),
+        ("raise", 1, "ValueError: a bad sample"),  # the traceback, as the interpreter prints it
+        ("message", 1, "stopped with a message"),
+        ("kill", 128 + 9, "killed by signal 9"),
+        ("exit-at-once", 5, ""),
+    ],
+)
+def test_the_script_exits_with_the_jobs_status_as_if_it_had_run_the_job(worker, tmp_path, action, status, on_stderr):
+    _, socket_path, _ = worker
+    warm = _run(_script(tmp_path), {"action": action}, socket_path, tmp_path)
+    assert warm.returncode == status
+    assert on_stderr in warm.stderr
+    if action not in ("kill", "exit-at-once"):  # the same script in its own process: the same status and message
+        cold = _run(_script(tmp_path), {"action": action}, None, tmp_path)
+        assert cold.returncode == status and on_stderr in cold.stderr
+
+
+def test_a_job_that_ends_while_the_worker_is_busy_ends_its_script_at_once(worker, tmp_path):
+    """The worker may be loading a model for seconds: the job replies to its script itself."""
+    process, socket_path, _ = worker
+    env = {**os.environ, SOCKET_ENV: socket_path}
+    job = json.dumps({"params": {"torch": False, "action": "nap", "code": 4}})
+    command = [sys.executable, str(RUNNER), str(_script(tmp_path)), job]
+    script = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+    assert json.loads(script.stdout.readline())["ppid"] == process.pid  # the job runs (and naps 1.5 s)
+    process.send_signal(signal.SIGSTOP)
+    try:
+        assert script.wait(timeout=30) == 4
+    finally:
+        process.send_signal(signal.SIGCONT)
+
+
+def test_without_a_worker_the_script_runs_the_job_itself(tmp_path):
+    script = _script(tmp_path)
+    for socket_path in (None, str(tmp_path / "no-such-socket")):
+        result = _run(script, {"code": 2}, socket_path, tmp_path)
+        assert result.returncode == 2
+        assert _facts(result)["ppid"] == os.getpid()  # the runner's own process ran it
+
+
+@pytest.mark.parametrize("job", ["--unreadable", "--unpicklable"])
+def test_a_job_the_worker_cannot_take_is_run_by_the_script(worker, tmp_path, job):
+    _, socket_path, log = worker
+    result = _run(_script(tmp_path), {"code": 0}, socket_path, tmp_path, job)
+    assert result.returncode == 0
+    assert _facts(result)["ppid"] == os.getpid()
+    assert ("request refused" in log.read_text()) == (job == "--unreadable")
+
+
+def _wait_for(path: Path, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text()):
+        assert time.monotonic() < deadline, f"{path} never written"
+        time.sleep(0.05)
+    return path.read_text()
+
+
+def _wait_for_line(log: Path, line: str, timeout: float = 30) -> str:
+    """The worker's log once it holds `line` (the worker logs a job's end when it reaps it, after the script ended)."""
+    deadline = time.monotonic() + timeout
+    while line not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+    return log.read_text()
+
+
+def _gone(pid: int, timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _start_sleeping_job(tmp_path: Path, socket_path: str) -> tuple[subprocess.Popen, int, int]:
+    pid_file = tmp_path / "pids"
+    env = {**os.environ, SOCKET_ENV: socket_path}
+    job = {"params": {"torch": False, "action": "sleep", "code": 0, "pid_file": str(pid_file)}}
+    script = subprocess.Popen(
+        [sys.executable, str(RUNNER), str(_script(tmp_path)), json.dumps(job)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    job_pid, child_pid = map(int, _wait_for(pid_file).split())
+    return script, job_pid, child_pid
+
+
+def test_a_cancelled_script_stops_its_job_and_what_the_job_started(worker, tmp_path):
+    _, socket_path, log = worker
+    script, job_pid, child_pid = _start_sleeping_job(tmp_path, socket_path)
+    script.send_signal(signal.SIGKILL)  # as Snakemake cancels a job
+    script.wait()
+    assert _gone(job_pid) and _gone(child_pid)
+    _wait_for_line(log, "its script went away; stopping the job")
+
+
+def test_the_worker_ending_fails_the_running_job_and_ends_it(worker, tmp_path):
+    process, socket_path, _ = worker
+    script, job_pid, _child = _start_sleeping_job(tmp_path, socket_path)
+    process.kill()
+    process.wait()
+    assert script.wait(timeout=30) == 1
+    assert "ended before this job did" in script.stderr.read()
+    assert _gone(job_pid)
+
+
+def test_the_worker_ends_with_the_process_that_started_it(tmp_path):
+    log = tmp_path / "worker.log"
+    starter = (
+        "import os, sys\n"
+        "from careval.warm import server\n"
+        f"p = server.start({str(log)!r}, 8000, modules=())\n"
+        "print(p.pid, os.environ[server.SOCKET_ENV])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", starter], capture_output=True, text=True, timeout=60, check=True)
+    pid, socket_path = out.stdout.split()
+    assert _gone(int(pid))  # its parent exited without stopping it
+    assert not Path(socket_path).parent.exists()
+    assert "stopped" in log.read_text()
+
+
+def test_stop_ends_the_worker_and_removes_its_socket(tmp_path, monkeypatch):
+    monkeypatch.delenv(SOCKET_ENV, raising=False)
+    process = warm_server.start(tmp_path / "worker.log", 8000, modules=())
+    socket_path = Path(os.environ[SOCKET_ENV])
+    assert socket_path.exists() and oct(socket_path.parent.stat().st_mode & 0o777) == "0o700"
+    warm_server.stop(process)
+    assert process.returncode == 0
+    assert SOCKET_ENV not in os.environ and not socket_path.parent.exists()
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(_cuda(), reason="on a GPU machine the worker loads no model (the GPU test below)")
+def test_a_job_runs_the_model_the_worker_loaded_with_the_threads_snakemake_gave_it(
+    tiny_llama_dir, tmp_path, monkeypatch
+):
+    from careval.backends import load_backend
+    from careval.models.spec import model_spec
+
+    monkeypatch.delenv(SOCKET_ENV, raising=False)
+    log = tmp_path / "worker.log"
+    process = warm_server.start(log, 8000, modules=("torch", "careval.backends.hf"))
+    socket_path = os.environ.pop(SOCKET_ENV)
+    try:
+        spec = asdict(
+            model_spec("tiny", {"source": f"local:{tiny_llama_dir}", "dtype": "float32"}, models_dir=tmp_path)
+        )
+        pairs = [["The patient presented with", " chest pain"], ["Aspirin is", " contraindicated"]]
+        job = """\
+from careval.warm import offload
+
+offload(snakemake, __file__)
+
+import json
+import os
+import sys
+
+import torch
+
+from careval.backends import hf, load_backend
+from careval.models.spec import ModelSpec
+
+backend = load_backend(ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, 0).backend_kwargs())
+preloaded = [model for _tokenizer, model in hf._PRELOADED.values()]
+print(json.dumps({
+    "ppid": os.getppid(),
+    "preloaded": any(backend.model is model for model in preloaded),
+    "threads": torch.get_num_threads(),
+    "logliks": backend.loglikelihood([tuple(p) for p in snakemake.params.pairs]),
+}))
+"""
+        threads = {"OMP_NUM_THREADS": "2"}  # what Snakemake exports for a job of 2 threads
+        result = _run(
+            _script(tmp_path, job), {"spec": spec, "pairs": pairs}, socket_path, tmp_path, env=threads, threads=2
+        )
+    finally:
+        warm_server.stop(process)
+    assert result.returncode == 0, result.stderr
+    facts = _facts(result)
+    assert facts["ppid"] == process.pid and facts["preloaded"]
+    assert facts["threads"] == 2
+    assert "model tiny" in log.read_text() and "ready in" in log.read_text()
+    # the same numbers as the model loaded in this process
+    cold = load_backend({**spec, "threads": 1}).loglikelihood([tuple(p) for p in pairs])
+    assert facts["logliks"] == pytest.approx(cold, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_the_warmed_up_worker_has_one_thread_to_fork(tmp_path, monkeypatch):
+    """A fork keeps only the thread that forks: no module the worker imports ahead may start one."""
+    monkeypatch.delenv(SOCKET_ENV, raising=False)
+    log = tmp_path / "worker.log"
+    process = warm_server.start(log, 8000)
+    try:
+        deadline = time.monotonic() + 300
+        while "warmed up" not in log.read_text():
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+    finally:
+        warm_server.stop(process)
+    text = log.read_text()
+    assert "not imported ahead" not in text, text
+    assert "; 1 thread(s): " in text, text
+
+
+GPU_JOB = """\
+from careval.warm import offload
+
+offload(snakemake, __file__)
+
+import json
+import os
+
+import torch
+
+from careval.backends import load_backend
+
+initialized_at_start = torch.cuda.is_initialized()  # what the worker left: it must not have touched CUDA
+backend = load_backend(snakemake.params.spec)
+print(json.dumps({
+    "ppid": os.getppid(),
+    "cuda_initialized_at_start": initialized_at_start,
+    "device": str(backend.device),
+    "dtype": str(backend.model.dtype),
+    "logliks": backend.loglikelihood([tuple(p) for p in snakemake.params.pairs]),
+}))
+"""
+
+
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")
+def test_on_a_gpu_machine_the_worker_loads_no_model_and_its_jobs_run_on_the_gpu(tiny_llama_dir, tmp_path, monkeypatch):
+    """A fork cannot use a CUDA context its parent made: the worker looks for GPU device files, never asks CUDA,
+    and the jobs it forks put their own model on the GPU, in bfloat16 where the GPU computes it (bfloat16_if_native)."""
+    from careval.backends import load_backend
+
+    monkeypatch.delenv(SOCKET_ENV, raising=False)
+    log = tmp_path / "worker.log"
+    process = warm_server.start(log, 8000, modules=("torch", "transformers", "careval.backends.hf"))
+    socket_path = os.environ.pop(SOCKET_ENV)
+    spec = {
+        "name": "tiny",
+        "backend": "hf",
+        "path": str(tiny_llama_dir),
+        "dtype": "bfloat16_if_native",
+        "batch_size": 2,
+    }
+    pairs = [["The patient presented with", " chest pain"], ["Aspirin is", " contraindicated"]]
+    try:
+        result = _run(_script(tmp_path, GPU_JOB), {"spec": spec, "pairs": pairs}, socket_path, tmp_path, gpu=1)
+    finally:
+        warm_server.stop(process)
+    assert result.returncode == 0, result.stderr
+    facts = _facts(result)
+    assert facts["ppid"] == process.pid and not facts["cuda_initialized_at_start"]
+    assert facts["device"].startswith("cuda") and facts["dtype"] == "torch.bfloat16"
+    text = log.read_text()
+    assert "a GPU is visible" in text and "warning" not in text and "multi-threaded" not in text  # no CUDA thread
+    cold = load_backend(spec).loglikelihood([tuple(p) for p in pairs])
+    assert facts["logliks"] == pytest.approx(cold, abs=1e-3)
+
+
+def _job_naming(folder: Path, dtype: str, tmp_path: Path) -> SimpleNamespace:
+    from careval.models.spec import model_spec
+
+    spec = model_spec(folder.name, {"source": f"local:{folder}", "dtype": dtype}, models_dir=tmp_path)
+    return SimpleNamespace(params=SimpleNamespace(spec=asdict(spec)), threads=1, resources=SimpleNamespace(gpu=0))
+
+
+def test_weights_bytes_is_the_memory_the_loaded_model_takes(tiny_llama_dir):
+    import torch
+
+    from careval.backends.hf import load_pretrained
+    from careval.warm.preload import weights_bytes
+
+    for dtype in ("float32", "bfloat16"):
+        _tokenizer, model = load_pretrained(str(tiny_llama_dir), dtype)
+        loaded = sum(t.numel() * t.element_size() for t in model.parameters())
+        assert weights_bytes(str(tiny_llama_dir), dtype) == loaded, dtype
+        assert model.dtype == getattr(torch, dtype)
+
+
+def test_the_shelf_keeps_the_models_that_fit_its_budget_dropping_the_least_recently_used(
+    tiny_llama_dir, tmp_path, monkeypatch
+):
+    import shutil
+
+    from careval.backends import hf
+    from careval.warm.preload import ModelShelf, weights_bytes
+
+    monkeypatch.setattr(hf, "_PRELOADED", {})
+    folders = [tmp_path / name for name in ("a", "b")]
+    for folder in folders:
+        shutil.copytree(tiny_llama_dir, folder)
+    shelf = ModelShelf(weights_bytes(str(folders[0]), "float32") * 3 // 2)  # room for one of them
+    kept = lambda: sorted(Path(key[0]).name for key in hf._PRELOADED)  # noqa: E731
+
+    assert "ready" in shelf.load_for(_job_naming(folders[0], "float32", tmp_path))
+    assert kept() == ["a"]
+    assert "ready" in shelf.load_for(_job_naming(folders[1], "float32", tmp_path))
+    assert kept() == ["b"]  # a was dropped to make room
+    shelf.load_for(_job_naming(folders[1], "float32", tmp_path))
+    assert kept() == ["b"]  # kept, not loaded twice
+    assert "not kept" in ModelShelf(0).load_for(_job_naming(folders[0], "float32", tmp_path))
+    assert kept() == ["b"]
+    assert (
+        shelf.load_for(SimpleNamespace(params=SimpleNamespace(), threads=1, resources=SimpleNamespace(gpu=0))) is None
+    )
