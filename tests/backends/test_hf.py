@@ -91,8 +91,10 @@ def test_continuations_after_one_context_share_one_forward(make_hf, tiny_model, 
     assert got == pytest.approx(want, abs=1e-4)
     assert len({round(g, 3) for g in got[:5]}) == 5  # five different targets, not one value copied
     # the five share the context's one forward (shared-prefix scoring): one-token continuations are read
-    # from its last position, longer ones (this toy tokenizer writes " 1" as a space and a digit) run
-    # on its cached keys/values in batches; the two other pairs run whole (plain path)
+    # from its last position, and longer ones (this toy tokenizer writes " 1" as a space and a digit) run in
+    # the same forward after it (packed); in the two-forward form (a sliding-window model) they run on its
+    # cached keys/values in batches. The two other pairs run whole (plain path).
+    assert backend.packed
     calls.clear()
     hook = backend.model.register_forward_hook(lambda module, args, kwargs_out: calls.append(1))
     try:
@@ -101,7 +103,16 @@ def test_continuations_after_one_context_share_one_forward(make_hf, tiny_model, 
         hook.remove()
     multi = sum(len(lm_eval_pair(tiny_tokenizer, c, x)[1]) > 1 for c, x in pairs[:5])
     assert 0 < multi < 5
+    assert len(calls) == 1
+    backend.packed = False
+    calls.clear()
+    hook = backend.model.register_forward_hook(lambda module, args, kwargs_out: calls.append(1))
+    try:
+        two_forwards = backend.loglikelihood(pairs[:5])
+    finally:
+        hook.remove()
     assert len(calls) == 1 + math.ceil(multi / batch_size)
+    assert two_forwards == pytest.approx(want[:5], abs=1e-4)
 
 
 def test_context_trailing_space_is_scored_as_part_of_the_continuation(hf):

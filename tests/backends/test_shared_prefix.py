@@ -1,5 +1,7 @@
 """Shared-prefix scoring (hf.py, tokenization.shared_prefix_groups) against the plain path
-(``shared_prefix=False``, one whole forward per request) and direct transformers forwards."""
+(``shared_prefix=False``, one whole forward per request) and direct transformers forwards, in both of its
+forms: packed (a context and its continuations in one forward under a 4D mask) and the two-forward form
+(the context, then the continuations on its cache; models with a sliding window, or a mask too large)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ SHARED = [  # one context, continuations of 1, 2, 4 and many tokens, plus other 
     ("Question: What is the first-line treatment for hypertension? Answer:", " lifestyle changes."),
     ("Question: What is the first-line treatment for hypertension? Answer:", " metformin"),
 ]
+
+
+PATHS = ["packed", "two forwards"]
 
 
 def scores(backend, pairs, shared: bool) -> list[float]:
@@ -73,14 +78,16 @@ def test_groups_are_identical_untruncated_contexts_of_two_or_more():
 
 
 # ----------------------------------------------------------------------------- tiny model
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("padding", ["cpu", "gpu"])
 @pytest.mark.parametrize("batch_size", [1, 2, 8])
 def test_tiny_shared_equals_direct_forwards_and_the_plain_path(
-    make_hf, tiny_model, tiny_tokenizer, batch_size, padding, monkeypatch
+    make_hf, tiny_model, tiny_tokenizer, batch_size, padding, path, monkeypatch
 ):
-    if padding == "gpu":  # every batch of contexts left-padded, as on a GPU
+    if padding == "gpu":  # every batch of contexts padded, as on a GPU
         monkeypatch.setattr(hf, "_CPU_PADDING", math.inf)
     backend = make_hf(batch_size=batch_size)  # batch 1 and 2: the 5-continuation group runs in several batches
+    backend.packed = path == "packed"
     want = [direct_loglikelihood(tiny_model, *lm_eval_pair(tiny_tokenizer, c, x)) for c, x in SHARED]
     got = scores(backend, SHARED, shared=True)
     assert got == pytest.approx(want, abs=1e-4)
@@ -88,15 +95,22 @@ def test_tiny_shared_equals_direct_forwards_and_the_plain_path(
     assert max(want) - min(want) > 1.0  # far apart: a wrong token or offset would show
 
 
-def test_tiny_group_runs_the_context_once(make_hf):
+@pytest.mark.parametrize("path", PATHS)
+def test_tiny_group_runs_the_context_once(make_hf, path, monkeypatch):
     backend = make_hf(batch_size=8)
+    assert backend.packed  # a Llama: full attention, sdpa
+    if path == "two forwards":  # as for a batch whose mask would pass the budget
+        monkeypatch.setattr(hf, "_PACKED_MASK_ENTRIES", 0)
     ctx, _ = encode_pair(backend.tokenizer, SHARED[0][0], SHARED[0][1], add_bos=None)
     with counted_forwards(backend.model) as calls:
-        backend.loglikelihood(SHARED[:5])
+        got = backend.loglikelihood(SHARED[:5])
     conts = [encode_pair(backend.tokenizer, c, x, add_bos=None)[1] for c, x in SHARED[:5]]
     longer = [len(x) - 1 for x in conts if len(x) > 1]
-    # the context once, then the continuations past their first token in one padded batch
-    assert calls == [(1, len(ctx), False), (len(longer), max(longer), True)]
+    if path == "packed":  # one row: the context, then each continuation but its last token
+        assert calls == [(1, len(ctx) + sum(longer), False)]
+    else:  # the context once, then the continuations past their first token in one padded batch
+        assert calls == [(1, len(ctx), False), (len(longer), max(longer), True)]
+    assert got == pytest.approx(scores(backend, SHARED[:5], shared=False), abs=1e-4)
 
 
 def test_contexts_longer_than_max_length_are_truncated_as_the_plain_path(make_hf, tiny_model, tiny_tokenizer):
@@ -143,6 +157,7 @@ def test_letters_need_one_context_forward_per_batch_of_questions(make_hf, batch_
 
 def test_a_model_without_a_dynamic_cache_falls_back_to_the_plain_path(make_hf):
     backend = make_hf(batch_size=4)
+    backend.packed = False  # the two-forward form needs the context's cache
     original = backend.model.forward
 
     def forward(*args, **kwargs):  # as a model that keeps no (or another kind of) cache
@@ -175,31 +190,37 @@ def smol(smollm2_dir):
 
 
 @pytest.mark.slow
-def test_smollm2_real_rows_float32(smol, shared_data):
+@pytest.mark.parametrize("path", PATHS)
+def test_smollm2_real_rows_float32(smol, shared_data, path, monkeypatch):
     medqa, medmcqa = questions(shared_data, "medqa", 4), questions(shared_data, "medmcqa", 4)
     pairs = cloze(medqa) + cloze(medmcqa) + letters(medqa[:2])
+    monkeypatch.setattr(smol, "packed", path == "packed")
     with counted_forwards(smol.model) as calls:
         got = scores(smol, pairs, shared=True)
-    # each of the 10 contexts runs once (in batches of <= 8; on CPU only similar lengths batch),
-    # and only the cloze options past their first token run again, on the cache
+    # each of the 10 contexts runs once (in batches of <= 8; on CPU only similar lengths batch) ...
     conts = [encode_pair(smol.tokenizer, c, x, add_bos=None)[1] for c, x in pairs]
     assert sum(len(x) == 1 for x in conts[32:]) == 8  # " A".." D" are one token each
     contexts = [batch for batch, _, continues in calls if not continues]
     continued = [batch for batch, _, continues in calls if continues]
     assert sum(contexts) == 10 and max(contexts) <= 8
-    assert sum(continued) == sum(len(x) > 1 for x in conts) and max(continued) <= 8
-    assert len(continued) <= 8  # at most one per cloze question
+    if path == "packed":  # ... with its continuations in the same forward
+        assert not continued
+    else:  # ... and only the cloze options past their first token run again, on the cache
+        assert sum(continued) == sum(len(x) > 1 for x in conts) and max(continued) <= 8
+        assert len(continued) <= 8  # at most one per cloze question
     want = scores(smol, pairs, shared=False)
     assert got == pytest.approx(want, abs=1e-4)
     assert max(want) - min(want) > 5.0
 
 
 @pytest.mark.slow
-def test_smollm2_real_rows_float64(smollm2_dir, shared_data):
+@pytest.mark.parametrize("path", PATHS)
+def test_smollm2_real_rows_float64(smollm2_dir, shared_data, path):
     backend = load_backend(
         {"name": "smollm2", "path": str(smollm2_dir), "dtype": "float32", "batch_size": 8, "threads": 1}
     )
     backend.model.to(torch.float64)
+    backend.packed = path == "packed"
     pairs = cloze(questions(shared_data, "medqa", 2)) + letters(questions(shared_data, "medmcqa", 1))
     got = scores(backend, pairs, shared=True)
     assert got == pytest.approx(scores(backend, pairs, shared=False), abs=1e-9, rel=0)
@@ -219,6 +240,7 @@ def test_gemma3_sliding_window_real_rows(gemma_dir, shared_data, monkeypatch):
         if len(ctx) > window + 16:
             break
     assert window + 16 < len(ctx) < backend.max_length, (len(ctx), window)
+    assert not backend.packed  # one mask for every layer would ignore the window: the two-forward form
     with counted_forwards(backend.model) as calls:
         got = scores(backend, pairs, shared=True)
     # on CPU the two contexts run apart (left padding would be most of the short one) ...
