@@ -114,7 +114,7 @@ def weights_bytes(folder: str, dtype: str) -> int:
     config = Path(folder) / "config.json"
     written = json.loads(config.read_text()) if config.exists() else {}
     stored_as = BYTES.get(str(written.get("dtype") or written.get("torch_dtype") or "float32"), 4)
-    return stored * BYTES.get(dtype, 4) // stored_as
+    return stored * BYTES.get(dtype, stored_as) // stored_as  # "auto": as stored
 
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
