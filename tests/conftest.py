@@ -46,7 +46,7 @@ def demo_model_dirs(demo_config) -> dict[str, Path]:
 
 
 def _backend_fixtures():
-    """tests/backends/conftest.py as a module (its offline tokenizer builder)."""
+    """tests/backends/conftest.py as a module (its offline tiny-Llama builder)."""
     path = Path(__file__).resolve().parent / "backends" / "conftest.py"
     spec = importlib.util.spec_from_file_location("careval_backend_fixtures", path)
     module = importlib.util.module_from_spec(spec)
@@ -56,28 +56,11 @@ def _backend_fixtures():
 
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory) -> Path:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    out = tmp_path_factory.mktemp("tiny-llama-analysis")
-    tok = _backend_fixtures()._build_tokenizer(out)
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=256,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        initializer_range=0.3,
-        tie_word_embeddings=False,
+    """A smaller tiny Llama than the backend tests' (hidden 16, one key/value head, 256 positions)."""
+    sizes = dict(hidden_size=16, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1)
+    return _backend_fixtures()._build_llama(
+        tmp_path_factory.mktemp("tiny-llama-analysis"), **sizes, max_position_embeddings=256
     )
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).eval().save_pretrained(out)
-    return out
 
 
 @pytest.fixture(scope="session")

@@ -57,32 +57,32 @@ def _build_tokenizer(out: Path):
     return fast
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
-    """A 2-layer, hidden-32 random Llama (float32 safetensors) and its tokenizer; no chat template."""
+def _build_llama(out: Path, **sizes) -> Path:
+    """A 2-layer random Llama of `sizes` (hidden_size, heads, ...; float32 safetensors) and the offline tokenizer in `out`."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    out = tmp_path_factory.mktemp("tiny-llama")
     tok = _build_tokenizer(out)
     config = LlamaConfig(
         vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
         initializer_range=0.3,  # peaked distributions: wrong tokens/contexts show up in the scores
         tie_word_embeddings=False,
+        **sizes,
     )
     torch.manual_seed(0)
-    model = LlamaForCausalLM(config).eval()
-    model.save_pretrained(out)
+    LlamaForCausalLM(config).eval().save_pretrained(out)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A 2-layer, hidden-32 random Llama (float32 safetensors) and its tokenizer; no chat template."""
+    sizes = dict(hidden_size=32, intermediate_size=64, num_attention_heads=4, num_key_value_heads=2)
+    return _build_llama(tmp_path_factory.mktemp("tiny-llama"), **sizes, max_position_embeddings=128)
 
 
 @pytest.fixture(scope="session")

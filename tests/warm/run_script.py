@@ -18,6 +18,7 @@ class Local:  # a class of __main__, which runpy replaces while the script runs:
 script, job = sys.argv[1], json.loads(sys.argv[2])
 snakemake = SimpleNamespace(
     params=SimpleNamespace(**job["params"]),
+    input=SimpleNamespace(),
     threads=job.get("threads", 1),
     resources=SimpleNamespace(gpu=job.get("gpu", 0)),
     rule=job.get("rule", "test_rule"),

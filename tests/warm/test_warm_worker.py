@@ -104,7 +104,7 @@ def test_a_job_runs_in_a_fork_of_the_worker_with_the_scripts_streams_directory_a
     assert facts["cwd"] == str(cwd)
     assert facts["value"] == "from the script's environment"
     assert "a line on stderr" in result.stderr
-    text = _wait_for_line(log, "infer_open[model=m]: ended with status 3")
+    text = _logged(log, "infer_open[model=m]: ended with status 3")
     assert "infer_open[model=m]: started" in text and "went away" not in text
 
 
@@ -160,32 +160,34 @@ def test_a_job_the_worker_cannot_take_is_run_by_the_script(worker, tmp_path, job
     assert ("request refused" in log.read_text()) == (job == "--unreadable")
 
 
-def _wait_for(path: Path, timeout: float = 60) -> str:
+def _eventually(check, timeout: float = 30, what: str = "") -> None:
+    """Wait until `check()` holds (the worker reaps jobs and logs asynchronously, after the script ended)."""
     deadline = time.monotonic() + timeout
-    while not (path.exists() and path.read_text()):
-        assert time.monotonic() < deadline, f"{path} never written"
+    while not check():
+        assert time.monotonic() < deadline, what
         time.sleep(0.05)
+
+
+def _written(path: Path) -> str:
+    _eventually(lambda: path.exists() and path.read_text(), what=f"{path} never written")
     return path.read_text()
 
 
-def _wait_for_line(log: Path, line: str, timeout: float = 30) -> str:
-    """The worker's log once it holds `line` (the worker logs a job's end when it reaps it, after the script ended)."""
-    deadline = time.monotonic() + timeout
-    while line not in log.read_text():
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.05)
+def _logged(log: Path, line: str) -> str:
+    _eventually(lambda: line in log.read_text(), what=f"not in the worker's log: {line}")
     return log.read_text()
 
 
-def _gone(pid: int, timeout: float = 15) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _gone(pid: int) -> bool:
+    def ended() -> bool:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
             return True
-        time.sleep(0.05)
-    return False
+        return False
+
+    _eventually(ended, timeout=15, what=f"process {pid} still runs")
+    return True
 
 
 def _start_sleeping_job(tmp_path: Path, socket_path: str) -> tuple[subprocess.Popen, int, int]:
@@ -200,7 +202,7 @@ def _start_sleeping_job(tmp_path: Path, socket_path: str) -> tuple[subprocess.Po
         stderr=subprocess.PIPE,
         text=True,
     )
-    job_pid, child_pid = map(int, _wait_for(pid_file).split())
+    job_pid, child_pid = map(int, _written(pid_file).split())
     return script, job_pid, child_pid
 
 
@@ -210,7 +212,7 @@ def test_a_cancelled_script_stops_its_job_and_what_the_job_started(worker, tmp_p
     script.send_signal(signal.SIGKILL)  # as Snakemake cancels a job
     script.wait()
     assert _gone(job_pid) and _gone(child_pid)
-    _wait_for_line(log, "its script went away; stopping the job")
+    _logged(log, "its script went away; stopping the job")
 
 
 def test_the_worker_ending_fails_the_running_job_and_ends_it(worker, tmp_path):
@@ -387,7 +389,9 @@ def _job_naming(folder: Path, dtype: str, tmp_path: Path) -> SimpleNamespace:
     from careval.models.spec import model_spec
 
     spec = model_spec(folder.name, {"source": f"local:{folder}", "dtype": dtype}, models_dir=tmp_path)
-    return SimpleNamespace(params=SimpleNamespace(spec=asdict(spec)), threads=1, resources=SimpleNamespace(gpu=0))
+    return SimpleNamespace(
+        params=SimpleNamespace(spec=asdict(spec)), input=SimpleNamespace(), threads=1, resources=SimpleNamespace(gpu=0)
+    )
 
 
 def test_weights_bytes_is_the_memory_the_loaded_model_takes(tiny_llama_dir):

@@ -222,7 +222,7 @@ class HFBackend:
         self.tokenizer, model = load_pretrained(self.path, dtype, trust_remote_code)
         if self.chat_template:  # fail at load time, not at the first prompt
             require_chat_template(self.tokenizer)
-        self.model = model.to(self.device).eval()
+        self.model = model.to(self.device)  # in eval mode (load_pretrained)
         self.config = self.model.config
 
         # lm-eval 0.4.13 HFLM: None = the tokenizer's default special tokens (tokenization.py)
@@ -236,11 +236,11 @@ class HFBackend:
         self.memo_hits = 0  # groups scored on top of a remembered prefix (tests, logs)
         # generate's KV cache grows in place (hf_cache.py) where transformers builds a DynamicCache
         self._growing_cache = bool(getattr(self.model, "_supports_default_dynamic_cache", lambda: False)())
-        # a shared context and its continuations in one forward (_score_packed): the attention takes a custom 4D
-        # mask as given (sdpa, eager) and every layer sees every position (no sliding window)
-        self.packed = getattr(self.config, "_attn_implementation", None) in ("sdpa", "eager") and all(
-            type(layer) is GrowingLayer for layer in growing_cache(self.config).layers
-        )
+        # every layer keeps every position (no sliding window): prompts prefill from a shared prefix (_prefill)
+        self._full_attention = all(type(layer) is GrowingLayer for layer in growing_cache(self.config).layers)
+        # a shared context and its continuations in one forward (_score_packed): the attention also takes a
+        # custom 4D mask as given (sdpa, eager)
+        self.packed = self._full_attention and getattr(self.config, "_attn_implementation", None) in ("sdpa", "eager")
         params = inspect.signature(self.model.forward).parameters
         self._has_logits_to_keep = "logits_to_keep" in params
         # transformers >= 5.2x names the KV cache argument `cache`; earlier 5.x `past_key_values`
@@ -403,6 +403,11 @@ class HFBackend:
         # float32 at least (lm-eval), float64 kept for a float64 model
         return torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
 
+    def _target_logprobs(self, logits: torch.Tensor, targets: Sequence[int]) -> torch.Tensor:
+        """The log-probability of ``targets[k]`` under ``logits[k]``, for each k."""
+        target = torch.tensor(list(targets), dtype=torch.long, device=logits.device)
+        return self._logprobs(logits).gather(-1, target[:, None])[:, 0]
+
     def _score_packed(self, batch: list[tuple[list[int], list[tuple[int, list[int]]]]], results: list[float]) -> bool:
         """Score groups of continuations, each sharing its context, in one forward: a row holds its context and
         then every continuation but its last token, each continuation attending to the context and to itself
@@ -410,6 +415,8 @@ class HFBackend:
         followed by one per continuation on its cache, without copying the cache per continuation or running the
         weights once more for a few tokens. False, with nothing scored, where the model cannot take the mask
         (``packed``) or the mask would be too large; _score_shared then scores the batch."""
+        if not self.packed:
+            return False
         rows = []  # (context length, tokens, positions, [(request, start, continuation)])
         for ctx, conts in batch:
             tokens, positions, segments = list(ctx), list(range(len(ctx))), []
@@ -419,7 +426,7 @@ class HFBackend:
                 positions += range(len(ctx), len(ctx) + len(x) - 1)
             rows.append((len(ctx), tokens, positions, segments))
         width = max(len(tokens) for _, tokens, _, _ in rows)
-        if not self.packed or len(rows) * width * width > _PACKED_MASK_ENTRIES:
+        if len(rows) * width * width > _PACKED_MASK_ENTRIES:
             return False
         input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         position_ids = torch.zeros((len(rows), width), dtype=torch.long)
@@ -449,13 +456,9 @@ class HFBackend:
         ).logits
         for row, (n_ctx, _, _, segments) in enumerate(rows):
             firsts = self._logprobs(logits[row, n_ctx - 1 - offset])
-            for i, start, x in segments:
-                score = firsts[x[0]]
-                if len(x) > 1:  # logits at p predict token p + 1: the continuation's own positions predict x[1:]
-                    logprobs = self._logprobs(logits[row, start - offset : start - offset + len(x) - 1])
-                    target = torch.tensor(x[1:], dtype=torch.long, device=logprobs.device)
-                    score = score + logprobs.gather(-1, target[:, None]).sum()
-                results[i] = float(score)
+            for i, start, x in segments:  # logits at p predict p + 1: a continuation's own positions predict x[1:]
+                rest = self._target_logprobs(logits[row, start - offset : start - offset + len(x) - 1], x[1:])
+                results[i] = float(firsts[x[0]] + rest.sum())
         return True
 
     def _score_shared(self, batch: list[tuple[list[int], list[tuple[int, list[int]]]]], results: list[float]) -> bool:
@@ -522,9 +525,7 @@ class HFBackend:
                 **{self._cache_arg: past},
             ).logits
             for j, (_, i, x) in enumerate(chunk):
-                logprobs = self._logprobs(logits[j, : len(x) - 1])
-                target = torch.tensor(x[1:], dtype=torch.long, device=logprobs.device)
-                scores[i].extend(logprobs.gather(-1, target[:, None])[:, 0])
+                scores[i].extend(self._target_logprobs(logits[j, : len(x) - 1], x[1:]))
         for i, parts in scores.items():
             results[i] = float(torch.stack(parts).sum())
 
@@ -539,7 +540,7 @@ class HFBackend:
         in this call; see the module docstring). A growing cache without prefill where a layer has a
         sliding window; None (generate builds its own) when every prompt is one token."""
         cache = growing_cache(self.config)
-        if width < 2 or any(type(layer) is not GrowingLayer for layer in cache.layers):
+        if width < 2 or not self._full_attention:
             return None if width < 2 else cache
         per_row: list[list[tuple[torch.Tensor, torch.Tensor]] | None] = []
         used = sum(2 * k.nbytes for _, kv in prefixes for k, _ in kv)
@@ -660,9 +661,7 @@ class HFBackend:
             for row, i in enumerate(batch):
                 tokens, n_cont = items[i]
                 end = len(inputs[row]) - offset  # logits at p predict token p + 1
-                logprobs = self._logprobs(logits[row, end - n_cont : end])
-                target = torch.tensor(tokens[-n_cont:], dtype=torch.long, device=logprobs.device)
-                results[i] = float(logprobs.gather(-1, target[:, None]).sum())
+                results[i] = float(self._target_logprobs(logits[row, end - n_cont : end], tokens[-n_cont:]).sum())
             bar.update(len(batch))
 
 

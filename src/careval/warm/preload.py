@@ -73,12 +73,12 @@ class ModelShelf:
         from transformers.utils import logging as transformers_logging
 
         from careval.backends.hf import drop_preloaded, preload
-        from careval.models.spec import ModelSpec
+        from careval.models.spec import job_spec
 
         spec = getattr(snakemake.params, "spec", None)
         if not isinstance(spec, dict) or spec.get("backend") != "hf":
             return None
-        job = ModelSpec(**spec).for_job(snakemake.threads, snakemake.resources.gpu)
+        job = job_spec(snakemake)  # the spec exactly as the job's script builds it
         if not os.path.isdir(job.path):
             return None
         key, size = (os.path.realpath(job.path), job.dtype), weights_bytes(job.path, job.dtype)

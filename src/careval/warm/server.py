@@ -110,7 +110,7 @@ def stop(process: subprocess.Popen) -> None:
 
 class Worker:
     def __init__(self, path: str, parent: int, modules: tuple[str, ...], model_mb: int) -> None:
-        from .preload import ModelShelf
+        from .preload import ModelShelf, gpu_visible
 
         self.path = path
         self.parent = parent
@@ -118,7 +118,8 @@ class Worker:
         self.shelf = ModelShelf(model_mb * 2**20)
         self.jobs: dict[int, Job] = {}
         self.stopping = False
-        self.models: bool | None = None  # load jobs' hf models before forking them: not on a GPU machine (_preload)
+        # load jobs' hf models before forking them: not on a GPU machine (a fork cannot share CUDA)
+        self.models = not gpu_visible()
         self.threads_warned = ""
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # bound before the imports, so a job that starts meanwhile queues instead of running without the worker
@@ -146,7 +147,7 @@ class Worker:
                 elif key.fileobj == self.wake_r:
                     _drain(self.wake_r)
                 else:
-                    self._script_gone(key.data)
+                    self._script_done_or_gone(key.data)
             self._reap()
             if pending and not events:
                 self._import(pending.pop(0))
@@ -220,25 +221,19 @@ class Worker:
 
     def _preload(self, name: str, job: Any) -> None:
         """The job's hf model, loaded here once for every job that runs it (preload.py)."""
-        from .preload import gpu_visible
-
+        if not self.models:
+            return
+        loaded_at = time.perf_counter()
         try:
-            if getattr(job.params, "spec", None) is None:
-                return
-            if self.models is None:
-                self.models = not gpu_visible()
-                if not self.models:
-                    log("a GPU is visible: models are not loaded ahead (each job loads its own onto the GPU)")
-            if self.models:
-                loaded_at = time.perf_counter()
-                done = self.shelf.load_for(job)
-                if done:
-                    log(f"{name}: model {done} in {time.perf_counter() - loaded_at:.1f}s")
-                    self._check_threads()
+            done = self.shelf.load_for(job)
         except Exception as error:  # the job meets the same error when it loads the model, in its own log
             log(f"{name}: model not loaded ahead: {type(error).__name__}: {error}")
+            return
+        if done:
+            log(f"{name}: model {done} in {time.perf_counter() - loaded_at:.1f}s")
+            self._check_threads()
 
-    def _script_gone(self, pid: int) -> None:
+    def _script_done_or_gone(self, pid: int) -> None:
         """The job's script said DONE (it has the status the job sent) or went away without: Snakemake cancelled
         it, so the job stops too."""
         job = self.jobs[pid]
@@ -464,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
         modules = tuple(name for name in args.modules.split(",") if name)
     worker = Worker(args.socket, args.parent, modules, args.model_mb)
     log(f"listening on {args.socket} for the jobs of process {args.parent}")
+    if not worker.models:
+        log("a GPU is visible: models are not loaded ahead (each job loads its own onto the GPU)")
     worker.serve()
     return 0
 
