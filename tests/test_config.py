@@ -45,3 +45,14 @@ def test_bad_model_source_names_the_key(demo_config):
     config["models"][name]["source"] = "s3:bucket/model"
     with pytest.raises(ConfigError, match=rf"'models.{name}.source'"):
         prepare_config(config)
+
+
+def test_metrics_skip_takes_the_registrys_families(demo_config):
+    from careval.metrics.registry import FAMILIES
+
+    config = copy.deepcopy(demo_config)
+    config["metrics"]["skip"] = list(FAMILIES)
+    assert prepare_config(config)["metrics"]["skip"] == list(FAMILIES)
+    config["metrics"]["skip"] = ["rouge", "rouge4"]
+    with pytest.raises(ConfigError, match=r"'metrics.skip.1'.*'rouge4' is not one of"):
+        prepare_config(config)

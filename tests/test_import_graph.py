@@ -26,15 +26,18 @@ LAYERS: dict[str, int] = {
     "careval.schemas": 0,
     "careval.datasets.benchmark": 0,
     "careval.config": 0,
+    "careval.schema": 0,  # the schema file's defaults, for the backends and metrics (config adds the registry)
     "careval.redaction": 0,
     "careval.textio": 0,
     "careval.checkpoint": 0,
     "careval.metrics.registry": 0,
+    "careval.canonical": 0,  # the canonical identity of a job's spec (what Snakemake compares)
     # 1 engines and model specs
     "careval.backends": 1,
     "careval.models": 1,
     "careval.joblog": 1,
-    "careval.warm": 1,  # a local run's jobs forked from one warm process (it preloads backends' models)
+    "careval.warm": 1,
+    "careval.specs": 1,  # one frozen spec per job, built by the plan, read by the jobs  # a local run's jobs forked from one warm process (it preloads backends' models)
     # 2 metrics: estimators over text, log-likelihoods or a model
     "careval.metrics": 2,
     # 3 tasks: prompts and per-task scoring

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+from careval.metrics.registry import FAMILIES
+from careval.schema import SCHEMA_PATH, fill_defaults, read_schema, schema_part, with_schema_defaults
+
+__all__ = ["ConfigError", "load_config", "load_schema", "prepare_config", "schema_part", "with_schema_defaults"]
 
 
 class ConfigError(ValueError):
@@ -17,8 +19,12 @@ class ConfigError(ValueError):
 
 
 def load_schema(path: Path | str = SCHEMA_PATH) -> dict:
-    with open(path) as handle:
-        return yaml.safe_load(handle)
+    """The config schema, with the metric families `metrics.skip` accepts read from the registry."""
+    schema = read_schema(path)
+    skip = schema.get("properties", {}).get("metrics", {}).get("properties", {}).get("skip")
+    if skip is not None:
+        skip["items"] = {**skip.get("items", {}), "enum": list(FAMILIES)}
+    return schema
 
 
 def _key_path(error: jsonschema.ValidationError) -> str:
@@ -49,32 +55,6 @@ def validate_config(config: dict, schema: dict | None = None) -> None:
         raise ConfigError(_describe(errors[0]).replace("\n", " "))
 
 
-def _fill_defaults(node: Any, schema: dict, root: dict) -> Any:
-    if "$ref" in schema:
-        schema = root["$defs"][schema["$ref"].split("/")[-1]]
-    if isinstance(node, dict):
-        props = schema.get("properties", {})
-        for key, sub in props.items():
-            if key not in node and "default" in sub:
-                node[key] = copy.deepcopy(sub["default"])
-        for key, value in node.items():
-            sub = props.get(key)
-            if sub is None and isinstance(schema.get("additionalProperties"), dict):
-                sub = schema["additionalProperties"]
-            if sub is not None:
-                node[key] = _fill_defaults(value, sub, root)
-    return node
-
-
-def with_schema_defaults(node: dict | None, where: str, schema: dict | None = None) -> dict:
-    """A copy of `node` with the defaults of one part of the schema filled in: a `$defs` entry
-    (e.g. "model") or a top-level key (e.g. "resources"). For entries the whole-config pass cannot
-    reach (an inline judge or rephraser model sits under a oneOf) and for library callers."""
-    schema = schema or _default_schema()
-    part = schema["$defs"].get(where) or schema["properties"][where]
-    return _fill_defaults(copy.deepcopy(node or {}), part, schema)
-
-
 _SCHEMA_CACHE: dict = {}
 
 
@@ -90,7 +70,7 @@ def prepare_config(config: dict, schema: dict | None = None) -> dict:
     validate_config(config, schema)
     config = copy.deepcopy(config)
     config["benchmarks"] = {name: (entry or {}) for name, entry in config["benchmarks"].items()}
-    return _fill_defaults(config, schema, schema)
+    return fill_defaults(config, schema, schema)
 
 
 def load_config(path: Path | str) -> dict:

@@ -148,26 +148,28 @@ def run_inference(
     samples_path: Path,
     benchmark: Benchmark,
     spec: dict,
-    generation: dict,
+    sampling: Sampling | None,
     loglik_path: Path,
     generations_path: Path | None = None,
     *,
     checkpoint_every: int,
 ) -> None:
-    """Load the model once; write its log-likelihoods and, when asked, its generations.
+    """Load the model once; write its log-likelihoods and, when asked, its generations (decoded with `sampling`,
+    the benchmark's effective decoding: :func:`sampling_for`).
 
     Both are computed in batches of `checkpoint_every` samples, each kept in a checkpoint beside its
     output (careval.checkpoint): a killed job, rerun, resumes after its last finished batch and
     writes the same bytes as an uninterrupted run.
     """
+    if generations_path is not None and sampling is None:
+        raise ValueError(f"{benchmark.name}: generations asked for without a decoding (sampling)")
     samples = pl.read_parquet(samples_path)
-    sampling = sampling_for(benchmark, generation)  # a bad setting stops the job before any work
     backend = OnDemandBackend(spec)
     logliks, checkpoint = checkpointed_logliks(
         backend, loglik_requests(samples, benchmark), loglik_path, checkpoint_every, f"{benchmark.name} log-likelihoods"
     )
     outputs, checkpoints = {loglik_path: logliks}, [checkpoint]
-    if generations_path is not None:
+    if generations_path is not None and sampling is not None:
         frame, checkpoint = checkpointed_generations(
             backend, samples, benchmark, sampling, generations_path, checkpoint_every
         )

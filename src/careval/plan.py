@@ -10,14 +10,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
+from careval.careqa.llm import llm_sampling
 from careval.config import ConfigError, prepare_config
 from careval.datasets.benchmark import Benchmark
 from careval.datasets.registry import REGISTRY, UnknownBenchmarkError, get_benchmark
+from careval.inference import sampling_for
+from careval.jobs.repeats import repeat_sampling
 from careval.metrics.registry import FAMILIES, TASK_FAMILIES
 from careval.models.spec import ModelSpec, endpoint_spec, model_spec
+from careval.specs import (
+    DATA_KEYS,
+    PROMPT_KEYS,
+    AggregateJob,
+    CareqaLLMJob,
+    ConsistencyJob,
+    EditionsJob,
+    EngineJob,
+    FamilyOptions,
+    InferJob,
+    JudgeJob,
+    NormaliseJob,
+    PrepareJob,
+    RelaxedPerplexityJob,
+    RephraseJob,
+    ReviewJob,
+    ScoreJob,
+    overrides_of,
+)
 from careval.tasks.prompts import PromptTemplateError
 
 __all__ = ["ConfigError", "Plan", "build_plan"]
@@ -96,6 +119,116 @@ class Plan:
             for benchmark in self.benchmarks
             for family in self.families(benchmark)
         ]
+
+    # --- one spec per job (careval.specs): what each rule passes as `params: job=...`, and all its job reads
+
+    def prepare_job(self, name: str) -> PrepareJob:
+        entry = self.entries[name]
+        return PrepareJob(
+            name=name,
+            weights=self.loaded_model(name).weights,
+            entry={key: entry[key] for key in ("source", "gguf", "sha256") if key in entry},
+            folder=f"{self.models_dir}/{name}",
+            cache=f"{self.models_dir}/.cache",
+        )
+
+    def normalise_job(self, benchmark: str) -> NormaliseJob:
+        return NormaliseJob(
+            benchmark=benchmark,
+            overrides=overrides_of(self.config["benchmarks"][benchmark], DATA_KEYS),
+            limit=self.limits[benchmark],
+        )
+
+    def _model_job(self, kind: type, model: str, benchmark: str, **settings) -> Any:
+        return kind(
+            model=self.models[model],
+            benchmark=benchmark,
+            overrides=overrides_of(self.config["benchmarks"][benchmark], PROMPT_KEYS),
+            entry=self.benchmarks[benchmark],
+            **settings,
+        )
+
+    def infer_job(self, model: str, benchmark: str) -> InferJob:
+        entry = self.benchmarks[benchmark]
+        sampling = sampling_for(entry, self.config["generation"]) if entry.generates else None
+        return self._model_job(
+            InferJob, model, benchmark, sampling=sampling, checkpoint_every=self.config["checkpoint_every"]
+        )
+
+    def relaxed_perplexity_job(self, model: str, benchmark: str) -> RelaxedPerplexityJob:
+        return self._model_job(
+            RelaxedPerplexityJob, model, benchmark, options=self.family_options("relaxed_perplexity").options
+        )
+
+    def consistency_job(self, model: str, benchmark: str) -> ConsistencyJob:
+        settings = self.config["analysis"]["consistency"]
+        return self._model_job(
+            ConsistencyJob,
+            model,
+            benchmark,
+            r=settings["r"],
+            limit=settings["limit"],
+            sampling=repeat_sampling(self.config["generation"], settings["sampling"], self.benchmarks[benchmark]),
+            checkpoint_every=self.config["checkpoint_every"],
+        )
+
+    def rephrase_job(self) -> RephraseJob:
+        settings = self.config["analysis"]["resilience"]
+        assert self.rephraser is not None, "no rephrasing under this config"
+        return RephraseJob(
+            rephraser=self.rephraser,
+            k=settings["k"],
+            limit=settings["limit"],
+            sampling=repeat_sampling(self.config["generation"], settings["sampling"]),
+            checkpoint_every=self.config["checkpoint_every"],
+        )
+
+    def family_options(self, family: str) -> FamilyOptions:
+        """A family's `metrics.<family>` settings (schema defaults filled), split by the registry into the
+        options that change a value and the execution ones."""
+        settings = self.config["metrics"].get(family) or {}
+        registered = FAMILIES[family]
+        return FamilyOptions(
+            name=family,
+            options={key: value for key, value in settings.items() if key in registered.options},
+            execution={key: value for key, value in settings.items() if key in registered.execution_options},
+        )
+
+    def score_job(self, benchmark: str, families: list[str]) -> ScoreJob:
+        return ScoreJob(
+            families=tuple(self.family_options(family) for family in families),
+            min_chars=self.benchmarks[benchmark].min_chars,
+        )
+
+    def judge_job(self, repeats: bool = False) -> JudgeJob:
+        """The judge's spec; its repeats' jobs are bound by repeats_limit (or limit)."""
+        assert self.judge is not None, "no benchmark is judged under this config"
+        options = dict(self.family_options("judge").options)
+        repeats_limit = options.pop("repeats_limit")
+        if repeats and repeats_limit:
+            options["limit"] = repeats_limit
+        return JudgeJob(judge=self.judge, options=options)
+
+    def aggregate_job(self) -> AggregateJob:
+        mcqa_average = self.analysis.mcqa_average
+        return AggregateJob(
+            tasks={name: entry.task for name, entry in self.benchmarks.items()},
+            mcqa_average=None if mcqa_average is None else tuple(mcqa_average),
+        )
+
+    def engine_job(self, model: str, command: str) -> EngineJob:
+        return EngineJob(model=self.models[model], command=command)
+
+    def careqa_llm_job(self, step: str) -> CareqaLLMJob:
+        """The CareQA translator's or rephraser's job: its model (or endpoint) and decoding."""
+        return CareqaLLMJob(model=self.careqa_llms[step], sampling=llm_sampling(self.config["careqa"][step]))
+
+    def careqa_editions_job(self, editions: list[dict] | None = None) -> EditionsJob:
+        return EditionsJob(editions=tuple(self.config["careqa"]["editions"] if editions is None else editions))
+
+    def careqa_review_job(self, *keys: str) -> ReviewJob:
+        """careqa.review's keys a review job reads (the sheet: confidence, margin, seed; agreement: min_reviewers)."""
+        return ReviewJob(review={key: self.config["careqa"]["review"][key] for key in keys})
 
     def loaded_model(self, name: str) -> ModelSpec:
         """Any model a job loads: an evaluated one, the judge or the rephraser."""

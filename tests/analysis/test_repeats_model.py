@@ -89,8 +89,10 @@ def test_rephrasing_model_gets_the_papers_system_prompt(monkeypatch, tmp_path, t
         generations,
         tiny_spec,
         2,
-        {"max_new_tokens": 64, "temperature": 0.0, "seed": 5},
-        {"max_new_tokens": 6, "temperature": 1.0, "top_p": 0.9},
+        repeats_module.repeat_sampling(
+            {"max_new_tokens": 64, "temperature": 0.0, "seed": 5},
+            {"max_new_tokens": 6, "temperature": 1.0, "top_p": 0.9},
+        ),
         tmp_path / "r.parquet",
         limit=1,
         checkpoint_every=8,

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.analysis.plan import SET_FAMILIES, AnalysisConfigError, AnalysisPlan, analysis_plan
+from careval.analysis.plan import SET_FAMILIES, AnalysisConfigError, analysis_plan
 from careval.jobs.analysis_report import write_analysis_report
 from careval.schemas import SPREAD_SCHEMA, SUMMARY_SAMPLE_SCHEMA, SUMMARY_SCHEMA
 
@@ -81,18 +81,29 @@ def _tables(tmp_path):
     return paths
 
 
-def _plan(resilience, consistency, sets=None):
+def _config(resilience, consistency, sets=None, **analysis):
+    """A config whose analysis is over the fixture's tables: open benchmarks note and qa, an Elo file."""
     sets = sets or {"all": tuple(MODELS)}
-    return AnalysisPlan(
-        ["note", "qa"],
-        ["pearson", "spearman"],
-        resilience,
-        consistency,
-        elo=True,
-        model_sets=sets,
-        figure_sets={family: tuple(sets) for family in SET_FAMILIES},
-        relaxed_perplexity_anchor="qa",
-    )
+    return {
+        "models": {m: {} for m in MODELS},
+        "analysis": {
+            "resilience": {"rephraser": "m1" if resilience else None, "k": 3, "benchmarks": resilience},
+            "consistency": {"r": 3 if consistency else 0, "benchmarks": consistency},
+            "elo_csv": "elo.csv",
+            "model_sets": {name: list(members) for name, members in sets.items() if name != "all"},
+            "figure_sets": {family: list(sets) for family in SET_FAMILIES},
+            "relaxed_perplexity_anchor": "qa",
+            **analysis,
+        },
+    }
+
+
+def _plan(resilience, consistency, sets=None, **analysis):
+    return analysis_plan(_config(resilience, consistency, sets, **analysis), ["note", "qa"])
+
+
+def _job(resilience, consistency, sets=None, resamples=20, seed=3):
+    return _plan(resilience, consistency, sets, bootstrap={"resamples": resamples, "seed": seed}).report_job
 
 
 def _outputs(tmp_path):
@@ -109,14 +120,9 @@ def test_every_planned_figure_is_written_with_intervals(tmp_path):
     from pypdf import PdfReader
 
     inputs = _tables(tmp_path)
-    plan = _plan(["qa"], ["qa"])
+    plan = _plan(["qa"], ["qa"], bootstrap={"resamples": 50, "seed": 3, "confidence": 0.95})
     outputs = _outputs(tmp_path)
-    settings = {
-        "bootstrap": {"resamples": 50, "seed": 3, "confidence": 0.95},
-        "resilience": {"k": 3},
-        "consistency": {"r": 3},
-    }
-    write_analysis_report(inputs, outputs, plan, settings)
+    write_analysis_report(inputs, outputs, plan.report_job)
     assert sorted(p.stem for p in outputs["figures"].glob("*.png")) == sorted(plan.figure_names())
     assert len(PdfReader(outputs["pdf"]).pages) == len(plan.figure_names())
     table = pl.read_parquet(outputs["correlations"])
@@ -139,13 +145,12 @@ def test_two_drawing_processes_write_the_same_pngs_and_pages(tmp_path):
     from pypdf import PdfReader
 
     inputs = _tables(tmp_path)
-    plan = _plan(["qa"], ["qa"])
-    settings = {"bootstrap": {"resamples": 20, "seed": 3}}
+    plan = _plan(["qa"], ["qa"], bootstrap={"resamples": 20, "seed": 3})
     written = {}
     for workers in (1, 2):
         outputs = _outputs(tmp_path / f"w{workers}")
         outputs["pdf"].parent.mkdir()
-        pngs = write_analysis_report(inputs, outputs, plan, settings, workers)
+        pngs = write_analysis_report(inputs, outputs, plan.report_job, workers)
         written[workers] = {p.name: p.read_bytes() for p in pngs}
         pages = PdfReader(outputs["pdf"]).pages
         written[workers]["pdf text"] = [page.extract_text() for page in pages]
@@ -162,7 +167,7 @@ def test_a_failed_png_process_fails_the_report(tmp_path, monkeypatch):
     monkeypatch.setattr(figures, "_save_pngs", broken)  # the forked process inherits the patch
     outputs = _outputs(tmp_path)
     with pytest.raises(RuntimeError, match=r"drawing the PNGs in .*figures failed \(exit code 1\)"):
-        write_analysis_report(_tables(tmp_path), outputs, _plan(["qa"], ["qa"]), {"bootstrap": {"resamples": 20}}, 2)
+        write_analysis_report(_tables(tmp_path), outputs, _job(["qa"], ["qa"]), 2)
 
 
 def test_plan_rejects_a_rephraser_that_is_not_a_model():
@@ -183,9 +188,8 @@ def test_a_figure_over_a_model_set_uses_exactly_its_models(tmp_path):
 
     inputs = _tables(tmp_path)
     sets = {"trio": ("m1", "m3", "m4"), "all": tuple(MODELS)}
-    plan = _plan([], [], sets)
     outputs = _outputs(tmp_path)
-    write_analysis_report(inputs, outputs, plan, {"bootstrap": {"resamples": 20, "seed": 3}})
+    write_analysis_report(inputs, outputs, _job([], [], sets))
     stems = {p.stem for p in outputs["figures"].glob("*.png")}
     assert {
         "mcqa_vs_open_trio",

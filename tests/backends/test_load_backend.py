@@ -37,9 +37,21 @@ def test_hf_spec_builds_an_hf_backend(tiny_model_dir):
 
 
 def test_spec_overrides(tiny_model_dir):
-    backend = load_backend({"name": "t", "path": str(tiny_model_dir), "max_length": 32, "add_bos_token": False})
+    backend = load_backend(
+        {"name": "t", "path": str(tiny_model_dir), "max_length": 32, "add_bos_token": False, "dtype": "auto"}
+    )
     assert backend.max_length == 32 and backend.add_bos is False
     assert backend.model.dtype == torch.float32  # "auto" keeps the checkpoint's dtype
+
+
+def test_keys_left_out_take_the_config_schemas_defaults(tiny_model_dir):
+    """The schema is the one home of a model entry's defaults (float32, batch 8, no chat template)."""
+    from careval.schema import with_schema_defaults
+
+    defaults = with_schema_defaults({}, "model")
+    backend = load_backend({"name": "t", "path": str(tiny_model_dir)})
+    assert (backend.batch_size, backend.chat_template) == (defaults["batch_size"], defaults["chat_template"])
+    assert str(backend.model.dtype) == f"torch.{defaults['dtype']}"
 
 
 def test_bad_specs(tiny_model_dir):

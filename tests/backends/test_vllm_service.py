@@ -204,13 +204,13 @@ def test_outputs_equal_the_per_job_engines(shared_run, python, demo_model_dirs, 
     results, want = work / "results", tmp_path / "per_job"
     try:
         for name in BENCHMARKS:
-            benchmark = get_benchmark(name, plan.config["benchmarks"][name])
-            generates = benchmark.generates
+            job = plan.infer_job(MODEL, name)
+            generates = job.entry.generates
             inference.run_inference(
                 work / "resources" / "datasets" / f"{name}.parquet",
-                benchmark,
+                job.entry,
                 spec,
-                plan.config["generation"],
+                job.sampling,
                 loglik_path=want / "loglik" / f"{name}.parquet",
                 generations_path=want / "generations" / f"{name}.parquet" if generates else None,
                 checkpoint_every=plan.config["checkpoint_every"],

@@ -62,3 +62,96 @@ def test_averages_reproduce_lm_evals_corpus_values():
         metric_spec(m).average
         for m in ("word_perplexity", "byte_perplexity", "relaxed_perplexity", "bits_per_byte", "relaxed_cross_entropy")
     ] == ["geometric", "geometric", "geometric", "mean", "mean"]
+
+
+def _schema_section(family: str) -> dict | None:
+    from careval.config import load_schema
+
+    return load_schema()["properties"]["metrics"]["properties"].get(family)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_a_familys_config_keys_are_exactly_its_schema_section(family):
+    """options + execution_options + plan_options are the keys of metrics.<family>, none twice: registry and
+    schema cannot drift (a family without a section reads no option)."""
+    spec = FAMILIES[family]
+    section = _schema_section(family)
+    keys = spec.options + spec.execution_options + spec.plan_options
+    assert len(set(keys)) == len(keys)
+    assert set(keys) == set((section or {}).get("properties", {}))
+    assert set(spec.plan_options) <= {"benchmarks", "model"}
+
+
+def test_the_schema_has_a_section_only_for_registered_families():
+    from careval.config import load_schema
+
+    sections = set(load_schema()["properties"]["metrics"]["properties"]) - {"skip"}
+    assert sections <= set(FAMILIES)
+
+
+def test_metrics_skip_accepts_exactly_the_registered_families():
+    from careval.config import load_schema
+
+    skip = load_schema()["properties"]["metrics"]["properties"]["skip"]
+    assert skip["items"]["enum"] == list(FAMILIES)
+
+
+def test_every_metric_is_listed_by_its_own_family():
+    for name, spec in METRICS.items():
+        assert spec in FAMILIES[spec.family].metrics, name
+
+
+def test_only_llm_families_have_no_scorer_and_every_scorer_resolves():
+    import inspect
+
+    for name, family in FAMILIES.items():
+        if family.job == "llm":
+            assert family.scorer is None, name
+            with pytest.raises(ValueError, match="job of its own"):
+                family.scoring_function()
+            continue
+        function = family.scoring_function()
+        assert list(inspect.signature(function).parameters) == [
+            "samples",
+            "generations",
+            "logliks",
+            "options",
+            "min_chars",
+        ], name
+
+
+@pytest.mark.parametrize("family", [name for name, f in FAMILIES.items() if f.job != "llm"])
+def test_family_scores_reaches_every_scored_familys_function(monkeypatch, family):
+    """Dispatch goes through the registry to the family's own scorer, with the schema's defaults filled in."""
+    import importlib
+
+    from careval import scoring
+    from careval.config import with_schema_defaults
+
+    module, _, function = FAMILIES[family].scorer.partition(":")
+    calls = []
+    sentinel = object()
+
+    def fake(samples, generations, logliks, options, min_chars):
+        calls.append((samples, generations, logliks, options, min_chars))
+        return sentinel
+
+    monkeypatch.setattr(importlib.import_module(module), function, fake)
+    assert scoring.family_scores(family, "S", "G", "L", {}, 7) is sentinel
+    expected = with_schema_defaults({}, f"metrics.{family}") if _schema_section(family) else {}
+    assert calls == [("S", "G", "L", expected, 7)]
+
+
+@pytest.mark.parametrize("family", ["judge", "relaxed_perplexity", "no_such_family"])
+def test_family_scores_refuses_a_family_it_does_not_compute(family):
+    from careval import scoring
+
+    with pytest.raises(ValueError, match=family):
+        scoring.family_scores(family, None, None, None, {"model": "x"})
+
+
+def test_value_options_keep_only_what_changes_a_value():
+    assert FAMILIES["bleurt"].value_options({"model": "m", "batch_size": 4, "device": "cuda", "max_length": 8}) == {
+        "model": "m",
+        "max_length": 8,
+    }

@@ -47,7 +47,7 @@ def test_relaxed_perplexity_speed(load_rows):
         pytest.skip(f"{folder} not prepared (run the slow tests or the prepare_model rule first)")
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-    options = dict(rp.DEFAULTS)
+    options = rp.resolve_options({})
     template = get_benchmark("demo_open_qa").prompt  # the open-QA generation prompt
     old = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -10,7 +10,7 @@ import pytest
 
 from careval.backends import Sampling, load_backend
 from careval.datasets import build_benchmark, get_benchmark
-from careval.inference import run_inference
+from careval.inference import run_inference, sampling_for
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +41,13 @@ def test_inference_cuts_the_generation_at_the_authors_stop(tmp_path, shared_data
     }
     generation = {**demo_config["generation"], "max_new_tokens": MAX_NEW_TOKENS}  # the schema's stop: []
     run_inference(
-        samples_path, entry, spec, generation, tmp_path / "loglik.parquet", tmp_path / "gen.parquet", checkpoint_every=8
+        samples_path,
+        entry,
+        spec,
+        sampling_for(entry, generation),
+        tmp_path / "loglik.parquet",
+        tmp_path / "gen.parquet",
+        checkpoint_every=8,
     )
     generated = pl.read_parquet(tmp_path / "gen.parquet").row(0, named=True)
 

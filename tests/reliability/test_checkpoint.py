@@ -8,8 +8,8 @@ import pytest
 from careval.backends.tokenization import request_seeds
 from careval.checkpoint import Checkpoint, batches_keeping_duplicates, contiguous_batches, input_order, partial_dir
 from careval.datasets.registry import get_benchmark
-from careval.inference import run_inference
-from careval.jobs.repeats import run_consistency
+from careval.inference import run_inference, sampling_for
+from careval.jobs.repeats import repeat_sampling, run_consistency
 
 SCHEMA = {"item": pl.Int64, "square": pl.Int64}
 
@@ -126,7 +126,7 @@ def _samples(tmp_path, n):
 
 def test_inference_resumed_after_a_crash_writes_the_same_bytes(tmp_path, tiny_spec, monkeypatch, capsys):
     samples, benchmark = _samples(tmp_path, 7), get_benchmark("demo_open_qa")
-    generation = {"max_new_tokens": 6, "temperature": 0.8, "top_p": 0.9, "seed": 11}
+    generation = sampling_for(benchmark, {"max_new_tokens": 6, "temperature": 0.8, "top_p": 0.9, "seed": 11})
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
     run_inference(
         samples, benchmark, tiny_spec, generation, whole / "loglik.parquet", whole / "gen.parquet", checkpoint_every=2
@@ -167,7 +167,11 @@ def test_inference_resumed_after_a_crash_writes_the_same_bytes(tmp_path, tiny_sp
 
 def test_consistency_resumed_after_a_crash_writes_the_same_bytes(tmp_path, tiny_spec, monkeypatch, capsys):
     samples, benchmark = _samples(tmp_path, 5), get_benchmark("demo_open_qa")
-    settings = ({"max_new_tokens": 6, "temperature": 0.0, "seed": 5}, {"temperature": 1.0, "top_p": 0.9})
+    settings = (
+        repeat_sampling(
+            {"max_new_tokens": 6, "temperature": 0.0, "seed": 5}, {"temperature": 1.0, "top_p": 0.9}, benchmark
+        ),
+    )
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
     run_consistency(
         samples, benchmark, tiny_spec, 3, *settings, whole / "c.parquet", whole / "cl.parquet", checkpoint_every=2

@@ -24,13 +24,14 @@ from pathlib import Path
 
 from careval.config import load_config
 from careval.datasets import get_benchmark
-from careval.inference import run_inference
+from careval.inference import run_inference, sampling_for
 from careval.models.spec import model_spec
 
 repo, samples, out = map(Path, sys.argv[1:4])
 config = load_config(repo / "config" / "config.yaml")
 spec = model_spec("{MODEL}", config["models"]["{MODEL}"], models_dir=repo / config["models_dir"]).for_job(threads=2).backend_kwargs()
-run_inference(samples, get_benchmark("demo_open_qa"), spec, {{**config["generation"], "max_new_tokens": 16}},
+benchmark = get_benchmark("demo_open_qa")
+run_inference(samples, benchmark, spec, sampling_for(benchmark, {{**config["generation"], "max_new_tokens": 16}}),
               out / "loglik.parquet", out / "generations.parquet", checkpoint_every={BATCH})
 """
 

@@ -1,6 +1,7 @@
 """Run a workflow-style script as Snakemake's `script:` directive does: in a fresh interpreter, with a
 `snakemake` object in its globals and `__file__` naming the script. The job is a JSON object of `params`
-(and optionally `threads`, `gpu`, `rule`, `wildcards`). `--unreadable` adds to it an object of a module on this
+(and optionally `threads`, `gpu`, `rule`, `wildcards`); a param `loads` (model_spec's arguments) becomes
+the `job` param of a job that loads that model. `--unreadable` adds to it an object of a module on this
 script's path only, which a warm worker cannot unpickle; `--unpicklable` one that cannot be pickled at all."""
 
 import json
@@ -16,6 +17,14 @@ class Local:  # a class of __main__, which runpy replaces while the script runs:
 
 
 script, job = sys.argv[1], json.loads(sys.argv[2])
+if "loads" in job["params"]:
+    # a job that loads a model: its spec as the plan passes it (params.job), here a judge's job
+    from careval.canonical import JobParam
+    from careval.models.spec import model_spec
+    from careval.specs import JudgeJob
+
+    loads = job["params"].pop("loads")
+    job["params"]["job"] = JobParam(JudgeJob(judge=model_spec(**loads), options={}))
 snakemake = SimpleNamespace(
     params=SimpleNamespace(**job["params"]),
     input=SimpleNamespace(),

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -268,9 +267,11 @@ def test_a_job_runs_the_model_the_worker_loaded_with_the_threads_snakemake_gave_
     process = warm_server.start(log, 8000, modules=("torch", "careval.backends.hf"))
     socket_path = os.environ.pop(SOCKET_ENV)
     try:
-        spec = asdict(
-            model_spec("tiny", {"source": f"local:{tiny_llama_dir}", "dtype": "float32"}, models_dir=tmp_path)
-        )
+        loads = {
+            "name": "tiny",
+            "entry": {"source": f"local:{tiny_llama_dir}", "dtype": "float32"},
+            "models_dir": str(tmp_path),
+        }
         pairs = [["The patient presented with", " chest pain"], ["Aspirin is", " contraindicated"]]
         job = """\
 from careval.warm import offload
@@ -284,9 +285,9 @@ import sys
 import torch
 
 from careval.backends import hf, load_backend
-from careval.models.spec import ModelSpec
+from careval.canonical import job_of
 
-backend = load_backend(ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, 0).backend_kwargs())
+backend = load_backend(job_of(snakemake).judge.for_job(snakemake.threads, 0).backend_kwargs())
 preloaded = [model for _tokenizer, model in hf._PRELOADED.values()]
 print(json.dumps({
     "ppid": os.getppid(),
@@ -297,7 +298,7 @@ print(json.dumps({
 """
         threads = {"OMP_NUM_THREADS": "2"}  # what Snakemake exports for a job of 2 threads
         result = _run(
-            _script(tmp_path, job), {"spec": spec, "pairs": pairs}, socket_path, tmp_path, env=threads, threads=2
+            _script(tmp_path, job), {"loads": loads, "pairs": pairs}, socket_path, tmp_path, env=threads, threads=2
         )
     finally:
         warm_server.stop(process)
@@ -307,8 +308,8 @@ print(json.dumps({
     assert facts["threads"] == 2
     assert "model tiny" in log.read_text() and "ready in" in log.read_text()
     # the same numbers as the model loaded in this process
-    cold = load_backend({**spec, "threads": 1}).loglikelihood([tuple(p) for p in pairs])
-    assert facts["logliks"] == pytest.approx(cold, abs=1e-6)
+    cold = load_backend(model_spec(**loads).for_job(threads=1).backend_kwargs())
+    assert facts["logliks"] == pytest.approx(cold.loglikelihood([tuple(p) for p in pairs]), abs=1e-6)
 
 
 @pytest.mark.slow
@@ -386,11 +387,16 @@ def test_on_a_gpu_machine_the_worker_loads_no_model_and_its_jobs_run_on_the_gpu(
 
 
 def _job_naming(folder: Path, dtype: str, tmp_path: Path) -> SimpleNamespace:
+    from careval.canonical import JobParam
     from careval.models.spec import model_spec
+    from careval.specs import JudgeJob
 
     spec = model_spec(folder.name, {"source": f"local:{folder}", "dtype": dtype}, models_dir=tmp_path)
     return SimpleNamespace(
-        params=SimpleNamespace(spec=asdict(spec)), input=SimpleNamespace(), threads=1, resources=SimpleNamespace(gpu=0)
+        params=SimpleNamespace(job=JobParam(JudgeJob(judge=spec, options={}))),
+        input=SimpleNamespace(),
+        threads=1,
+        resources=SimpleNamespace(gpu=0),
     )
 
 

@@ -1,7 +1,7 @@
 """The paper plan's LLM jobs ask SLURM for exactly the GPUs their backend uses (no GPU, no job run).
 
 Walks the DAG Snakemake builds for config/paper.yaml (its Python API, as `snakemake -n` does) and
-checks, for every job that loads a model, that the spec handed to its script carries the job's own
+checks, for every job that loads a model, that the model spec handed to its script carries the job's own
 `gpu` resource. The bug this guards against: Relaxed Perplexity, judge and CareQA jobs built their
 backend without the job's GPU count, so a 70B model would start vLLM on one GPU.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,8 @@ def _model_jobs(configfile: Path, workdir: Path, target: str) -> list[dict]:
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings, StorageSettings
 
+    from careval.specs import loaded_model
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
         workflow_api = api.workflow(
@@ -45,7 +48,7 @@ def _model_jobs(configfile: Path, workdir: Path, target: str) -> list[dict]:
             {
                 "rule": job.rule.name,
                 "wildcards": dict(job.wildcards),
-                "spec": job.params.spec,
+                "spec": asdict(loaded_model(job.params.job.spec)),
                 "gpu": job.resources["gpu"],
                 "threads": job.threads,
                 "llm_slot": job.resources["llm_slot"],
@@ -54,7 +57,7 @@ def _model_jobs(configfile: Path, workdir: Path, target: str) -> list[dict]:
                 "output": [str(f) for f in job.output],
             }
             for job in workflow.dag.jobs
-            if "spec" in job.params.keys()  # noqa: SIM118  (`in` a Namedlist tests its values)
+            if "job" in job.params.keys() and loaded_model(job.params.job.spec)  # noqa: SIM118  (Namedlist)
         ]
 
 

@@ -19,21 +19,37 @@ rule aggregate_scores:
         mem_mb=2000,
         runtime=10,
     params:
-        tasks={name: entry.task for name, entry in BENCHMARKS.items()},
-        mcqa_average=PLAN.analysis.mcqa_average,
+        job=JobParam(PLAN.aggregate_job()),
     script:
         "../scripts/aggregate_scores.py"
+
+
+# The report's figures as a table: an input of the report, so that a new figure remakes it (FigureIndexJob).
+rule figure_index:
+    output:
+        f"{RESULTS}/figures/index.tsv",
+    log:
+        f"{LOGS}/figure_index.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        job=JobParam(PLAN.analysis.figure_index_job),
+    script:
+        "../scripts/figure_index.py"
 
 
 rule correlations:
     input:
         unpack(analysis_inputs),
+        figure_index=f"{RESULTS}/figures/index.tsv",
     output:
         pdf=report(f"{RESULTS}/correlations.pdf", caption="../report/correlations_pdf.rst", category="0. All figures"),
         table=f"{RESULTS}/summary/correlations.parquet",
         clusters=f"{RESULTS}/summary/metric_clusters.parquet",
         rankings=f"{RESULTS}/summary/rankings.parquet",
-        figures=[figure_output(name) for name in PLAN.analysis.figure_names()],
+        figures=[figure_output(figure) for figure in PLAN.analysis.figures],
     log:
         f"{LOGS}/correlations.log",
     # the PDF and the PNGs are drawn by two processes (figures.save_pages); the last job of a run, alone
@@ -42,8 +58,8 @@ rule correlations:
         mem_mb=4000,
         runtime=30,
     params:
-        plan=PLAN.analysis,
-        settings=ANALYSIS,
+        # the figures and the settings this job reads, and nothing else of the config (careval.analysis.plan)
+        job=JobParam(PLAN.analysis.report_job),
         # the folder of the planned figures (scores.png is always one), where figures.py writes them
         figures_dir=lambda wildcards, output: os.path.dirname(output.figures[0]),
     script:

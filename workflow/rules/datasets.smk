@@ -16,7 +16,6 @@ rule normalise_benchmark:
         mem_mb=2000,
         runtime=20,
     params:
-        overrides=benchmark_overrides,
-        limit=lambda w: PLAN.limits[w.benchmark],
+        job=lambda w: JobParam(PLAN.normalise_job(w.benchmark)),
     script:
         "../scripts/normalise_benchmark.py"

@@ -21,10 +21,9 @@ rule vllm_engine:
     resources:
         **llm_resources(evaluated),
     params:
-        spec=lambda w: spec_params(evaluated(w)),
-        command=lambda w: engine_command(evaluated(w)),
+        job=lambda w: JobParam(PLAN.engine_job(w.model, engine_command(evaluated(w)))),
     # The address file exists at once (as `starting`): Snakemake starts the served jobs with this one and
     # gives their inputs only --latency-wait seconds to appear; they wait for `ready` themselves.
     shell:
         """echo '{{"state": "starting"}}' > {output:q}
-        exec {params.command} --url-file {output:q} > {log:q} 2>&1"""
+        exec {params.job.spec.command} --url-file {output:q} > {log:q} 2>&1"""

@@ -27,10 +27,7 @@ rule infer_open:
     resources:
         **llm_resources(evaluated, served=True),
     params:
-        spec=lambda w: spec_params(evaluated(w)),
-        overrides=benchmark_overrides,
-        generation=config["generation"],
-        checkpoint_every=config["checkpoint_every"],
+        job=lambda w: JobParam(PLAN.infer_job(w.model, w.benchmark)),
     script:
         "../scripts/infer.py"
 

@@ -27,8 +27,7 @@ if PLAN.judge is not None:
             **llm_resources(lambda wildcards: PLAN.judge),
         params:
             # only the judge's own spec: adding or editing an evaluated model must not rerun other models' grades
-            spec=spec_params(PLAN.judge),
-            options=judge_options(),
+            job=JobParam(PLAN.judge_job()),
         script:
             "../scripts/judge.py"
 
@@ -59,7 +58,6 @@ if PLAN.judge is not None:
         resources:
             **llm_resources(lambda wildcards: PLAN.judge),
         params:
-            spec=spec_params(PLAN.judge),
-            options=judge_options(repeats=True),
+            job=JobParam(PLAN.judge_job(repeats=True)),
         script:
             "../scripts/judge_repeats.py"

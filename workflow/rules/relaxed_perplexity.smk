@@ -26,8 +26,6 @@ rule relaxed_perplexity:
     resources:
         **llm_resources(evaluated, served=True),
     params:
-        spec=lambda w: spec_params(evaluated(w)),
-        overrides=benchmark_overrides,
-        options={k: v for k, v in config["metrics"]["relaxed_perplexity"].items() if k != "benchmarks"},
+        job=lambda w: JobParam(PLAN.relaxed_perplexity_job(w.model, w.benchmark)),
     script:
         "../scripts/relaxed_perplexity.py"

@@ -1,8 +1,6 @@
 # Resilience to rephrasing (paper 3.4, appendix C.1): another LLM rephrases each answer k times,
 # every text metric is recomputed on each rephrasing, and the per-sample variance is summarised.
 
-RESILIENCE = config["analysis"]["resilience"]
-
 
 if PLAN.rephraser is not None:
 
@@ -23,10 +21,7 @@ if PLAN.rephraser is not None:
         resources:
             **llm_resources(lambda wildcards: PLAN.rephraser),
         params:
-            spec=spec_params(PLAN.rephraser),
-            settings=RESILIENCE,
-            generation=config["generation"],
-            checkpoint_every=config["checkpoint_every"],
+            job=JobParam(PLAN.rephrase_job()),
         script:
             "../scripts/rephrase.py"
 
@@ -46,8 +41,7 @@ rule score_rephrase:
         mem_mb=RES["scoring_mem_mb"],
         runtime=RES["scoring_runtime"],
     params:
-        families=PLAN.repeat_families(),
-        options=config["metrics"],
+        job=lambda w: JobParam(PLAN.score_job(w.benchmark, PLAN.repeat_families())),
     script:
         "../scripts/score_repeats.py"
 

@@ -25,7 +25,7 @@ for _task in TASKS:
             mem_mb=RES["scoring_mem_mb"],
             runtime=RES["scoring_runtime"],
         params:
-            options=config["metrics"],
+            job=lambda w, task=_task: JobParam(PLAN.score_job(w.benchmark, PLAN.score_job_families(task))),
         script:
             "../scripts/score.py"
 
@@ -49,6 +49,6 @@ for _family in EXTRA_FAMILIES:
             mem_mb=RES["scoring_mem_mb"],
             runtime=RES["scoring_runtime"],
         params:
-            options=config["metrics"],
+            job=lambda w, family=_family: JobParam(PLAN.score_job(w.benchmark, [family])),
         script:
             "../scripts/score.py"

@@ -4,8 +4,10 @@ from careval.warm import offload
 
 offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
 
+from careval.canonical import job_of
 from careval.careqa.acquire import acquire_edition
 from careval.joblog import job_log
 
 with job_log(snakemake.log[0]):
-    acquire_edition(snakemake.params.edition, snakemake.output.booklet, snakemake.output.key)
+    (edition,) = job_of(snakemake).editions
+    acquire_edition(edition, snakemake.output.booklet, snakemake.output.key)

@@ -4,6 +4,7 @@ from careval.warm import offload
 
 offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
 
+from careval.canonical import job_of
 from careval.careqa.review import export_review
 from careval.joblog import job_log
 
@@ -13,7 +14,7 @@ with job_log(snakemake.log[0]):
         snakemake.input.english,
         snakemake.input.spanish,
         snakemake.input.open,
-        snakemake.params.review,
+        job_of(snakemake).review,
         snakemake.output.sheet,
         snakemake.output.summary,
     )

@@ -6,6 +6,7 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
+from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.jobs.analysis_report import write_analysis_report
 
@@ -21,4 +22,4 @@ with job_log(snakemake.log[0]):
         "clusters": Path(snakemake.output.clusters),
         "rankings": Path(snakemake.output.rankings),
     }
-    write_analysis_report(inputs, outputs, snakemake.params.plan, snakemake.params.settings, snakemake.threads)
+    write_analysis_report(inputs, outputs, job_of(snakemake), snakemake.threads)

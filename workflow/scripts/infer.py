@@ -13,18 +13,19 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
-from careval.datasets import get_benchmark
+from careval.canonical import job_of
 from careval.inference import run_inference
 from careval.joblog import job_log
-from careval.models.spec import job_spec
+from careval.models.spec import model_for_job
 
 with job_log(snakemake.log[0]):
+    job = job_of(snakemake)
     run_inference(
         Path(snakemake.input.samples),
-        get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides),
-        job_spec(snakemake).backend_kwargs(),
-        snakemake.params.generation,
+        job.entry,
+        model_for_job(job.model, snakemake).backend_kwargs(),
+        job.sampling,
         loglik_path=Path(snakemake.output.loglik),
         generations_path=Path(snakemake.output.generations) if "generations" in snakemake.output.keys() else None,
-        checkpoint_every=snakemake.params.checkpoint_every,
+        checkpoint_every=job.checkpoint_every,
     )

@@ -6,16 +6,17 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
+from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.jobs.judge import run_repeat_judge
-from careval.models.spec import ModelSpec
 
 with job_log(snakemake.log[0]):
+    job = job_of(snakemake)
     run_repeat_judge(
         Path(snakemake.input.samples),
         Path(snakemake.input.generations),
         Path(snakemake.input.repeats),
         Path(snakemake.output[0]),
-        ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu),
-        snakemake.params.options,
+        job.judge.for_job(snakemake.threads, snakemake.resources.gpu),
+        job.options,
     )

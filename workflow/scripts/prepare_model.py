@@ -4,14 +4,12 @@ from careval.warm import offload
 
 offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
 
-import shutil
 from pathlib import Path
 
+from careval.canonical import job_of
 from careval.joblog import job_log
-from careval.models import prepare_model
+from careval.models.prepare import prepare_model, record_prepared
 
 with job_log(snakemake.log[0]):
-    folder = prepare_model(
-        snakemake.wildcards.model, snakemake.params.entry, Path(snakemake.params.folder), Path(snakemake.params.cache)
-    )
-    shutil.copyfile(folder / "careval_model.json", snakemake.output[0])
+    job = job_of(snakemake)
+    record_prepared(prepare_model(job.name, job.entry, Path(job.folder), Path(job.cache)), Path(snakemake.output[0]))

@@ -13,17 +13,18 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
-from careval.datasets import get_benchmark
+from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.jobs.relaxed_perplexity import run_relaxed_perplexity
-from careval.models.spec import job_spec
+from careval.models.spec import model_for_job
 
 with job_log(snakemake.log[0]):
+    job = job_of(snakemake)
     run_relaxed_perplexity(
         Path(snakemake.input.samples),
         Path(snakemake.output[0]),
-        get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides).prompt,
-        job_spec(snakemake).backend_kwargs(),
-        snakemake.params.options,
+        job.entry.prompt,
+        model_for_job(job.model, snakemake).backend_kwargs(),
+        job.options,
         targets_path=Path(snakemake.output.targets),
     )

@@ -6,19 +6,18 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
+from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.jobs.repeats import run_rephrasing
-from careval.models.spec import ModelSpec
 
 with job_log(snakemake.log[0]):
-    settings = snakemake.params.settings
+    job = job_of(snakemake)
     run_rephrasing(
         Path(snakemake.input.generations),
-        ModelSpec(**snakemake.params.spec).for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
-        settings["k"],
-        snakemake.params.generation,
-        settings["sampling"],
+        job.rephraser.for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
+        job.k,
+        job.sampling,
         Path(snakemake.output[0]),
-        limit=settings["limit"],
-        checkpoint_every=snakemake.params.checkpoint_every,
+        limit=job.limit,
+        checkpoint_every=job.checkpoint_every,
     )

@@ -13,22 +13,21 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
-from careval.datasets import get_benchmark
+from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.jobs.repeats import run_consistency
-from careval.models.spec import job_spec
+from careval.models.spec import model_for_job
 
 with job_log(snakemake.log[0]):
-    settings = snakemake.params.settings
+    job = job_of(snakemake)
     run_consistency(
         Path(snakemake.input.samples),
-        get_benchmark(snakemake.wildcards.benchmark, snakemake.params.overrides),
-        job_spec(snakemake).backend_kwargs(),
-        settings["r"],
-        snakemake.params.generation,
-        settings["sampling"],
+        job.entry,
+        model_for_job(job.model, snakemake).backend_kwargs(),
+        job.r,
+        job.sampling,
         Path(snakemake.output.samples),
         Path(snakemake.output.loglik),
-        limit=settings["limit"],
-        checkpoint_every=snakemake.params.checkpoint_every,
+        limit=job.limit,
+        checkpoint_every=job.checkpoint_every,
     )

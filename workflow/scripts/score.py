@@ -6,16 +6,17 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
-from careval.datasets import get_benchmark
+from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.scoring import score_benchmark
 
 with job_log(snakemake.log[0]):
+    job = job_of(snakemake)
     score_benchmark(
         Path(snakemake.input.samples),
-        {family: Path(path) for family, path in snakemake.output.items()},
+        {family: Path(snakemake.output[family]) for family in job.family_names},
         generations_path=Path(snakemake.input.generations) if "generations" in snakemake.input.keys() else None,
         loglik_path=Path(snakemake.input.loglik),
-        options=snakemake.params.options,
-        min_chars=get_benchmark(snakemake.wildcards.benchmark).min_chars,
+        options=job.options(),
+        min_chars=job.min_chars,
     )

@@ -7,16 +7,17 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 from pathlib import Path
 
 from careval.analysis.spread import score_repeat_file
-from careval.datasets import get_benchmark
+from careval.canonical import job_of
 from careval.joblog import job_log
 
 with job_log(snakemake.log[0]):
+    job = job_of(snakemake)
     score_repeat_file(
         Path(snakemake.input.samples),
         Path(snakemake.input.repeats),
-        snakemake.params.families,
-        snakemake.params.options,
+        job.family_names,
+        job.options(),
         Path(snakemake.output[0]),
         loglik_path=Path(snakemake.input.loglik) if "loglik" in snakemake.input.keys() else None,
-        min_chars=get_benchmark(snakemake.wildcards.benchmark).min_chars,
+        min_chars=job.min_chars,
     )

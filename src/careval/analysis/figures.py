@@ -17,7 +17,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.consistency import cv_excluded_metrics
 from careval.analysis.correlations import square
-from careval.analysis.plan import AnalysisPlan
+from careval.analysis.plan import FigureSpec, ReportJob
 from careval.analysis.report_tables import AnalysisTables
 from careval.analysis.spread import across_models
 from careval.metrics.registry import higher_is_better
@@ -371,66 +371,63 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool):
     return fig
 
 
-def report_pages(tables: AnalysisTables, plan: AnalysisPlan, settings: dict) -> list[tuple[str, object]]:
-    """Every page of the report, drawn from tables computed before (careval.analysis.report), in
-    AnalysisPlan.figure_names() order: each correlation figure once per model set."""
-    methods, anchor = plan.methods, plan.relaxed_perplexity_anchor
+def _set_block(tables: AnalysisTables, figure: FigureSpec) -> pl.DataFrame:
+    """The correlations of the figure's analysis (its kind) over its model set."""
+    return tables.correlations.filter((pl.col("analysis") == figure.kind) & (pl.col("model_set") == figure.model_set))
 
-    def block(analysis: str, name: str) -> pl.DataFrame:
-        return tables.correlations.filter((pl.col("analysis") == analysis) & (pl.col("model_set") == name))
 
-    who = tables.set_labels
-    n_clusters = settings.get("clusters")
+def _draw_metric_x_metric(tables: AnalysisTables, job: ReportJob, figure: FigureSpec):
     cut = (
-        f"cut into at most {n_clusters} clusters"
-        if n_clusters
-        else f"cut at mean r >= {settings.get('cluster_min_correlation', 0.7)}"
+        f"cut into at most {job.clusters} clusters"
+        if job.clusters
+        else f"cut at mean r >= {job.cluster_min_correlation}"
     )
-    pages = [("scores", scores_figure(tables.summary))]
-    pages += [
-        (f"mcqa_vs_open_{s}", mcqa_vs_open_figure(block("mcqa_vs_open", s), methods, who[s]))
-        for s in plan.sets("mcqa_vs_open")
-    ]
-    for s in plan.sets("metric_x_metric"):
-        clusters = tables.clusters.filter(pl.col("model_set") == s)
-        for benchmark in plan.open_benchmarks:
-            fig = metric_matrix_figure(block("metric_x_metric", s), clusters, benchmark, methods, who[s], cut)
-            pages.append((f"metric_x_metric_{s}_{benchmark}", fig))
-    pages += [
-        (
-            f"benchmark_x_benchmark_{s}_{method}",
-            benchmark_matrix_figure(block("benchmark_x_benchmark", s), method, who[s]),
-        )
-        for s in plan.sets("benchmark_x_benchmark")
-        for method in methods
-    ]
-    pages += [
-        (f"mcqa_vs_elo_{s}", elo_figure(block("mcqa_vs_elo", s), methods, str(tables.elo_path), s))
-        for s in plan.sets("mcqa_vs_elo")
-    ]
-    for s in plan.sets("rankings"):
-        for b in plan.open_benchmarks:
-            ranked = tables.rankings.filter((pl.col("model_set") == s) & (pl.col("benchmark") == b)).drop("model_set")
-            pages.append((f"rankings_{s}_{b}", rankings_figure(ranked, b, s)))
-    pages += [
-        (
-            f"relaxed_perplexity_vs_all_{s}",
-            relaxed_perplexity_figure(block("relaxed_perplexity_vs_all", s), methods, who[s], anchor),
-        )
-        for s in plan.sets("relaxed_perplexity_vs_all")
-    ]
-    k = settings.get("resilience", {}).get("k", 0)
-    pages += [(f"resilience_{b}", resilience_figure(tables.resilience, b, k)) for b in plan.resilience_benchmarks]
-    r = settings.get("consistency", {}).get("r", 0)
-    for b in plan.consistency_benchmarks:
-        pages += [
-            (f"consistency_{b}", consistency_figure(tables.consistency, b, r, cv=False)),
-            (f"consistency_cv_{b}", consistency_figure(tables.consistency, b, r, cv=True)),
-        ]
-    assert [name for name, _ in pages] == plan.figure_names(), (
-        "figure pages out of step with AnalysisPlan.figure_names()"
-    )
-    return pages
+    clusters = tables.clusters.filter(pl.col("model_set") == figure.model_set)
+    who = tables.set_labels[figure.model_set]
+    return metric_matrix_figure(_set_block(tables, figure), clusters, figure.benchmark, list(job.methods), who, cut)
+
+
+def _draw_rankings(tables: AnalysisTables, job: ReportJob, figure: FigureSpec):
+    ranked = tables.rankings.filter(
+        (pl.col("model_set") == figure.model_set) & (pl.col("benchmark") == figure.benchmark)
+    ).drop("model_set")
+    return rankings_figure(ranked, figure.benchmark, figure.model_set)
+
+
+# figure kind (FigureSpec.kind) -> its drawing: (tables, job, figure) -> a matplotlib figure
+DRAW = {
+    "scores": lambda tables, job, figure: scores_figure(tables.summary),
+    "mcqa_vs_open": lambda tables, job, figure: mcqa_vs_open_figure(
+        _set_block(tables, figure), list(job.methods), tables.set_labels[figure.model_set]
+    ),
+    "metric_x_metric": _draw_metric_x_metric,
+    "benchmark_x_benchmark": lambda tables, job, figure: benchmark_matrix_figure(
+        _set_block(tables, figure), figure.method, tables.set_labels[figure.model_set]
+    ),
+    "mcqa_vs_elo": lambda tables, job, figure: elo_figure(
+        _set_block(tables, figure), list(job.methods), str(tables.elo_path), figure.model_set
+    ),
+    "rankings": _draw_rankings,
+    "relaxed_perplexity_vs_all": lambda tables, job, figure: relaxed_perplexity_figure(
+        _set_block(tables, figure),
+        list(job.methods),
+        tables.set_labels[figure.model_set],
+        job.relaxed_perplexity_anchor,
+    ),
+    "resilience": lambda tables, job, figure: resilience_figure(tables.resilience, figure.benchmark, job.resilience_k),
+    "consistency": lambda tables, job, figure: consistency_figure(
+        tables.consistency, figure.benchmark, job.consistency_r, cv=False
+    ),
+    "consistency_cv": lambda tables, job, figure: consistency_figure(
+        tables.consistency, figure.benchmark, job.consistency_r, cv=True
+    ),
+}
+
+
+def report_pages(tables: AnalysisTables, job: ReportJob) -> list[tuple[str, object]]:
+    """Every page of the report, drawn from tables computed before (careval.analysis.report_tables): exactly the
+    job's figures (the plan's, AnalysisPlan.figures), in their order, each by its kind's drawing (DRAW)."""
+    return [(figure.name, DRAW[figure.kind](tables, job, figure)) for figure in job.figures]
 
 
 def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path, workers: int = 1) -> list[Path]:

@@ -1,10 +1,16 @@
-"""Which analyses and figures a config asks for (resilience, self-consistency, Elo, model sets), checked once at start-up."""
+"""Which analyses and figures a config asks for (resilience, self-consistency, Elo, model sets), checked once at start-up.
+
+The plan's figure list (:attr:`AnalysisPlan.figures`) is the one place a figure's name, caption and report
+category live: the correlations rule declares it, and careval.analysis.figures draws exactly it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
-from careval.config import with_schema_defaults
+from careval.canonical import JobSpec, job_spec
+from careval.schema import with_schema_defaults
 
 # The reserved model-set name: every evaluated model (the schema's default set of every figure family).
 ALL = "all"
@@ -17,10 +23,91 @@ SET_FAMILIES = (
     "rankings",
     "relaxed_perplexity_vs_all",
 )
+# figure kind -> (its caption, a file under workflow/report/; its Snakemake report category)
+FIGURE_KINDS = {
+    "scores": ("scores.rst", "1. Scores"),
+    "mcqa_vs_open": ("mcqa_vs_open.rst", "2. Correlations"),
+    "metric_x_metric": ("metric_x_metric.rst", "2. Correlations"),
+    "benchmark_x_benchmark": ("benchmark_x_benchmark.rst", "2. Correlations"),
+    "mcqa_vs_elo": ("mcqa_vs_elo.rst", "2. Correlations"),
+    "rankings": ("rankings.rst", "3. Rankings"),
+    "relaxed_perplexity_vs_all": ("relaxed_perplexity_vs_all.rst", "2. Correlations"),
+    "resilience": ("resilience.rst", "4. Resilience to rephrasing"),
+    "consistency": ("consistency.rst", "5. Self-consistency"),
+    "consistency_cv": ("consistency_cv.rst", "5. Self-consistency"),
+}
 
 
 class AnalysisConfigError(ValueError):
     """An analysis setting that names something the config does not have; one line, naming the key."""
+
+
+@job_spec
+class FigureSpec(JobSpec):
+    """One figure of the report: results/figures/<name>.png and one PDF page, drawn by its `kind`'s function
+    (careval.analysis.figures.DRAW) over `model_set` / `benchmark` / `method` where the kind has them."""
+
+    name: str
+    kind: str
+    caption: str  # the caption's file under workflow/report/
+    category: str  # the Snakemake report's category
+    model_set: str | None = None
+    benchmark: str | None = None
+    method: str | None = None
+
+
+def figure(kind: str, model_set: str | None = None, benchmark: str | None = None, method: str | None = None):
+    """The figure of `kind` over these: named <kind>[_<model_set>][_<benchmark>][_<method>]."""
+    caption, category = FIGURE_KINDS[kind]
+    name = "_".join(part for part in (kind, model_set, benchmark, method) if part is not None)
+    return FigureSpec(name, kind, caption, category, model_set, benchmark, method)
+
+
+@job_spec
+class Bootstrap(JobSpec):
+    """analysis.bootstrap where it is on (resamples > 0): the intervals of every correlation."""
+
+    resamples: int
+    confidence: float
+    seed: int
+
+
+@job_spec
+class ReportJob(JobSpec):
+    """Everything the correlations job (careval.jobs.analysis_report) reads of the config: the figures it draws
+    and the settings of the tables they show; nothing else, so no other setting replans it.
+
+    model_sets: each set a figure uses -> its models; mcqa_average: the members of mcqa_weighted_average
+    (None: every mcqa benchmark); bootstrap: None without intervals; cluster_min_correlation: None where
+    `clusters` cuts instead; resilience_k / consistency_r: in the titles, None where no such figure is drawn.
+    """
+
+    figures: tuple[FigureSpec, ...]
+    methods: tuple[str, ...]
+    model_sets: dict[str, tuple[str, ...]]
+    mcqa_average: tuple[str, ...] | None
+    relaxed_perplexity_anchor: str | None
+    bootstrap: Bootstrap | None
+    cluster_min_correlation: float | None
+    clusters: int | None
+    resilience_k: int | None
+    consistency_r: int | None
+
+    def of_kind(self, kind: str) -> list[FigureSpec]:
+        return [f for f in self.figures if f.kind == kind]
+
+    def sets(self, kind: str) -> tuple[str, ...]:
+        """The model sets the figures of `kind` are drawn over, in figure order."""
+        return tuple(dict.fromkeys(f.model_set for f in self.of_kind(kind)))
+
+
+@job_spec
+class FigureIndexJob(JobSpec):
+    """figure_index: the report's figures as a table. The correlations job takes it as an input, so a new
+    figure remakes the report: Snakemake compares the params of a job only when every output of it has its
+    provenance, and a new figure's file has none (nor does any job ask for it but the report itself)."""
+
+    figures: tuple[FigureSpec, ...]
 
 
 @dataclass(frozen=True)
@@ -28,7 +115,8 @@ class AnalysisPlan:
     """The benchmarks each analysis runs on and the figures that follow; the rules declare exactly these outputs.
 
     model_sets: every set a figure uses -> its models (`all` resolved to the evaluated models);
-    figure_sets: figure family -> the sets it is drawn for, in config order.
+    figure_sets: figure family -> the sets it is drawn for, in config order. The keyword-only fields are
+    the report's own settings, read from the filled config (see ReportJob).
     """
 
     open_benchmarks: list[str]
@@ -42,6 +130,11 @@ class AnalysisPlan:
     relaxed_perplexity_anchor: str | None = None
     # the run's members of mcqa_weighted_average (analysis.mcqa_average), in config order; None: every mcqa benchmark
     mcqa_average: list[str] | None = None
+    bootstrap: Bootstrap | None = field(kw_only=True)  # None: analysis.bootstrap.resamples is 0
+    cluster_min_correlation: float = field(kw_only=True)
+    clusters: int | None = field(kw_only=True)
+    resilience_k: int = field(kw_only=True)
+    consistency_r: int = field(kw_only=True)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -50,21 +143,52 @@ class AnalysisPlan:
             return ()
         return self.figure_sets[family]
 
+    @cached_property
+    def figures(self) -> tuple[FigureSpec, ...]:
+        """Every figure of the report, in its page order: each correlation figure once per model set."""
+        figures = [figure("scores")]
+        figures += [figure("mcqa_vs_open", s) for s in self.sets("mcqa_vs_open")]
+        figures += [figure("metric_x_metric", s, b) for s in self.sets("metric_x_metric") for b in self.open_benchmarks]
+        figures += [
+            figure("benchmark_x_benchmark", s, method=m)
+            for s in self.sets("benchmark_x_benchmark")
+            for m in self.methods
+        ]
+        figures += [figure("mcqa_vs_elo", s) for s in self.sets("mcqa_vs_elo")]
+        figures += [figure("rankings", s, b) for s in self.sets("rankings") for b in self.open_benchmarks]
+        figures += [figure("relaxed_perplexity_vs_all", s) for s in self.sets("relaxed_perplexity_vs_all")]
+        figures += [figure("resilience", benchmark=b) for b in self.resilience_benchmarks]
+        figures += [
+            figure(kind, benchmark=b) for b in self.consistency_benchmarks for kind in ("consistency", "consistency_cv")
+        ]
+        return tuple(figures)
+
     def figure_names(self) -> list[str]:
-        names = ["scores"]
-        names += [f"mcqa_vs_open_{s}" for s in self.sets("mcqa_vs_open")]
-        names += [f"metric_x_metric_{s}_{b}" for s in self.sets("metric_x_metric") for b in self.open_benchmarks]
-        names += [f"benchmark_x_benchmark_{s}_{m}" for s in self.sets("benchmark_x_benchmark") for m in self.methods]
-        names += [f"mcqa_vs_elo_{s}" for s in self.sets("mcqa_vs_elo")]
-        names += [f"rankings_{s}_{b}" for s in self.sets("rankings") for b in self.open_benchmarks]
-        names += [f"relaxed_perplexity_vs_all_{s}" for s in self.sets("relaxed_perplexity_vs_all")]
-        names += [f"resilience_{b}" for b in self.resilience_benchmarks]
-        names += [name for b in self.consistency_benchmarks for name in (f"consistency_{b}", f"consistency_cv_{b}")]
-        return names
+        return [f.name for f in self.figures]
+
+    @cached_property
+    def figure_index_job(self) -> FigureIndexJob:
+        return FigureIndexJob(figures=self.figures)
+
+    @cached_property
+    def report_job(self) -> ReportJob:
+        """The correlations job's spec (`params: job=`): exactly the settings it reads."""
+        return ReportJob(
+            figures=self.figures,
+            methods=tuple(self.methods),
+            model_sets=dict(self.model_sets),
+            mcqa_average=None if self.mcqa_average is None else tuple(self.mcqa_average),
+            relaxed_perplexity_anchor=self.relaxed_perplexity_anchor,
+            bootstrap=self.bootstrap,
+            cluster_min_correlation=None if self.clusters is not None else self.cluster_min_correlation,
+            clusters=self.clusters,
+            resilience_k=self.resilience_k if self.resilience_benchmarks else None,
+            consistency_r=self.consistency_r if self.consistency_benchmarks else None,
+        )
 
 
 def _benchmarks(section: dict, key: str, open_benchmarks: list[str]) -> list[str]:
-    chosen = section.get("benchmarks")
+    chosen = section["benchmarks"]
     if chosen is None:
         return list(open_benchmarks)
     unknown = [b for b in chosen if b not in open_benchmarks]
@@ -113,6 +237,12 @@ def _mcqa_average(analysis: dict, tasks: dict[str, str], known: dict[str, str] |
     return [b for b in chosen if b in tasks]
 
 
+def _bootstrap(bootstrap: dict) -> Bootstrap | None:
+    if not bootstrap["resamples"]:
+        return None
+    return Bootstrap(int(bootstrap["resamples"]), bootstrap["confidence"], int(bootstrap["seed"]))
+
+
 def analysis_plan(
     config: dict, open_benchmarks: list[str], tasks: dict[str, str] | None = None, known: dict[str, str] | None = None
 ) -> AnalysisPlan:
@@ -122,7 +252,7 @@ def analysis_plan(
     """
     analysis = with_schema_defaults(config.get("analysis"), "analysis")
     resilience, consistency = analysis["resilience"], analysis["consistency"]
-    rephraser = resilience.get("rephraser")
+    rephraser = resilience["rephraser"]
     if isinstance(rephraser, str) and rephraser not in config["models"]:
         raise AnalysisConfigError(
             f"analysis.resilience.rephraser: '{rephraser}' is not a key of `models` "
@@ -145,4 +275,9 @@ def analysis_plan(
         figure_sets=figure_sets,
         relaxed_perplexity_anchor=anchor,
         mcqa_average=None if tasks is None else _mcqa_average(analysis, tasks, known),
+        bootstrap=_bootstrap(analysis["bootstrap"]),
+        cluster_min_correlation=float(analysis["cluster_min_correlation"]),
+        clusters=analysis["clusters"],
+        resilience_k=int(resilience["k"]),
+        consistency_r=int(consistency["r"]),
     )

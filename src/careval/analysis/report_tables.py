@@ -12,7 +12,7 @@ from careval.analysis.bootstrap import resample_model_scores
 from careval.analysis.clusters import cluster_metrics
 from careval.analysis.correlations import ELO, Scores, set_correlations, square
 from careval.analysis.elo import read_elo, resolve_elo_path
-from careval.analysis.plan import AnalysisPlan
+from careval.analysis.plan import ReportJob
 from careval.analysis.rankings import rank_models
 from careval.schemas import CLUSTER_SCHEMA, SET_RANKING_SCHEMA
 
@@ -29,67 +29,63 @@ class AnalysisTables:
     set_labels: dict[str, str]  # model set -> "<n> models of set '<name>'" (figure titles)
 
 
-def metric_clusters(correlations: pl.DataFrame, plan: AnalysisPlan, settings: dict) -> pl.DataFrame:
-    """The clusters of every metric x metric matrix (model set x open benchmark x method), CLUSTER_SCHEMA."""
+def metric_clusters(correlations: pl.DataFrame, job: ReportJob) -> pl.DataFrame:
+    """The clusters of every metric x metric matrix (each metric x metric figure's model set and benchmark x method),
+    CLUSTER_SCHEMA."""
     rows = []
-    for model_set in plan.sets("metric_x_metric"):
-        for benchmark in plan.open_benchmarks:
-            for method in plan.methods:
-                block = correlations.filter(
-                    (pl.col("analysis") == "metric_x_metric")
-                    & (pl.col("model_set") == model_set)
-                    & (pl.col("benchmark") == benchmark)
-                    & (pl.col("method") == method)
-                )
-                labels, r = square(block, "r")
-                clusters = cluster_metrics(
-                    labels, r, settings.get("cluster_min_correlation", 0.7), settings.get("clusters")
-                )
-                rows += [
-                    {"model_set": model_set, "benchmark": benchmark, "method": method, "cluster": c.name, "metric": m}
-                    for c in clusters
-                    for m in c.members
-                ]
+    for figure in job.of_kind("metric_x_metric"):
+        model_set, benchmark = figure.model_set, figure.benchmark
+        for method in job.methods:
+            block = correlations.filter(
+                (pl.col("analysis") == "metric_x_metric")
+                & (pl.col("model_set") == model_set)
+                & (pl.col("benchmark") == benchmark)
+                & (pl.col("method") == method)
+            )
+            labels, r = square(block, "r")
+            clusters = cluster_metrics(labels, r, job.cluster_min_correlation, job.clusters)
+            rows += [
+                {"model_set": model_set, "benchmark": benchmark, "method": method, "cluster": c.name, "metric": m}
+                for c in clusters
+                for m in c.members
+            ]
     return pl.DataFrame(rows, schema=CLUSTER_SCHEMA)
 
 
-def analysis_tables(inputs: dict[str, Path | None], plan: AnalysisPlan, settings: dict) -> AnalysisTables:
-    """inputs: summary, samples (per-sample table), resilience, consistency (optional tables), elo (optional CSV).
-    settings: the config's `analysis` section (bootstrap, cluster_min_correlation, clusters)."""
+def analysis_tables(inputs: dict[str, Path | None], job: ReportJob) -> AnalysisTables:
+    """inputs: summary, samples (per-sample table), resilience, consistency (optional tables), elo (optional CSV);
+    job: the figures to draw and the settings of their tables (bootstrap, clusters)."""
     summary = pl.read_parquet(inputs["summary"])
-    boot = settings.get("bootstrap", {})
-    samples = None
-    if inputs.get("samples") and boot.get("resamples", 0) > 0:
-        samples = pl.read_parquet(inputs["samples"])
-    fixed = {ELO: read_elo(resolve_elo_path(inputs["elo"]))} if plan.elo else {}
+    boot = job.bootstrap
+    samples = pl.read_parquet(inputs["samples"]) if inputs.get("samples") and boot is not None else None
+    fixed = {ELO: read_elo(resolve_elo_path(inputs["elo"]))} if inputs.get("elo") else {}
+    mcqa_average = None if job.mcqa_average is None else list(job.mcqa_average)
     cache: dict[str, Scores] = {}
 
     def scores_of(name: str) -> Scores:
         """The scores of exactly the set's models: the correlations and their bootstrap see no other model."""
         if name not in cache:
-            keep = pl.col("model").is_in(list(plan.model_sets[name]))
-            resampled = None
-            if samples is not None:
+            keep = pl.col("model").is_in(list(job.model_sets[name]))
+            if samples is None:
+                cache[name] = Scores(summary.filter(keep), fixed=fixed)
+            else:
                 # the average over the members the summary averaged, so the interval is that number's
-                resampled = resample_model_scores(
-                    samples.filter(keep), boot["resamples"], boot.get("seed", 1234), plan.mcqa_average
-                )
-            cache[name] = Scores(summary.filter(keep), resampled, boot.get("confidence", 0.95), fixed)
+                resampled = resample_model_scores(samples.filter(keep), boot.resamples, boot.seed, mcqa_average)
+                cache[name] = Scores(summary.filter(keep), resampled, boot.confidence, fixed)
         return cache[name]
 
-    correlations = set_correlations(scores_of, plan.sets, plan.methods, plan.relaxed_perplexity_anchor)
+    correlations = set_correlations(scores_of, job.sets, list(job.methods), job.relaxed_perplexity_anchor)
     rankings = [pl.DataFrame(schema=SET_RANKING_SCHEMA)]
-    for model_set in plan.sets("rankings"):
-        for benchmark in plan.open_benchmarks:
-            ranked = rank_models(scores_of(model_set).summary, benchmark)
-            rankings.append(ranked.select(pl.lit(model_set, pl.String).alias("model_set"), *ranked.columns))
+    for figure in job.of_kind("rankings"):
+        ranked = rank_models(scores_of(figure.model_set).summary, figure.benchmark)
+        rankings.append(ranked.select(pl.lit(figure.model_set, pl.String).alias("model_set"), *ranked.columns))
     return AnalysisTables(
         summary=summary,
         correlations=correlations,
-        clusters=metric_clusters(correlations, plan, settings),
+        clusters=metric_clusters(correlations, job),
         rankings=pl.concat(rankings),
-        resilience=pl.read_parquet(inputs["resilience"]) if plan.resilience_benchmarks else None,
-        consistency=pl.read_parquet(inputs["consistency"]) if plan.consistency_benchmarks else None,
+        resilience=pl.read_parquet(inputs["resilience"]) if job.of_kind("resilience") else None,
+        consistency=pl.read_parquet(inputs["consistency"]) if job.of_kind("consistency") else None,
         elo_path=inputs.get("elo"),
-        set_labels={name: f"{len(scores_of(name).models)} models of set '{name}'" for name in plan.model_sets},
+        set_labels={name: f"{len(scores_of(name).models)} models of set '{name}'" for name in job.model_sets},
     )

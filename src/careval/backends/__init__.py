@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from careval.schema import with_schema_defaults
+
 from .base import Backend, Sampling
 
 __all__ = ["BACKENDS", "Backend", "Sampling", "load_backend"]
@@ -18,10 +20,10 @@ BACKENDS = ("hf", "vllm", "openai")
 def load_backend(spec: dict[str, Any]) -> Backend:
     """Build the backend a model spec describes.
 
-    Keys: ``name``, ``path`` (required); ``backend`` ("hf" default | "vllm");
-    ``chat_template`` (bool, default false); ``dtype`` ("float32" | "bfloat16" | "auto" |
-    "bfloat16_if_native" (hf: dtype.py), default "auto"); ``threads`` (int, torch.set_num_threads;
-    hf only); ``batch_size`` (int, default 1); ``max_length`` (context window; default from the model config);
+    Keys: ``name``, ``path`` (required); ``backend`` ("hf" | "vllm" | "openai");
+    ``chat_template`` (bool); ``dtype`` ("float32" | "bfloat16" | "auto" |
+    "bfloat16_if_native" (hf: dtype.py)); ``threads`` (int, torch.set_num_threads;
+    hf only); ``batch_size`` (int); ``max_length`` (context window; default from the model config);
     ``system_prompt`` (str); ``gpus`` (vllm tensor parallel size, default 1); ``seed``
     (vllm engine seed); ``device`` (hf: "cpu"/"cuda", default cuda if available);
     ``add_bos_token`` (true/false forces add_special_tokens; default: the tokenizer's
@@ -36,14 +38,18 @@ def load_backend(spec: dict[str, Any]) -> Backend:
     plus ``base_url``, ``api_key_env`` (the variable holding the key, default OPENAI_API_KEY),
     ``timeout``, ``max_retries``, ``concurrency``, ``config_key`` (where the entry is in the
     config, for messages; default ``models.<name>``).
-    Other keys (used elsewhere in the pipeline) are ignored.
+    Other keys (used elsewhere in the pipeline) are ignored. A key of a config's model entry (backend,
+    chat_template, dtype, batch_size, engine_start_timeout, vllm_args) or endpoint (api_key_env,
+    concurrency) left out takes the config schema's default, its one home (the pipeline passes every key:
+    careval.models.spec.ModelSpec.backend_kwargs).
     """
     if not isinstance(spec, dict):
         raise TypeError(f"model spec must be a mapping, got {type(spec).__name__}")
     missing = [k for k in ("name", "path") if not spec.get(k)]
     if missing:
         raise ValueError(f"model spec {spec.get('name', '?')!r} lacks {', '.join(missing)}")
-    kind = spec.get("backend", "hf")
+    spec = {**with_schema_defaults({}, "model"), **with_schema_defaults({}, "endpoint"), **spec}
+    kind = spec["backend"]
     if kind == "openai":
         from .openai_compat import OpenAICompatBackend
 
@@ -51,19 +57,19 @@ def load_backend(spec: dict[str, Any]) -> Backend:
             name=str(spec["name"]),
             model=str(spec["path"]),
             base_url=spec.get("base_url"),
-            api_key_env=spec.get("api_key_env") or "OPENAI_API_KEY",
+            api_key_env=spec["api_key_env"],
             system_prompt=spec.get("system_prompt") or None,
             timeout=float(spec.get("timeout", 120)),
             max_retries=int(spec.get("max_retries", 4)),
-            concurrency=int(spec.get("concurrency", 4)),
+            concurrency=int(spec["concurrency"]),
             config_key=spec.get("config_key"),
         )
     common: dict[str, Any] = dict(
         name=str(spec["name"]),
         path=str(spec["path"]),
-        chat_template=bool(spec.get("chat_template", False)),
-        dtype=spec.get("dtype", "auto"),
-        batch_size=int(spec.get("batch_size", 1)),
+        chat_template=bool(spec["chat_template"]),
+        dtype=spec["dtype"],
+        batch_size=int(spec["batch_size"]),
         max_length=int(spec["max_length"]) if spec.get("max_length") else None,
         system_prompt=spec.get("system_prompt") or None,
         add_bos_token=spec.get("add_bos_token"),
@@ -86,7 +92,7 @@ def load_backend(spec: dict[str, Any]) -> Backend:
             system_prompt=common["system_prompt"],
             batch_size=common["batch_size"],
             add_bos_token=common["add_bos_token"],
-            start_timeout=float(spec.get("engine_start_timeout", 3600)),
+            start_timeout=float(spec["engine_start_timeout"]),
         )
     if kind == "vllm":
         from .vllm import VLLMBackend  # raises the one-line install hint without vLLM
@@ -95,6 +101,6 @@ def load_backend(spec: dict[str, Any]) -> Backend:
             **common,
             gpus=int(spec.get("gpus", 1)),
             seed=int(spec.get("seed", 1234)),
-            **dict(spec.get("vllm_args") or {}),
+            **dict(spec["vllm_args"]),
         )
     raise ValueError(f"model spec {spec['name']!r}: backend must be one of {BACKENDS}, got {kind!r}")

@@ -276,9 +276,9 @@ def export_review(
     """Stage 6: the review sheet of one kind, sized and seeded by the config's careqa.review settings."""
     return export_review_sheet(
         review_items(kind, english_path, spanish_path, open_path),
-        confidence=float(settings.get("confidence", 0.95)),
-        margin=float(settings.get("margin", 0.05)),
-        seed=int(settings.get("seed", 0)),
+        confidence=float(settings["confidence"]),
+        margin=float(settings["margin"]),
+        seed=int(settings["seed"]),
         sheet_path=sheet_path,
         summary_path=summary_path,
         columns=REVIEW_COLUMNS[kind],

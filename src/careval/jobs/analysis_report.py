@@ -5,17 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 from careval.analysis.figures import report_pages, save_pages
-from careval.analysis.plan import AnalysisPlan
+from careval.analysis.plan import FigureSpec, ReportJob
 from careval.analysis.report_tables import analysis_tables
 
 
 def write_analysis_report(
-    inputs: dict[str, Path | None], outputs: dict[str, Path], plan: AnalysisPlan, settings: dict, workers: int = 1
+    inputs: dict[str, Path | None], outputs: dict[str, Path], job: ReportJob, workers: int = 1
 ) -> list[Path]:
     """inputs: summary, samples, resilience, consistency, elo (see analysis_tables); outputs: pdf, figures (folder),
-    correlations, clusters, rankings (parquet); workers: processes drawing the figures. Returns the PNGs written."""
-    tables = analysis_tables(inputs, plan, settings)
+    correlations, clusters, rankings (parquet); job: the figures and settings (AnalysisPlan.report_job);
+    workers: processes drawing the figures. Returns the PNGs written."""
+    tables = analysis_tables(inputs, job)
     for key, frame in (
         ("correlations", tables.correlations),
         ("clusters", tables.clusters),
@@ -23,4 +26,14 @@ def write_analysis_report(
     ):
         outputs[key].parent.mkdir(parents=True, exist_ok=True)
         frame.write_parquet(outputs[key])
-    return save_pages(report_pages(tables, plan, settings), outputs["pdf"], Path(outputs["figures"]), workers)
+    return save_pages(report_pages(tables, job), outputs["pdf"], Path(outputs["figures"]), workers)
+
+
+def write_figure_index(figures: tuple[FigureSpec, ...], path: Path) -> None:
+    """The report's figures, one row each in page order: name, kind, caption file, report category (a TSV)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame(
+        [(f.name, f.kind, f.caption, f.category) for f in figures],
+        schema=["name", "kind", "caption", "category"],
+        orient="row",
+    ).write_csv(path, separator="\t")

@@ -20,7 +20,7 @@ from careval.backends import load_backend
 from careval.backends.tokenization import generation_tokens
 from careval.backends.vllm import VLLMBackend
 from careval.metrics.relaxed_perplexity import (
-    DEFAULTS,
+    ESTIMATOR_OPTIONS,
     METRICS,
     NICE_TO_HAVE,
     RelaxedPerplexity,
@@ -92,12 +92,11 @@ def relaxed_perplexity_targets(
     blank gets status ``empty_target``, one that cannot fit ``too_long``, a non-finite
     value ``non_finite``; the value is then NaN.
     """
-    opts = resolve_options(options, allowed=(*DEFAULTS, "limit", "reference_targets"))
-    limit = (options or {}).get("limit")
-    if limit:
-        samples = samples.head(int(limit))
-    params = {k: opts[k] for k in DEFAULTS}
-    reference_targets = opts.get("reference_targets") or "whole"  # the schema's default
+    opts = resolve_options(options, allowed=(*ESTIMATOR_OPTIONS, "limit", "reference_targets"))
+    if opts["limit"]:
+        samples = samples.head(int(opts["limit"]))
+    params = {k: opts[k] for k in ESTIMATOR_OPTIONS}
+    reference_targets = opts["reference_targets"]
     is_vllm = isinstance(backend, VLLMBackend)
     if not is_vllm and not (hasattr(backend, "model") and hasattr(backend, "tokenizer")):
         raise TypeError(f"relaxed perplexity needs an hf or vllm backend, got {type(backend).__name__}")

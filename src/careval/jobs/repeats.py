@@ -119,14 +119,14 @@ def run_rephrasing(
     generations_path: Path,
     spec: dict,
     k: int,
-    generation: dict,
-    overrides: dict,
+    sampling: Sampling,
     output: Path,
     limit: int | None = None,
     *,
     checkpoint_every: int,
 ) -> None:
     """Job: load the rephrasing model (with the paper's system prompt) once, rephrase, write the k rows per sample.
+    `sampling`: the rephrasings' decoding (:func:`repeat_sampling`).
 
     In checkpointed batches of `checkpoint_every` answers (careval.checkpoint); identical answers share
     a batch, so each copy keeps the seed it has in one whole call.
@@ -134,7 +134,6 @@ def run_rephrasing(
     backend = OnDemandBackend({**spec, "system_prompt": REPHRASE_SYSTEM_PROMPT})
     generations = pl.read_parquet(generations_path)
     generations = generations.head(limit) if limit else generations
-    sampling = repeat_sampling(generation, overrides)
     check_repeat_sampling(sampling, k)
     batches = batches_keeping_duplicates(generations["output"].to_list(), checkpoint_every)
     frame, checkpoint = _checkpointed(
@@ -157,8 +156,7 @@ def run_consistency(
     benchmark: Benchmark,
     spec: dict,
     r: int,
-    generation: dict,
-    overrides: dict,
+    sampling: Sampling,
     output: Path,
     loglik_output: Path,
     limit: int | None = None,
@@ -166,6 +164,7 @@ def run_consistency(
     checkpoint_every: int,
 ) -> None:
     """Job: load the evaluated model once; r sampled answers per prompt and r passes of reference log-likelihoods.
+    `sampling`: the answers' decoding (:func:`repeat_sampling` with the benchmark).
 
     Each in checkpointed batches of `checkpoint_every` samples (careval.checkpoint); samples with
     identical prompts share a batch, so each copy keeps the seed it has in one whole call.
@@ -173,7 +172,6 @@ def run_consistency(
     samples = pl.read_parquet(samples_path)
     samples = samples.head(limit) if limit else samples
     backend = OnDemandBackend(spec)
-    sampling = repeat_sampling(generation, overrides, benchmark)
     check_repeat_sampling(sampling, r)  # before any model loads
     prompts = open_task.generation_prompts(samples, benchmark.prompt)
     batches = batches_keeping_duplicates(prompts, checkpoint_every)

@@ -38,6 +38,7 @@ from prometheus_eval.prompts import ABS_SYSTEM_PROMPT, ABSOLUTE_PROMPT, SCORE_RU
 from careval.backends.base import Backend, Sampling
 from careval.metrics.judge_distribution import expected_score, most_likely, score_distributions
 from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_VERDICT_STATUSES
+from careval.schema import with_schema_defaults
 from careval.schemas import JUDGE_PROBABILITY_COLUMNS, JUDGE_SCORE_SCHEMA
 
 # The rubric names prometheus_eval.prompts.load_rubric knows.
@@ -50,10 +51,9 @@ RUBRIC_FIELDS = (
     "score4_description",
     "score5_description",
 )
-# prometheus-eval's absolute_grade defaults (utils.batch_completions_with_retries): max_tokens
-# 1024, temperature 1.0, top_p 0.9, max_retries 10. Its repetition_penalty 1.03 has no
-# counterpart in careval's Sampling and is not applied.
-DEFAULTS = {"max_new_tokens": 1024, "temperature": 1.0, "top_p": 0.9, "retries": 10, "seed": 1234}
+# The schema's defaults of metrics.judge are prometheus-eval's absolute_grade ones
+# (utils.batch_completions_with_retries): max_tokens 1024, temperature 1.0, top_p 0.9, max_retries 10.
+# Its repetition_penalty 1.03 has no counterpart in careval's Sampling and is not applied.
 
 # (prompts, attempt) -> one output per prompt; attempt counts from 0.
 Generate = Callable[[list[str], int], list[str]]
@@ -146,8 +146,8 @@ def grade_with_retries(prompts: Sequence[str], generate: Generate, retries: int)
 
 
 def judge_settings(options: dict) -> dict:
-    """metrics.judge with prometheus-eval's defaults for what it leaves out."""
-    return {**DEFAULTS, **{key: value for key, value in options.items() if value is not None}}
+    """metrics.judge with the schema's defaults (prometheus-eval's) for what it leaves out."""
+    return with_schema_defaults({key: value for key, value in options.items() if value is not None}, "metrics.judge")
 
 
 def backend_generate(backend: Backend, settings: dict) -> Generate:
@@ -175,8 +175,8 @@ def score_judge(
     `backend` may be a zero-argument factory, so no judge is loaded when nothing is to be graded.
     """
     settings = judge_settings(options)
-    rubrics = [rubric_text(r) for r in settings.get("rubrics") or PREDEFINED_RUBRICS]
-    if settings.get("limit"):
+    rubrics = [rubric_text(r) for r in settings["rubrics"]]
+    if settings["limit"]:
         generations = generations.head(settings["limit"])
     references = dict(zip(samples["id"], samples["reference"]))
     retries = settings["retries"]

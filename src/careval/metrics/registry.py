@@ -1,5 +1,10 @@
 """The metric registry: what careval knows about every metric family and every metric it writes.
 
+A family is one registered object (:class:`MetricFamily`): its name and category, who computes it,
+its metrics' facts, the config keys it reads and its scoring function. Scoring (careval.scoring),
+the config schema's family list (careval.config) and the plan read :data:`FAMILIES`; adding a
+family touches this module, its scorer and its section of the schema.
+
 One place for each fact the analyses need: which family (one score file per model x benchmark)
 writes a metric, the paper's category (section 2.2), whether higher is better, its range, how
 per-sample values combine into a benchmark value, and whether it enters the self-consistency CV.
@@ -13,26 +18,14 @@ name written by a scorer always resolves here or fails loudly (:class:`UnknownMe
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 INF = float("inf")
-
-
-@dataclass(frozen=True)
-class MetricFamily:
-    """A family: the metrics one scorer writes into one file per model x benchmark.
-
-    ``job`` says who computes it: "score" (the scoring job of the benchmark's task, from the
-    generations and log-likelihoods), "llm" (a job of its own that loads an LLM: the judge, or the
-    evaluated model for Relaxed Perplexity) or "extra" (a job of its own, only for benchmarks whose
-    entry lists it in ``extra_metrics``: F1-RadGraph on MIMIC-III). ``repeats``: recomputed on every
-    rephrasing and sampled answer of the resilience and self-consistency analyses.
-    """
-
-    name: str
-    category: str
-    job: str = "score"
-    repeats: bool = False
+# Who computes a family (MetricFamily.job).
+JOBS = ("score", "llm", "extra")
 
 
 @dataclass(frozen=True)
@@ -64,23 +57,228 @@ class MetricSpec:
         return "higher is better" if self.higher_is_better else "lower is better"
 
 
+@dataclass(frozen=True)
+class MetricFamily:
+    """A family: the metrics one scorer writes into one file per model x benchmark, and all careval knows of it.
+
+    ``job`` says who computes it: "score" (the scoring job of the benchmark's task, from the
+    generations and log-likelihoods), "llm" (a job of its own that loads an LLM: the judge, or the
+    evaluated model for Relaxed Perplexity) or "extra" (a job of its own, only for benchmarks whose
+    entry lists it in ``extra_metrics``: F1-RadGraph on MIMIC-III). ``repeats``: recomputed on every
+    rephrasing and sampled answer of the resilience and self-consistency analyses.
+
+    ``metrics``: the specs of the metrics it always writes (a family whose metric names depend on the
+    config, the judge's or F1-RadGraph's, is resolved by :func:`metric_spec`'s patterns instead).
+    The keys of its config section ``metrics.<family>`` (the schema holds their defaults, and
+    tests/metrics/test_registry.py holds the three tuples to exactly that section's keys):
+    ``options`` change a value; ``execution_options`` change only speed or placement (a batch size
+    only pads differently, a device computes in another order: a value differs by float noise at
+    most); ``plan_options`` are read by the plan (which benchmarks, which judge), never by a scorer.
+
+    ``scorer`` is the family's scoring function as "module:function", imported when scoring runs (the
+    registry is layer 0, the scorers live above it); every scorer has the signature of :meth:`score`.
+    None for the "llm" families: a job of their own computes them (careval.jobs).
+    """
+
+    name: str
+    category: str
+    job: str = "score"
+    repeats: bool = False
+    metrics: tuple[MetricSpec, ...] = ()
+    options: tuple[str, ...] = ()
+    execution_options: tuple[str, ...] = ()
+    plan_options: tuple[str, ...] = ()
+    scorer: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.job not in JOBS:
+            raise ValueError(f"family '{self.name}': job '{self.job}' is not one of {JOBS}")
+        if (self.scorer is None) != (self.job == "llm"):
+            raise ValueError(f"family '{self.name}': a scorer is needed exactly when job is not 'llm'")
+        strays = [spec.name for spec in self.metrics if spec.family != self.name]
+        if strays:
+            raise ValueError(f"family '{self.name}' lists metrics of another family: {strays}")
+
+    @property
+    def config_keys(self) -> tuple[str, ...]:
+        """Every key of ``metrics.<family>``: options, execution options and plan options."""
+        return self.options + self.execution_options + self.plan_options
+
+    def value_options(self, options: dict) -> dict:
+        """The part of a family's option dict that changes a value (its ``options`` keys that are set)."""
+        return {key: options[key] for key in self.options if key in options}
+
+    def scoring_function(self) -> Callable[..., Any]:
+        """The scorer, imported now; an "llm" family has none (its own job computes it)."""
+        if self.scorer is None:
+            raise ValueError(
+                f"metric family '{self.name}' is computed by a job of its own (job '{self.job}'), not by a scorer"
+            )
+        module, _, function = self.scorer.partition(":")
+        return getattr(importlib.import_module(module), function)
+
+    def score(self, samples: Any, generations: Any, logliks: Any, options: dict, min_chars: int = 1) -> Any:
+        """Score rows (careval.schemas.SCORE_SCHEMA) of one model x benchmark: ``samples``, its
+        ``generations`` and ``logliks`` (None where the task has none), ``options`` this family's
+        section with the schema's defaults filled in, ``min_chars`` the benchmark's shortest scored text."""
+        return self.scoring_function()(samples, generations, logliks, options, min_chars)
+
+
+_PERPLEXITY = dict(higher_is_better=False, bounds=(1.0, INF), average="geometric")
+_SCORING = "careval.scoring"
+
 FAMILIES: dict[str, MetricFamily] = {
     family.name: family
     for family in (
-        MetricFamily("accuracy", "accuracy"),
-        MetricFamily("classification", "classification"),
-        MetricFamily("relation_extraction", "relation extraction"),
-        MetricFamily("rouge", "n-gram", repeats=True),
-        MetricFamily("bleu", "n-gram", repeats=True),
-        MetricFamily("bertscore", "semantic", repeats=True),
-        MetricFamily("bleurt", "semantic", repeats=True),
-        MetricFamily("moverscore", "semantic", repeats=True),
-        MetricFamily("perplexity", "perplexity"),
-        MetricFamily("judge", "llm-judge", job="llm", repeats=True),
-        MetricFamily("relaxed_perplexity", "relaxed perplexity", job="llm"),
-        MetricFamily("radgraph", "radgraph", job="extra"),
+        MetricFamily(
+            "accuracy",
+            "accuracy",
+            metrics=(
+                MetricSpec("acc", "accuracy", True, label="accuracy"),
+                MetricSpec("acc_norm", "accuracy", True, label="accuracy (length-normalised)"),
+            ),
+            scorer=f"{_SCORING}:score_accuracy",
+        ),
+        MetricFamily(
+            "classification",
+            "classification",
+            # acc, with accuracy's spec, and macro-F1 (tasks/classification.py)
+            metrics=(MetricSpec("macro_f1", "classification", True, label="macro-F1"),),
+            scorer=f"{_SCORING}:score_classification_family",
+        ),
+        MetricFamily(
+            "relation_extraction",
+            "relation extraction",
+            metrics=(
+                MetricSpec("precision", "relation_extraction", True),
+                MetricSpec("recall", "relation_extraction", True),
+                MetricSpec("f1", "relation_extraction", True),
+            ),
+            scorer=f"{_SCORING}:score_relation_extraction",
+        ),
+        MetricFamily(
+            "rouge",
+            "n-gram",
+            repeats=True,
+            metrics=(
+                MetricSpec("rouge1", "rouge", True, label="ROUGE-1"),
+                MetricSpec("rouge2", "rouge", True, label="ROUGE-2"),
+                MetricSpec("rougeL", "rouge", True, label="ROUGE-L"),
+            ),
+            scorer=f"{_SCORING}:score_rouge",
+        ),
+        MetricFamily(
+            "bleu",
+            "n-gram",
+            repeats=True,
+            metrics=(
+                # the authors' BLEU: Hugging Face evaluate's (tensorflow/nmt, unsmoothed), per sample
+                MetricSpec("bleu", "bleu", True, label="BLEU"),
+                MetricSpec("sacrebleu", "bleu", True, bounds=(0.0, 100.0), label="sacreBLEU"),
+                MetricSpec("sacrebleu_corpus", "bleu", True, bounds=(0.0, 100.0), label="corpus sacreBLEU"),
+            ),
+            scorer=f"{_SCORING}:score_bleu",
+        ),
+        MetricFamily(
+            "bertscore",
+            "semantic",
+            repeats=True,
+            metrics=(
+                MetricSpec("bertscore_precision", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore P"),
+                MetricSpec("bertscore_recall", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore R"),
+                MetricSpec("bertscore_f1", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore F1"),
+            ),
+            options=("model", "lang", "num_layers"),
+            execution_options=("batch_size",),
+            scorer=f"{_SCORING}:score_bertscore",
+        ),
+        MetricFamily(
+            "bleurt",
+            "semantic",
+            repeats=True,
+            # BLEURT is a regression score, unbounded and often negative
+            metrics=(MetricSpec("bleurt", "bleurt", True, bounds=(-INF, INF), in_cv=False, label="BLEURT"),),
+            options=("model", "max_length"),
+            execution_options=("batch_size", "device"),
+            scorer=f"{_SCORING}:score_bleurt",
+        ),
+        MetricFamily(
+            "moverscore",
+            "semantic",
+            repeats=True,
+            metrics=(MetricSpec("moverscore", "moverscore", True, label="MoverScore"),),
+            options=("model",),
+            execution_options=("batch_size",),
+            scorer=f"{_SCORING}:score_moverscore",
+        ),
+        MetricFamily(
+            "perplexity",
+            "perplexity",
+            metrics=(
+                MetricSpec("word_perplexity", "perplexity", label="word perplexity", **_PERPLEXITY),
+                MetricSpec("byte_perplexity", "perplexity", label="byte perplexity", **_PERPLEXITY),
+                # bits per byte is a log-scale quantity: its byte-weighted arithmetic mean is exactly lm-eval's corpus value
+                MetricSpec("bits_per_byte", "perplexity", False, bounds=(0.0, INF), label="bits per byte"),
+            ),
+            scorer=f"{_SCORING}:score_perplexity_family",
+        ),
+        # judge_<rubric> and judge_<rubric>_expected, one pair per rubric (metric_spec's patterns).
+        # No scorer: the judge job (careval.jobs) loads the judge LLM and grades. Its `model` (which LLM)
+        # and `benchmarks` are read by the plan (careval.plan), not by a scorer.
+        MetricFamily(
+            "judge",
+            "llm-judge",
+            job="llm",
+            repeats=True,
+            options=("rubrics", "retries", "max_new_tokens", "temperature", "top_p", "seed", "limit", "repeats_limit"),
+            plan_options=("model", "benchmarks"),
+        ),
+        # No scorer: the relaxed perplexity job (careval.jobs) samples continuations from the evaluated
+        # model. Its `benchmarks` are read by the plan (careval.plan), not by a scorer.
+        MetricFamily(
+            "relaxed_perplexity",
+            "relaxed perplexity",
+            job="llm",
+            metrics=(
+                MetricSpec("relaxed_perplexity", "relaxed_perplexity", label="Relaxed Perplexity", **_PERPLEXITY),
+                MetricSpec(
+                    "relaxed_cross_entropy",
+                    "relaxed_perplexity",
+                    False,
+                    bounds=(0.0, INF),
+                    label="Relaxed cross-entropy",
+                ),
+                # OLAPH's second target set (appendix D, table 6): the Nice_to_have statements
+                MetricSpec(
+                    "relaxed_perplexity_nice_to_have",
+                    "relaxed_perplexity",
+                    label="Relaxed Perplexity (Nice_to_have)",
+                    **_PERPLEXITY,
+                ),
+                MetricSpec(
+                    "relaxed_cross_entropy_nice_to_have",
+                    "relaxed_perplexity",
+                    False,
+                    bounds=(0.0, INF),
+                    label="Relaxed cross-entropy (Nice_to_have)",
+                ),
+            ),
+            options=("l", "s", "stride", "top_p", "max_tokens", "skewed", "seed", "limit", "reference_targets"),
+            plan_options=("benchmarks",),
+        ),
+        # f1radgraph_<level>, one per reward level (metric_spec's pattern). The cache folders only say
+        # where the files of the model `model_type` names are read from: execution options.
+        MetricFamily(
+            "radgraph",
+            "radgraph",
+            job="extra",
+            options=("reward_level", "model_type"),
+            execution_options=("model_cache_dir", "tokenizer_cache_dir", "batch_size", "device"),
+            scorer=f"{_SCORING}:score_radgraph",
+        ),
     )
 }
+
 
 # The families each task is scored with; the scoring rules write one file per family.
 TASK_FAMILIES: dict[str, tuple[str, ...]] = {
@@ -95,56 +293,15 @@ TASK_FAMILIES: dict[str, tuple[str, ...]] = {
     "open": ("rouge", "bleu", "bertscore", "bleurt", "moverscore", "perplexity", "judge", "relaxed_perplexity"),
 }
 
-_PERPLEXITY = dict(higher_is_better=False, bounds=(1.0, INF), average="geometric")
-_METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec("acc", "accuracy", True, label="accuracy"),
-    MetricSpec("acc_norm", "accuracy", True, label="accuracy (length-normalised)"),
-    MetricSpec("macro_f1", "classification", True, label="macro-F1"),
-    MetricSpec("precision", "relation_extraction", True),
-    MetricSpec("recall", "relation_extraction", True),
-    MetricSpec("f1", "relation_extraction", True),
-    MetricSpec("rouge1", "rouge", True, label="ROUGE-1"),
-    MetricSpec("rouge2", "rouge", True, label="ROUGE-2"),
-    MetricSpec("rougeL", "rouge", True, label="ROUGE-L"),
-    # the authors' BLEU: Hugging Face evaluate's (tensorflow/nmt, unsmoothed), per sample
-    MetricSpec("bleu", "bleu", True, label="BLEU"),
-    MetricSpec("sacrebleu", "bleu", True, bounds=(0.0, 100.0), label="sacreBLEU"),
-    MetricSpec("sacrebleu_corpus", "bleu", True, bounds=(0.0, 100.0), label="corpus sacreBLEU"),
-    MetricSpec("bertscore_precision", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore P"),
-    MetricSpec("bertscore_recall", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore R"),
-    MetricSpec("bertscore_f1", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore F1"),
-    # BLEURT is a regression score, unbounded and often negative
-    MetricSpec("bleurt", "bleurt", True, bounds=(-INF, INF), in_cv=False, label="BLEURT"),
-    MetricSpec("moverscore", "moverscore", True, label="MoverScore"),
-    MetricSpec("word_perplexity", "perplexity", label="word perplexity", **_PERPLEXITY),
-    MetricSpec("byte_perplexity", "perplexity", label="byte perplexity", **_PERPLEXITY),
-    # bits per byte is a log-scale quantity: its byte-weighted arithmetic mean is exactly lm-eval's corpus value
-    MetricSpec("bits_per_byte", "perplexity", False, bounds=(0.0, INF), label="bits per byte"),
-    MetricSpec("relaxed_perplexity", "relaxed_perplexity", label="Relaxed Perplexity", **_PERPLEXITY),
-    MetricSpec("relaxed_cross_entropy", "relaxed_perplexity", False, bounds=(0.0, INF), label="Relaxed cross-entropy"),
-    # OLAPH's second target set (appendix D, table 6): the Nice_to_have statements
-    MetricSpec(
-        "relaxed_perplexity_nice_to_have",
-        "relaxed_perplexity",
-        label="Relaxed Perplexity (Nice_to_have)",
-        **_PERPLEXITY,
-    ),
-    MetricSpec(
-        "relaxed_cross_entropy_nice_to_have",
-        "relaxed_perplexity",
-        False,
-        bounds=(0.0, INF),
-        label="Relaxed cross-entropy (Nice_to_have)",
-    ),
-)
-METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in _METRICS}
-
 # Name patterns of families whose metric names depend on the config.
 JUDGE_PREFIX = "judge_"
 # judge_<rubric>_expected: the probability-weighted mean of the judge's five score probabilities
 JUDGE_EXPECTED_SUFFIX = "_expected"
 RADGRAPH_PREFIX = "f1radgraph_"
 GIVEN_QUESTION = "_given_question"
+
+# Every metric with a fixed name, in the families' order.
+METRICS: dict[str, MetricSpec] = {spec.name: spec for family in FAMILIES.values() for spec in family.metrics}
 
 
 # The statuses of a per-sample row whose value counts: "ok", and a judge grade read from the

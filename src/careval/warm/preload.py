@@ -68,17 +68,19 @@ class ModelShelf:
         self.kept: OrderedDict[tuple[str, str], int] = OrderedDict()  # (folder, dtype) -> estimated bytes
 
     def load_for(self, snakemake: Any) -> str | None:
-        """Load the hf model a job's `params.spec` names, as the job will load it (on the CPU, in the dtype
-        the job resolves); a description of what was done, or None where the job names no local hf model."""
+        """Load the hf model a job's spec (`params.job`) loads, as the job will load it (on the CPU, in the dtype
+        the job resolves); a description of what was done, or None where the job loads no local hf model."""
         from transformers.utils import logging as transformers_logging
 
         from careval.backends.hf import drop_preloaded, preload
-        from careval.models.spec import job_spec
+        from careval.models.spec import model_for_job
+        from careval.specs import loaded_model
 
-        spec = getattr(snakemake.params, "spec", None)
-        if not isinstance(spec, dict) or spec.get("backend") != "hf":
+        param = getattr(snakemake.params, "job", None)
+        spec = loaded_model(param.spec) if param is not None else None
+        if spec is None or spec.backend != "hf":
             return None
-        job = job_spec(snakemake)  # the spec exactly as the job's script builds it
+        job = model_for_job(spec, snakemake)  # the spec exactly as the job's script builds it
         if not os.path.isdir(job.path):
             return None
         key, size = (os.path.realpath(job.path), job.dtype), weights_bytes(job.path, job.dtype)

