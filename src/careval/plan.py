@@ -190,7 +190,7 @@ class Plan:
         registered = FAMILIES[family]
         return FamilyOptions(
             name=family,
-            options={key: value for key, value in settings.items() if key in registered.options},
+            options=registered.value_options(settings),
             execution={key: value for key, value in settings.items() if key in registered.execution_options},
         )
 

@@ -8,13 +8,13 @@ backend without the job's GPU count, so a 70B model would start vLLM on one GPU.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 import yaml
+from workflow_runs import planned_dag
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,24 +26,9 @@ def _llm_jobs(configfile: Path, workdir: Path, target: str) -> list:
 
 
 def _model_jobs(configfile: Path, workdir: Path, target: str) -> list[dict]:
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings, StorageSettings
-
     from careval.specs import loaded_model
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
-        workflow_api = api.workflow(
-            resource_settings=ResourceSettings(cores=64, nodes=1000),
-            config_settings=ConfigSettings(configfiles=[configfile]),
-            storage_settings=StorageSettings(),
-            snakefile=REPO / "Snakefile",
-            workdir=workdir,
-        )
-        workflow_api.dag(dag_settings=DAGSettings(targets={target}, forceall=True))
-        workflow = workflow_api._workflow  # what `snakemake -n` builds (DAGApi.printdag does the same)
-        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
-        workflow._build_dag()
+    with planned_dag(REPO / "Snakefile", workdir, configfile, target, forceall=True, cores=64) as workflow:
         return [
             {
                 "rule": job.rule.name,

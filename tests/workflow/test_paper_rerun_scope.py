@@ -8,12 +8,12 @@ them) differ, and so is every job after it. `-s` prints the counts (the issue's 
 from __future__ import annotations
 
 import copy
-import os
 from collections import deque
 from pathlib import Path
 
 import pytest
 import yaml
+from workflow_runs import planned_dag
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = "results/correlations.pdf"
@@ -22,25 +22,10 @@ TARGET = "results/correlations.pdf"
 def _dag(config: dict, workdir: Path, repo: Path = REPO) -> dict[tuple, tuple[list[str], list[tuple]]]:
     """(rule, wildcards) -> (the params as Snakemake records them, the jobs that read its outputs), in the
     workflow of `repo` (another checkout: the same measurement on another version)."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings, StorageSettings
-
     workdir.mkdir(parents=True, exist_ok=True)
     configfile = workdir / "config.yaml"
     configfile.write_text(yaml.safe_dump(config, sort_keys=False))
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
-        workflow_api = api.workflow(
-            resource_settings=ResourceSettings(cores=64, nodes=1000),
-            config_settings=ConfigSettings(configfiles=[configfile]),
-            storage_settings=StorageSettings(),
-            snakefile=repo / "Snakefile",
-            workdir=workdir,
-        )
-        workflow_api.dag(dag_settings=DAGSettings(targets={TARGET}, forceall=True))
-        workflow = workflow_api._workflow
-        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
-        workflow._build_dag()
+    with planned_dag(repo / "Snakefile", workdir, configfile, TARGET, forceall=True, cores=64) as workflow:
         dag = workflow.dag
 
         def key(job) -> tuple:
@@ -83,7 +68,10 @@ def test_on_the_paper_plan_a_setting_replans_only_its_jobs(tmp_path):
     base = _dag(paper, tmp_path / "base")
     rules = {rule for rule, _ in base}
     cases = {
-        "metrics.judge.retries 10 -> 11": (_set(paper, ("metrics", "judge", "retries"), 11), {"judge", "judge_repeats"}),
+        "metrics.judge.retries 10 -> 11": (
+            _set(paper, ("metrics", "judge", "retries"), 11),
+            {"judge", "judge_repeats"},
+        ),
         "metrics.relaxed_perplexity.l 5 -> 4": (
             _set(paper, ("metrics", "relaxed_perplexity", "l"), 4),
             {"relaxed_perplexity"},

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_runs import make_workdir, reduced_config, snakemake
+from workflow_runs import make_workdir, planned_dag, reduced_config, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -338,36 +338,18 @@ class Job:
 
 def _plan(work: Path, configfile: Path) -> list[Job]:
     """Every job of the DAG `snakemake -n TARGET --configfile <configfile>` builds, with Snakemake's verdicts."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings, StorageSettings
-
-    cwd = os.getcwd()
-    try:
-        with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
-            workflow_api = api.workflow(
-                resource_settings=ResourceSettings(cores=2),
-                config_settings=ConfigSettings(configfiles=[configfile]),
-                storage_settings=StorageSettings(),
-                snakefile=work / "Snakefile",
-                workdir=work,
+    with planned_dag(work / "Snakefile", work, configfile, TARGET) as workflow:
+        dag = workflow.dag
+        return [
+            Job(
+                job.rule.name,
+                ", ".join(f"{key}={value}" for key, value in job.wildcards.items()),
+                str(dag.reason(job)),
+                bool(workflow.persistence.params_changed(job)),
+                dag.needrun(job),
             )
-            workflow_api.dag(dag_settings=DAGSettings(targets={TARGET}))
-            workflow = workflow_api._workflow
-            workflow._prepare_dag(forceall=False, ignore_incomplete=False, lock_warn_only=True)
-            workflow._build_dag()
-            dag = workflow.dag
-            return [
-                Job(
-                    job.rule.name,
-                    ", ".join(f"{key}={value}" for key, value in job.wildcards.items()),
-                    str(dag.reason(job)),
-                    bool(workflow.persistence.params_changed(job)),
-                    dag.needrun(job),
-                )
-                for job in dag.jobs
-            ]
-    finally:
-        os.chdir(cwd)
+            for job in dag.jobs
+        ]
 
 
 def _leaves(node, prefix=()):

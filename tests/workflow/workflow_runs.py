@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -85,3 +86,31 @@ def file_states(folder: Path) -> dict[str, tuple[str, int]]:
         for path in sorted(folder.rglob("*"))
         if path.is_file()
     }
+
+
+@contextmanager
+def planned_dag(snakefile: Path, workdir: Path, configfile: Path, target: str, forceall: bool = False, cores: int = 2):
+    """The workflow whose DAG `snakemake -n <target> --configfile <configfile>` builds, in this process (Snakemake's
+    API, as DAGApi.printdag does): `workflow.dag` with its jobs, their needrun verdicts and reasons, and
+    `workflow.persistence`. The working directory is restored after."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings, StorageSettings
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    cwd = os.getcwd()
+    try:
+        with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+            workflow_api = api.workflow(
+                resource_settings=ResourceSettings(cores=cores, nodes=1000),
+                config_settings=ConfigSettings(configfiles=[configfile]),
+                storage_settings=StorageSettings(),
+                snakefile=snakefile,
+                workdir=workdir,
+            )
+            workflow_api.dag(dag_settings=DAGSettings(targets={target}, forceall=forceall))
+            workflow = workflow_api._workflow
+            workflow._prepare_dag(forceall=forceall, ignore_incomplete=forceall, lock_warn_only=True)
+            workflow._build_dag()
+            yield workflow
+    finally:
+        os.chdir(cwd)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from scipy.stats import norm
 
+from careval.schema import with_schema_defaults
 from careval.textio import TextDecodeError, read_text
 
 LABELS = ("correct", "incorrect")
@@ -273,7 +274,9 @@ def export_review(
     sheet_path: Path | str,
     summary_path: Path | str,
 ) -> dict:
-    """Stage 6: the review sheet of one kind, sized and seeded by the config's careqa.review settings."""
+    """Stage 6: the review sheet of one kind, sized and seeded by the config's careqa.review settings (those not
+    given: the schema's defaults)."""
+    settings = with_schema_defaults(dict(settings), "careqa.review")
     return export_review_sheet(
         review_items(kind, english_path, spanish_path, open_path),
         confidence=float(settings["confidence"]),
