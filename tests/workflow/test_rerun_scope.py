@@ -429,13 +429,24 @@ def test_snakemake_dry_run_plans_what_the_dag_says(finished_slice, plans):
     )
 
 
-def test_the_same_config_reordered_and_rewritten_plans_nothing(finished_slice):
-    """Keys sorted, flow style, and values written as YAML also allows (`0` for `0.0`, `yes` for true)."""
+def _reversed(node):
+    """Every mapping's keys in reverse order (lists kept: their order is a setting)."""
+    if isinstance(node, dict):
+        return {key: _reversed(node[key]) for key in reversed(list(node))}
+    return [_reversed(item) for item in node] if isinstance(node, list) else node
+
+
+@pytest.mark.parametrize("order", ["sorted", "reversed"])
+def test_the_same_config_reordered_and_rewritten_plans_nothing(finished_slice, order):
+    """Every mapping's keys sorted or reversed (models, benchmarks and sections included), flow style, and
+    values written as YAML also allows (`0` for `0.0`, `yes` for true)."""
     work, config = finished_slice
-    text = yaml.safe_dump(config, sort_keys=True, default_flow_style=True, width=1000)
+    reordered = _reversed(config) if order == "reversed" else config
+    text = yaml.safe_dump(reordered, sort_keys=order == "sorted", default_flow_style=True, width=1000)
     rewritten = text.replace(": true", ": yes").replace(": 0.0,", ": 0,").replace("temperature: 0.0", "temperature: 0")
-    assert rewritten != text and yaml.safe_load(rewritten) == yaml.safe_load(text)
-    assert _dry_run(work, config, "reordered", rewritten) == []
+    assert rewritten != text and yaml.safe_load(rewritten) == yaml.safe_load(text) == config
+    assert list(yaml.safe_load(rewritten)["benchmarks"]) != list(config["benchmarks"]) or order == "sorted"
+    assert _dry_run(work, config, f"reordered_{order}", rewritten) == []
 
 
 def test_preparing_a_model_again_replans_no_job_that_loads_it(finished_slice):

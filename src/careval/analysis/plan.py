@@ -209,7 +209,7 @@ def _model_sets(analysis: dict, models: list[str]) -> tuple[dict[str, tuple[str,
             raise AnalysisConfigError(
                 f"analysis.model_sets.{name}: {', '.join(unknown)} is not a key of `models` (have: {', '.join(models)})"
             )
-    defined[ALL] = tuple(models)
+    defined[ALL] = tuple(sorted(models))  # by name: the order of the `models` mapping is no setting
     figure_sets = {family: tuple(analysis["figure_sets"][family]) for family in SET_FAMILIES}
     for family, names in figure_sets.items():
         unknown = [name for name in names if name not in defined]
