@@ -1,6 +1,9 @@
 """One config -> one plan: validate against the schema, fill the schema's defaults, cross-check every name,
 and build the typed specs every rule file reads (models, benchmarks, metric families, analyses).
 
+The plan's last step is one frozen spec per job (careval.specs; the `*_job` methods of :class:`Plan`): exactly
+the settings that job reads, which its rule passes as `params: job=...` and nothing else of the config.
+
 The Snakefile calls :func:`build_plan` once; every config error is a one-line :class:`ConfigError`
 raised here, before any job. A family a config skips (``metrics.skip``) or never reaches (no
 benchmark for it) never needs its section: ``metrics.skip: [judge]`` without ``metrics.judge`` plans.

