@@ -59,6 +59,7 @@ def served(tiny_model_dir, tmp_path_factory):
         "dtype": "float32",
         "gpus": 2,
         "max_length": MAX_LENGTH,
+        "engine_start_timeout": 3600,
         "vllm_args": {"enforce_eager": True, "enable_prefix_caching": False, "gpu_memory_utilization": 0.5},
     }
     env = {
@@ -230,7 +231,7 @@ def test_sigterm_stops_the_server_and_says_stopped(served):
 def test_a_killed_launcher_takes_its_server_down(tiny_model_dir, tmp_path):
     """Snakemake SIGKILLs the jobs of a failed group: no orphaned server may keep the GPUs (or the run) busy."""
     url_file = tmp_path / "engine.json"
-    spec = {"name": "tiny", "path": str(tiny_model_dir), "dtype": "float32"}
+    spec = {"name": "tiny", "path": str(tiny_model_dir), "dtype": "float32", "engine_start_timeout": 3600}
     process = subprocess.Popen(
         [sys.executable, vllm_serve.__file__, "--spec", json.dumps(spec), "--url-file", str(url_file)],
         env={**os.environ, "PYTHONPATH": str(FAKE), "OMP_NUM_THREADS": "1"},

@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url-file", required=True, type=Path)
     args = parser.parse_args(argv)
     spec = json.loads(args.spec)
-    return serve(spec, args.url_file, float(spec.get("engine_start_timeout", 3600)))
+    # every key of ModelSpec.backend_kwargs is given (its defaults are the config schema's)
+    return serve(spec, args.url_file, float(spec["engine_start_timeout"]))
 
 
 if __name__ == "__main__":
