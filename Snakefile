@@ -2,6 +2,9 @@
 
 import sys
 
+from pathlib import Path
+
+from careval.config import check_duplicate_keys
 from careval.plan import ConfigError, build_plan
 
 # The demo config is the default; a config given with --configfile replaces it (Snakemake would
@@ -18,6 +21,9 @@ report: "workflow/report/workflow.rst"
 # and the models, benchmarks and analyses become typed specs every rule file reads. A config error
 # stops the run here, before any job, with one line naming the key.
 try:
+    # Snakemake's YAML loader keeps the last of two equal keys: every config file is read strictly first
+    for configfile_path in workflow.configfiles:
+        check_duplicate_keys(Path(configfile_path).read_text(), str(configfile_path))
     PLAN = build_plan(config)
 except ConfigError as error:
     sys.exit(f"careval config error: {error}")

@@ -56,3 +56,35 @@ def test_metrics_skip_takes_the_registrys_families(demo_config):
     config["metrics"]["skip"] = ["rouge", "rouge4"]
     with pytest.raises(ConfigError, match=r"'metrics.skip.1'.*'rouge4' is not one of"):
         prepare_config(config)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("limit: 2\nmodels: {}\nlimit: 3\n", "c.yaml:3: duplicated key 'limit' (first at line 1)"),
+        (
+            "benchmarks:\n  demo_mcqa:\nmetrics:\n  judge:\n    retries: 1\n    retries: 2\nbenchmarks:\n  demo_note:\n",
+            "c.yaml:6: duplicated key 'metrics.judge.retries' (first at line 5)",  # the first in the file
+        ),
+        (
+            "careqa:\n  editions:\n    - {year: 2024, year: 2023}\n",
+            "c.yaml:3: duplicated key 'careqa.editions[0].year'",
+        ),
+    ],
+)
+def test_a_key_written_twice_is_an_error_naming_file_line_and_key(tmp_path, text, message):
+    from careval.config import read_config_file
+
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        read_config_file(path)
+    assert str(error.value).startswith(f"{tmp_path}/{message}")
+    assert "\n" not in str(error.value)
+
+
+def test_the_shipped_configs_have_no_key_twice(repo_root):
+    from careval.config import read_config_file
+
+    for path in sorted((repo_root / "config").glob("*.yaml")):
+        assert read_config_file(path)["models"], path

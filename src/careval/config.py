@@ -73,6 +73,42 @@ def prepare_config(config: dict, schema: dict | None = None) -> dict:
     return fill_defaults(config, schema, schema)
 
 
+def read_config_file(path: Path | str) -> dict:
+    """A config file as data, read strictly: YAML keeps the last of two equal keys of a mapping without a word
+    (a second `benchmarks:` block silently drops the first), so a duplicated key anywhere is a ConfigError
+    naming the file, the line and the key."""
+    text = Path(path).read_text()
+    check_duplicate_keys(text, str(path))
+    return yaml.safe_load(text) or {}
+
+
+def check_duplicate_keys(text: str, name: str) -> None:
+    """Raise ConfigError on the first key (in file order) written twice in one mapping of the YAML `text` (file `name`)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return  # not YAML at all: the loader's own error says where
+    duplicates: list[tuple[int, str, int]] = []  # (line, key path, line of its first occurrence)
+    stack: list[tuple[yaml.Node, str]] = [(root, "")] if root is not None else []
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key, value in node.value:
+                path = f"{where}.{key.value}" if where else str(key.value)
+                line = key.start_mark.line + 1
+                if isinstance(key, yaml.ScalarNode) and key.value in seen and key.value != "<<":
+                    duplicates.append((line, path, seen[key.value]))
+                seen.setdefault(str(key.value), line)
+                stack.append((value, path))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(node.value))
+    if duplicates:
+        line, path, first = min(duplicates)
+        raise ConfigError(
+            f"{name}:{line}: duplicated key '{path}' (first at line {first}); YAML would keep only the last"
+        )
+
+
 def load_config(path: Path | str) -> dict:
-    with open(path) as handle:
-        return prepare_config(yaml.safe_load(handle) or {})
+    return prepare_config(read_config_file(path))

@@ -18,7 +18,7 @@ from typing import Any
 from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.careqa.llm import llm_sampling
-from careval.config import ConfigError, prepare_config
+from careval.config import ConfigError, prepare_config, read_config_file
 from careval.datasets.benchmark import Benchmark
 from careval.datasets.registry import REGISTRY, UnknownBenchmarkError, get_benchmark
 from careval.inference import sampling_for
@@ -384,8 +384,5 @@ def _careqa_llms(config: dict, models: dict[str, ModelSpec], resources: dict) ->
 
 
 def load_plan(path: Path | str) -> Plan:
-    """The plan of a config file (the CLI's `careval plan`, tests)."""
-    import yaml
-
-    with open(path) as handle:
-        return build_plan(yaml.safe_load(handle) or {})
+    """The plan of a config file (the CLI's `careval plan`, tests), read strictly (careval.config.read_config_file)."""
+    return build_plan(read_config_file(path))

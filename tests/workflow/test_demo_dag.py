@@ -192,3 +192,19 @@ def test_family_limited_to_a_closed_benchmark_stops_before_any_job(repo_root, tm
         "careval config error: metrics.relaxed_perplexity.benchmarks: demo_mcqa is not an "
         "open-ended benchmark of this config (open-ended: demo_open_qa, demo_note)"
     ]
+
+
+def test_a_key_written_twice_in_a_config_file_stops_before_any_job(repo_root, tmp_path):
+    """YAML keeps the last of two equal keys: a second `benchmarks:` block would silently drop the first."""
+    work = _workdir(repo_root, tmp_path, _raw_demo_config(repo_root))
+    config = work / "config" / "config.yaml"
+    lines = config.read_text().splitlines()
+    config.write_text("\n".join([*lines, "benchmarks:", "  demo_note:"]) + "\n")
+    first = lines.index("benchmarks:") + 1
+    result = _run(["-n", "--cores", "1"], work, timeout=120)
+    assert result.returncode != 0
+    errors = [line for line in (result.stdout + result.stderr).splitlines() if "careval config error" in line]
+    assert errors == [
+        f"careval config error: config/config.yaml:{len(lines) + 1}: duplicated key 'benchmarks' "
+        f"(first at line {first}); YAML would keep only the last"
+    ]
