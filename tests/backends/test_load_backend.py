@@ -77,3 +77,18 @@ def test_importing_the_package_does_not_import_vllm_or_torch():
     code = "import sys, careval.backends, careval.backends.vllm; print('vllm' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_a_model_folder_with_a_broken_config_json_is_one_line_naming_the_file(tiny_model_dir, tmp_path):
+    import shutil
+
+    from careval.backends.hf import ModelFolderError
+
+    folder = tmp_path / "broken"
+    shutil.copytree(tiny_model_dir, folder)
+    (folder / "config.json").write_text('{"model_type": "llama",')  # cut short, as by a full disk or a bad copy
+    with pytest.raises(ModelFolderError) as error:
+        load_backend({"name": "t", "path": str(folder)})
+    message = str(error.value)
+    assert message.startswith(f"{folder / 'config.json'}: not valid JSON (Expecting property name")
+    assert "\n" not in message and "line 1 column" in message

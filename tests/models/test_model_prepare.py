@@ -224,6 +224,14 @@ def test_prepare_local_and_hf(tmp_path):
         prepare_model("m", {"source": f"local:{tmp_path / 'nope'}"}, tmp_path / "x", tmp_path / "c")
     with pytest.raises(ModelSourceError, match="needs no preparation"):
         prepare_model("m", {"source": "hf:org/m"}, tmp_path / "x", tmp_path / "c")
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"")
+    with pytest.raises(ModelSourceError) as error:  # a file, not "does not exist"
+        prepare_model("m", {"source": f"local:{weights}"}, tmp_path / "x", tmp_path / "c")
+    assert str(error.value) == (
+        f"models.m.source: '{weights}' is a file; a local model is the folder holding config.json, "
+        f"the tokenizer and the weights (local:{tmp_path}?)"
+    )
 
 
 def test_the_marker_names_the_weights_and_replaces_the_models_markers_of_other_weights(tmp_path):

@@ -70,10 +70,12 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 import logging
 import math
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -164,9 +166,25 @@ def load_pretrained(path: str, dtype: str | None = "auto", trust_remote_code: bo
         found = _PRELOADED.get(_preload_key(path, dtype, trust_remote_code))
         if found is not None:
             return found
+    check_model_folder(path)
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), trust_remote_code=trust_remote_code)
     return tokenizer, model.eval()
+
+
+class ModelFolderError(ValueError):
+    """A local model folder transformers cannot read; one line naming the file and the cause."""
+
+
+def check_model_folder(path: str) -> None:
+    """A local folder's config.json must be JSON: transformers would fail on it deep in a 100-line traceback."""
+    config = Path(path) / "config.json"
+    if not config.is_file():
+        return  # a hub id, or a folder transformers explains itself
+    try:
+        json.loads(config.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ModelFolderError(f"{config}: not valid JSON ({error}); prepare or copy the model folder again") from None
 
 
 def preload(path: str, dtype: str | None = "auto", trust_remote_code: bool = False) -> bool:

@@ -67,6 +67,11 @@ def needs_preparation(entry: dict, name: str = "?") -> bool:
 
 
 def _local_dir(name: str, src: ModelSource) -> Path:
+    if src.path.is_file():
+        raise ModelSourceError(
+            f"models.{name}.source: {str(src.path)!r} is a file; a local model is the folder holding config.json, "
+            f"the tokenizer and the weights (local:{src.path.parent}?)"
+        )
     if not src.path.is_dir():
         raise ModelSourceError(f"models.{name}.source: local model folder {str(src.path)!r} does not exist")
     return src.path
