@@ -39,6 +39,12 @@ class _Tee:
         return self.streams[0].isatty()
 
 
+def _redacting_excepthook(kind, value, trace) -> None:
+    import traceback
+
+    sys.stderr.write(redact("".join(traceback.format_exception(kind, value, trace))))
+
+
 @contextlib.contextmanager
 def job_log(path: str | Path | None) -> Iterator[None]:
     if not path:
@@ -54,6 +60,8 @@ def job_log(path: str | Path | None) -> Iterator[None]:
             import traceback
 
             log.write(redact(traceback.format_exc()))
+            # the interpreter prints what is raised after the streams are restored: redacted too
+            sys.excepthook = _redacting_excepthook
             raise
         finally:
             sys.stdout, sys.stderr = out, err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 REDACTED = "[REDACTED]"
@@ -12,15 +13,16 @@ _CREDENTIALS = (
     re.compile(r"(?i)\b((?:bearer|basic)\s+)([A-Za-z0-9._~+/=-]{8,})"),
     re.compile(r"""(?i)\b((?:x-)?api[-_]?key["']?\s*[:=]\s*["']?)([^\s"',;}&]{8,})"""),
 )
-# Shorter values are not treated as secrets: replacing every "abc" in a log would garble it.
-_MIN_SECRET = 8
 _secrets: set[str] = set()
 
 
 def register_secret(value: str | None) -> None:
-    """Redact `value` from every later `redact` call in this process (the backend that reads a key calls it)."""
-    if value and len(value) >= _MIN_SECRET:
+    """Redact `value` from every later `redact` call in this process (the backend that reads a key calls it),
+    whatever its length: a short key garbles the text it redacts, which is the lesser harm than printing it."""
+    if value:
         _secrets.add(value)
+        # as JSON writes it (a server that echoes the request's headers as JSON escapes non-ASCII characters)
+        _secrets.add(json.dumps(value)[1:-1])
 
 
 def redact(text: str) -> str:

@@ -154,10 +154,26 @@ def test_redact_catches_registered_keys_and_header_shapes_only():
     from careval.redaction import redact, register_secret
 
     register_secret("a-registered-secret-42")
-    register_secret("short")  # under 8 characters: not treated as a secret, the text stays readable
     assert redact("key a-registered-secret-42 here") == "key [REDACTED] here"
     assert redact('{"Authorization": "Bearer tok_unregistered99"}') == '{"Authorization": "Bearer [REDACTED]"}'
     assert redact("https://host/v1?api_key=qwertyuiop&x=1") == "https://host/v1?api_key=[REDACTED]&x=1"
     assert redact('"x-api-key": "zxcvbnmasdf"') == '"x-api-key": "[REDACTED]"'
     ordinary = "scored 12 tokens; a short answer; bearer of bad news"
     assert redact(ordinary) == ordinary
+
+
+def test_a_registered_key_of_any_length_is_redacted(monkeypatch):
+    import careval.redaction as redaction
+
+    monkeypatch.setattr(redaction, "_secrets", set())
+    for key in ("^", "k7-shrt", "\u00a4"):
+        redaction.register_secret(key)
+    assert redaction.redact("Incorrect API key provided: ^ and k7-shrt") == (
+        "Incorrect API key provided: [REDACTED] and [REDACTED]"
+    )
+    assert (
+        redaction.redact('{"Authorization": "key \u00a4 \\u00a4"}') == '{"Authorization": "key [REDACTED] [REDACTED]"}'
+    )
+
+    redaction.register_secret("")  # an empty value is no secret: nothing to replace
+    assert redaction.redact("as written") == "as written"
