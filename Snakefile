@@ -6,6 +6,7 @@ from pathlib import Path
 
 from careval.config import check_duplicate_keys
 from careval.plan import ConfigError, build_plan
+from careval.runlock import check_lock
 
 # The demo config is the default; a config given with --configfile replaces it (Snakemake would
 # otherwise merge the two, adding the demo's models and benchmarks to e.g. config/paper.yaml).
@@ -15,6 +16,13 @@ if not workflow.overwrite_configfiles:
 
 
 report: "workflow/report/workflow.rst"
+
+
+# A lock left by a run killed on this machine is released here, with one line; a live run's never is (careval.runlock).
+if workflow.is_main_process:
+    lock_message = check_lock(Path.cwd(), sys.argv)
+    if lock_message:
+        print(lock_message, file=sys.stderr)
 
 
 # One plan from the config: the schema validates and fills every default, the names are cross-checked,
@@ -54,6 +62,7 @@ include: "workflow/rules/careqa.smk"
 
 
 onstart:
+    record_lock_owner()
     start_warm_worker()
 
 

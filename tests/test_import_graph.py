@@ -31,7 +31,8 @@ LAYERS: dict[str, int] = {
     "careval.textio": 0,
     "careval.checkpoint": 0,
     "careval.metrics.registry": 0,
-    "careval.canonical": 0,  # the canonical identity of a job's spec (what Snakemake compares)
+    "careval.canonical": 0,
+    "careval.runlock": 0,  # a working directory's Snakemake lock after a crash  # the canonical identity of a job's spec (what Snakemake compares)
     # 1 engines and model specs
     "careval.backends": 1,
     "careval.models": 1,

@@ -8,8 +8,10 @@ messages that can carry one (error excerpts) are redacted whole where they are m
 from __future__ import annotations
 
 import contextlib
+import errno
+import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -45,8 +47,38 @@ def _redacting_excepthook(kind, value, trace) -> None:
     sys.stderr.write(redact("".join(traceback.format_exception(kind, value, trace))))
 
 
+def disk_full(error: BaseException) -> OSError | str | None:
+    """The full-disk error in `error`'s chain: an OSError (ENOSPC, EDQUOT), or the text of a library's error that
+    wraps one without its path (polars: "No space left on device (os error 28)"); None if none."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return seen
+        if "No space left on device" in str(seen) or "os error 28" in str(seen):
+            return str(seen)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def disk_full_message(error: OSError | str, outputs: Sequence[str]) -> str:
+    """One line: what was being written (the file, else the job's outputs) and that the disk is full."""
+    written = getattr(error, "filename", None) if isinstance(error, OSError) else None
+    files = [str(written)] if written else [str(path) for path in outputs]
+    where = files[0] + (f" (or another of this job's {len(files)} outputs)" if len(files) > 1 else "")
+    folder = Path(files[0]).parent if files else Path.cwd()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    return (
+        f"no space left on device writing {where}: {free / 2**20:.0f} MB free under {folder}; "
+        f"free some space and type the same command again"
+    )
+
+
 @contextlib.contextmanager
-def job_log(path: str | Path | None) -> Iterator[None]:
+def job_log(path: str | Path | None, outputs: Sequence[str] = ()) -> Iterator[None]:
+    """Tee the job's output into its log; a full disk ends the job with one line naming what it was writing
+    (`outputs`: the job's output files, named when the error does not say which file)."""
     if not path:
         yield
         return
@@ -60,6 +92,11 @@ def job_log(path: str | Path | None) -> Iterator[None]:
             import traceback
 
             log.write(redact(traceback.format_exc()))
+            full = disk_full(sys.exc_info()[1])  # type: ignore[arg-type]
+            if full is not None:
+                message = disk_full_message(full, outputs)
+                log.write(message + "\n")
+                raise SystemExit(message) from None
             # the interpreter prints what is raised after the streams are restored: redacted too
             sys.excepthook = _redacting_excepthook
             raise

@@ -46,9 +46,10 @@ def _as_local(entry: dict, folder: Path) -> dict:
 
 
 def make_workdir(repo: Path, work: Path, config: dict, profiles: tuple[str, ...] = ()) -> Path:
-    """What a clone holds (no results, no models), with `config` as config/config.yaml."""
+    """What a clone holds (no results, no models; the workflow profile profiles/default), with `config` as
+    config/config.yaml; `profiles`: the cluster and local profiles to copy too."""
     work.mkdir(parents=True)
-    for item in ("Snakefile", "workflow", *profiles):
+    for item in ("Snakefile", "workflow", "profiles", *profiles):
         src = repo / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, work / item)
     write_config(work, config)

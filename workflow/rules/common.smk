@@ -13,6 +13,7 @@ from careval.careqa.acquire import edition_name, is_url
 from careval.datasets.benchmark import TASKS, LocalSource
 from careval.models.prepare import weights_digest
 from careval.plan import EXTRA_FAMILIES
+from careval import runlock
 from careval.warm import server as warm_server
 
 RESULTS = PLAN.results_dir
@@ -123,6 +124,11 @@ def engine_placeholders():
         if spec.shared_engine and not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text('{"state": "stopped"}\n')
+
+
+def record_lock_owner():
+    """The run holds its lock now: who holds it, for a later run to tell a stale lock from a live one."""
+    runlock.record_owner(Path.cwd(), local_jobs=workflow.local_exec)
 
 
 # The run's warm worker (careval.warm): started by onstart on one machine, stopped by onsuccess/onerror.

@@ -10,7 +10,7 @@ from careval.analysis.aggregate import score_files_from_paths, write_summary
 from careval.canonical import job_of
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     # the normalisation reports give the summary's n_skipped
     write_summary(

@@ -8,6 +8,6 @@ from careval.canonical import job_of
 from careval.careqa.acquire import acquire_edition
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     (edition,) = job_of(snakemake).editions
     acquire_edition(edition, snakemake.output.booklet, snakemake.output.key)

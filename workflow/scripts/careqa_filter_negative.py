@@ -7,5 +7,5 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 from careval.careqa.rephrase import build_screened
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     build_screened(snakemake.input.english, snakemake.input.spanish, snakemake.output.screened, snakemake.output.report)

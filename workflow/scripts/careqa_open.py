@@ -7,7 +7,7 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 from careval.careqa.rephrase import build_open
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     build_open(
         snakemake.input.english, list(snakemake.input.validation), snakemake.output.open, snakemake.output.report
     )

@@ -8,7 +8,7 @@ from careval.canonical import job_of
 from careval.careqa.build import parse_editions
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     parse_editions(
         list(job_of(snakemake).editions),
         list(snakemake.input.booklets),

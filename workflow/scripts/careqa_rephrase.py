@@ -8,7 +8,7 @@ from careval.canonical import job_of
 from careval.careqa.rephrase import build_iteration1
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     build_iteration1(
         snakemake.input.english,

@@ -8,5 +8,5 @@ from careval.canonical import job_of
 from careval.careqa.review import write_agreement
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     write_agreement(list(snakemake.input), snakemake.output[0], job_of(snakemake).review["min_reviewers"])

@@ -8,7 +8,7 @@ from careval.canonical import job_of
 from careval.careqa.review import export_review
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     export_review(
         snakemake.wildcards.review_kind,
         snakemake.input.english,

@@ -7,5 +7,5 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 from careval.careqa.build import merge_stage_counts
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     merge_stage_counts(list(snakemake.input), snakemake.output[0])

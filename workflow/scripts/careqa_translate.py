@@ -8,7 +8,7 @@ from careval.canonical import job_of
 from careval.careqa.translate import translate_careqa
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     translate_careqa(
         snakemake.input.spanish,

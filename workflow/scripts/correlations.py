@@ -10,7 +10,7 @@ from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.jobs.analysis_report import write_analysis_report
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     inputs = {
         key: Path(snakemake.input[key]) if key in snakemake.input.keys() else None
         for key in ("summary", "samples", "resilience", "consistency", "elo")

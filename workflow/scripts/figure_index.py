@@ -10,5 +10,5 @@ from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.jobs.analysis_report import write_figure_index
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     write_figure_index(job_of(snakemake).figures, Path(snakemake.output[0]))

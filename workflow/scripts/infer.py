@@ -18,7 +18,7 @@ from careval.inference import run_inference
 from careval.joblog import job_log
 from careval.models.spec import model_for_job
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     run_inference(
         Path(snakemake.input.samples),

@@ -10,7 +10,7 @@ from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.jobs.judge import run_judge
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     run_judge(
         Path(snakemake.input.samples),

@@ -10,6 +10,6 @@ from careval.canonical import job_of
 from careval.datasets import build_benchmark, get_benchmark
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     build_benchmark(get_benchmark(job.benchmark, job.overrides), Path(snakemake.output.samples), limit=job.limit)

@@ -10,6 +10,6 @@ from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.models.prepare import prepare_model, record_prepared
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     record_prepared(prepare_model(job.name, job.entry, Path(job.folder), Path(job.cache)), Path(snakemake.output[0]))

@@ -18,7 +18,7 @@ from careval.joblog import job_log
 from careval.jobs.relaxed_perplexity import run_relaxed_perplexity
 from careval.models.spec import model_for_job
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     run_relaxed_perplexity(
         Path(snakemake.input.samples),

@@ -10,7 +10,7 @@ from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.jobs.repeats import run_rephrasing
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     run_rephrasing(
         Path(snakemake.input.generations),

@@ -9,5 +9,5 @@ from pathlib import Path
 from careval.analysis.resilience import write_resilience
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     write_resilience(list(snakemake.input), Path(snakemake.output[0]))

@@ -18,7 +18,7 @@ from careval.joblog import job_log
 from careval.jobs.repeats import run_consistency
 from careval.models.spec import model_for_job
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     run_consistency(
         Path(snakemake.input.samples),

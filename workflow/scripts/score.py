@@ -10,7 +10,7 @@ from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.scoring import score_benchmark
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     score_benchmark(
         Path(snakemake.input.samples),

@@ -10,7 +10,7 @@ from careval.analysis.spread import score_repeat_file
 from careval.canonical import job_of
 from careval.joblog import job_log
 
-with job_log(snakemake.log[0]):
+with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     score_repeat_file(
         Path(snakemake.input.samples),

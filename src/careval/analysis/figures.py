@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import multiprocessing
+import os
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -438,7 +441,7 @@ def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Pat
     pngs = None
     try:
         if workers >= 2 and "fork" in multiprocessing.get_all_start_methods():
-            pngs = multiprocessing.get_context("fork").Process(target=_save_pngs, args=(pages, written), daemon=True)
+            pngs = multiprocessing.get_context("fork").Process(target=_png_process, args=(pages, written), daemon=True)
             pngs.start()
         with PdfPages(pdf_path) as pdf:
             for _, fig in pages:
@@ -447,6 +450,8 @@ def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Pat
             _save_pngs(pages, written)
         else:
             pngs.join()
+            if pngs.exitcode == errno.ENOSPC:  # _png_process: the cause, not only that it failed
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(figures_dir))
             if pngs.exitcode != 0:
                 raise RuntimeError(
                     f"drawing the PNGs in {figures_dir} failed (exit code {pngs.exitcode}); see the log above"
@@ -457,6 +462,17 @@ def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Pat
         for _, fig in pages:
             plt.close(fig)
     return written
+
+
+def _png_process(pages: list[tuple[str, object]], paths: list[Path]) -> None:
+    """_save_pngs in the forked process, whose exit code says a full disk (ENOSPC) apart from other failures."""
+    try:
+        _save_pngs(pages, paths)
+    except OSError as error:
+        if error.errno != errno.ENOSPC:
+            raise
+        print(f"drawing the PNGs: {error}", file=sys.stderr)
+        sys.exit(errno.ENOSPC)
 
 
 def _save_pngs(pages: list[tuple[str, object]], paths: list[Path]) -> None:

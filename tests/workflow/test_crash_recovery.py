@@ -1,0 +1,105 @@
+"""One command after a crash: snakemake killed with `kill -9` while scoring, or while drawing the figures, and the
+same command again finishes the run, with the outputs of an uninterrupted run. The lock the killed run left is
+released with one line (careval.runlock, the Snakefile); a live run's lock is never touched."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from workflow_runs import ENV, SNAKEMAKE, make_workdir, reduced_config, snakemake
+
+pytestmark = pytest.mark.slow
+
+TARGET = "results/correlations.pdf"
+MODEL = "smollm2-135m-instruct"
+RELEASED = "careval: released the lock of the run that was killed here"
+
+
+def _config(repo: Path) -> dict:
+    config = reduced_config(repo, [MODEL], {"demo_mcqa": {"limit": 2}, "demo_open_qa": {"limit": 2}})
+    config["metrics"]["judge"].update(limit=1, repeats_limit=1)
+    config["metrics"]["relaxed_perplexity"].update(limit=1, max_tokens=8)
+    config["analysis"]["resilience"].update(limit=1)
+    config["analysis"]["consistency"].update(limit=1, r=2)
+    return config
+
+
+def _outputs(work: Path) -> dict[str, str]:
+    """sha256 of every result (logs and timings aside; the PDF without its creation date)."""
+    digests = {}
+    for path in sorted((work / "results").rglob("*")):
+        relative = str(path.relative_to(work))
+        if path.is_file() and not re.match(r"results/(logs|benchmarks)/", relative):
+            data = path.read_bytes()
+            if path.suffix == ".pdf":
+                data = re.sub(rb"/CreationDate \(D:\d+Z\)", b"", data)
+            digests[relative] = hashlib.sha256(data).hexdigest()
+    return digests
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(repo_root, tmp_path_factory, demo_model_dirs):
+    config = _config(repo_root)
+    work = make_workdir(repo_root, tmp_path_factory.mktemp("whole") / "careval", config)
+    result = snakemake(["--cores", "2", TARGET], work, timeout=900)
+    assert result.returncode == 0, result.stderr[-5000:]
+    return config, _outputs(work)
+
+
+def _start(work: Path) -> subprocess.Popen:
+    # a session of its own: the kill reaches snakemake alone, as `kill -9 <its pid>` does
+    return subprocess.Popen(
+        [SNAKEMAKE, "--cores", "2", TARGET],
+        cwd=work,
+        env={**os.environ, **ENV},
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _wait_for(process: subprocess.Popen, started: Path) -> None:
+    deadline = time.monotonic() + 900
+    while not started.exists():
+        assert process.poll() is None, "the run ended before the job to kill it in started"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    "during, started",
+    [
+        ("scoring", f"results/logs/score_open/{MODEL}/demo_open_qa.log"),
+        ("figures", "results/logs/correlations.log"),
+    ],
+)
+def test_after_kill_9_the_same_command_finishes_the_run(repo_root, tmp_path, uninterrupted, during, started):
+    config, expected = uninterrupted
+    work = make_workdir(repo_root, tmp_path / "careval", config)
+    process = _start(work)
+    if during == "scoring":
+        # while the run lives (here: its inference, a minute before the end), a second one stops at its lock,
+        # which stays
+        _wait_for(process, work / f"results/logs/infer_open/{MODEL}/demo_open_qa.log")
+        second = snakemake(["--cores", "2", TARGET], work, timeout=300)
+        assert second.returncode != 0 and process.poll() is None, second.stderr[-3000:]
+        assert f"(pid {process.pid}) holds its lock" in second.stderr, second.stderr[-3000:]
+        assert any((work / ".snakemake" / "locks").glob("*.lock"))
+    _wait_for(process, work / started)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=60)
+    assert any((work / ".snakemake" / "locks").glob("*.lock"))  # what `kill -9` leaves
+
+    again = snakemake(["--cores", "2", TARGET], work, timeout=900)
+    assert again.returncode == 0, again.stderr[-5000:]
+    assert [line for line in again.stderr.splitlines() if line.startswith("careval: ")] == [
+        f"{RELEASED} (pid {process.pid} ended without releasing it); going on"
+    ]
+    assert _outputs(work) == expected
