@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,20 +63,47 @@ class JobSpec:
 
 
 class JobParam(tuple):
-    """A job's spec as a Snakemake param: a tuple (so Snakemake records and compares it) whose repr is the spec's."""
+    """A job's spec as a Snakemake param: a tuple (so Snakemake records and compares it) whose repr is the spec's.
+
+    Pickled (into the job's script, or to the warm worker), it travels as the spec's own pickle, unpickled on first
+    use of `.spec`: the warm worker reads a request without importing the spec's modules (careval.specs imports
+    the benchmark catalogue, and so polars, whose threads a fork would lose), and preloads the model the job
+    loads from `preload`, the plain facts of it (ModelSpec.preload_facts).
+    """
+
+    preload: dict[str, Any] | None
 
     def __new__(cls, spec: JobSpec) -> JobParam:
-        return super().__new__(cls, (spec,))
+        param = super().__new__(cls, (spec,))
+        param.preload = next(
+            (
+                value.preload_facts()
+                for value in (getattr(spec, field.name) for field in dataclasses.fields(spec))  # type: ignore[arg-type]
+                if hasattr(value, "preload_facts")
+            ),
+            None,
+        )
+        return param
 
-    def __getnewargs__(self) -> tuple:  # pickled into the job's script like any tuple, rebuilt as a JobParam
-        return (self[0],)
+    def __reduce__(self) -> tuple:
+        return (_unpickled_param, (pickle.dumps(self.spec), self.preload))
 
     @property
     def spec(self) -> Any:
+        if isinstance(self[0], bytes):
+            if "_spec" not in self.__dict__:
+                self.__dict__["_spec"] = pickle.loads(self[0])
+            return self.__dict__["_spec"]
         return self[0]
 
     def __repr__(self) -> str:
-        return repr(self[0])
+        return repr(self.spec)
+
+
+def _unpickled_param(spec: bytes, preload: dict[str, Any] | None) -> JobParam:
+    param = tuple.__new__(JobParam, (spec,))
+    param.preload = preload
+    return param
 
 
 def job_of(snakemake: Any) -> Any:

@@ -92,6 +92,10 @@ class ModelSpec(JobSpec):
         spec.update(self.endpoint)
         return spec
 
+    def preload_facts(self) -> dict[str, Any]:
+        """What the warm worker needs to preload the model a job loads (careval.canonical.JobParam.preload)."""
+        return {"name": self.name, "backend": self.backend, "path": self.path, "dtype": self.dtype}
+
     def describe(self) -> str:
         return f"{self.name} ({self.backend}, {self.path}, gpus={self.gpus}, dtype={self.dtype})"
 

@@ -17,6 +17,7 @@ import json
 import os
 from collections import OrderedDict
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 WARM_MODULES = (  # in the order a run's jobs first need them
@@ -72,15 +73,14 @@ class ModelShelf:
         the job resolves); a description of what was done, or None where the job loads no local hf model."""
         from transformers.utils import logging as transformers_logging
 
+        from careval.backends.dtype import resolve_dtype
         from careval.backends.hf import drop_preloaded, preload
-        from careval.models.spec import model_for_job
-        from careval.specs import loaded_model
 
-        param = getattr(snakemake.params, "job", None)
-        spec = loaded_model(param.spec) if param is not None else None
-        if spec is None or spec.backend != "hf":
+        # the facts of the job's model, read without unpickling its spec (careval.canonical.JobParam)
+        facts = getattr(getattr(snakemake.params, "job", None), "preload", None)
+        if not facts or facts["backend"] != "hf":
             return None
-        job = model_for_job(spec, snakemake)  # the spec exactly as the job's script builds it
+        job = SimpleNamespace(name=facts["name"], path=facts["path"], dtype=resolve_dtype(facts["dtype"]))
         if not os.path.isdir(job.path):
             return None
         key, size = (os.path.realpath(job.path), job.dtype), weights_bytes(job.path, job.dtype)
