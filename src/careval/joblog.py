@@ -78,7 +78,8 @@ def disk_full_message(error: OSError | str, outputs: Sequence[str]) -> str:
 @contextlib.contextmanager
 def job_log(path: str | Path | None, outputs: Sequence[str] = ()) -> Iterator[None]:
     """Tee the job's output into its log; a full disk ends the job with one line naming what it was writing
-    (`outputs`: the job's output files, named when the error does not say which file)."""
+    (`outputs`: the job's output files, named when the error does not say which file), and so does an error
+    whose class says its message is all there is to say (`one_line = True`)."""
     if not path:
         yield
         return
@@ -92,9 +93,11 @@ def job_log(path: str | Path | None, outputs: Sequence[str] = ()) -> Iterator[No
             import traceback
 
             log.write(redact(traceback.format_exc()))
-            full = disk_full(sys.exc_info()[1])  # type: ignore[arg-type]
-            if full is not None:
-                message = disk_full_message(full, outputs)
+            error = sys.exc_info()[1]
+            full = disk_full(error)  # type: ignore[arg-type]
+            if full is not None or getattr(error, "one_line", False):
+                # the cause in one line on the console (the traceback is in the log)
+                message = disk_full_message(full, outputs) if full is not None else str(error)
                 log.write(message + "\n")
                 raise SystemExit(message) from None
             # the interpreter prints what is raised after the streams are restored: redacted too

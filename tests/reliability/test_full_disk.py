@@ -85,3 +85,20 @@ def test_drawing_the_pngs_on_a_full_disk_names_the_folder_and_the_cause(tmp_path
 
     message = disk_full_message(disk_full(error.value), ["results/correlations.pdf"])
     assert message.startswith(f"no space left on device writing {small_disk}: ")
+
+
+def test_a_broken_model_folder_is_one_line_on_the_console(tmp_path, tiny_llama_dir):
+    """Its config.json cut short: the file and the JSON error, not transformers' 100-line traceback."""
+    import shutil
+
+    folder = tmp_path / "broken"
+    shutil.copytree(tiny_llama_dir, folder)
+    (folder / "config.json").write_text('{"model_type": "llama",')
+    write = f"from careval.backends import load_backend; load_backend({{'name': 't', 'path': {str(folder)!r}}})"
+    result = _job([], tmp_path / "job.log", write)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"{folder / 'config.json'}: not valid JSON (Expecting property name enclosed in double quotes: "
+        "line 1 column 24 (char 23)); prepare or copy the model folder again"
+    ]
+    assert "Traceback" in (tmp_path / "job.log").read_text()

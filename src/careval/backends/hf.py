@@ -175,6 +175,8 @@ def load_pretrained(path: str, dtype: str | None = "auto", trust_remote_code: bo
 class ModelFolderError(ValueError):
     """A local model folder transformers cannot read; one line naming the file and the cause."""
 
+    one_line = True  # careval.joblog: the message alone on the console, no traceback
+
 
 def check_model_folder(path: str) -> None:
     """A local folder's config.json must be JSON: transformers would fail on it deep in a 100-line traceback."""
