@@ -61,6 +61,12 @@ class JobSpec:
     def __repr__(self) -> str:
         return f"{type(self).__name__}{json.dumps(self.identity(), sort_keys=True, separators=(',', ':'))}"
 
+    def loaded_model(self) -> Any:
+        """The model the job loads (evaluated, judge, rephraser, CareQA step: a field with `preload_facts`,
+        careval.models.spec.ModelSpec), or None."""
+        values = (getattr(self, field.name) for field in dataclasses.fields(self))  # type: ignore[arg-type]
+        return next((value for value in values if hasattr(value, "preload_facts")), None)
+
 
 class JobParam(tuple):
     """A job's spec as a Snakemake param: a tuple (so Snakemake records and compares it) whose repr is the spec's.
@@ -75,14 +81,8 @@ class JobParam(tuple):
 
     def __new__(cls, spec: JobSpec) -> JobParam:
         param = super().__new__(cls, (spec,))
-        param.preload = next(
-            (
-                value.preload_facts()
-                for value in (getattr(spec, field.name) for field in dataclasses.fields(spec))  # type: ignore[arg-type]
-                if hasattr(value, "preload_facts")
-            ),
-            None,
-        )
+        model = spec.loaded_model()
+        param.preload = None if model is None else model.preload_facts()
         return param
 
     def __reduce__(self) -> tuple:

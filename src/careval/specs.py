@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from dataclasses import field, fields
+from dataclasses import field
 from typing import Any
 
 from careval.backends.base import Sampling
@@ -23,14 +23,6 @@ from careval.models.spec import ModelSpec
 # `limit` by normalisation, `max_new_tokens` and `stop` through the job's effective sampling).
 DATA_KEYS = ("path", "format", "on_bad_row", "select")  # how the source is read and normalised
 PROMPT_KEYS = ("format", "prompt", "mcqa_style", "mode")  # how a model is prompted and scored on it
-
-
-def loaded_model(job: JobSpec) -> ModelSpec | None:
-    """The model a job loads (evaluated, judge, rephraser, CareQA step), or None (the warm worker preloads it)."""
-    for value in (getattr(job, f.name) for f in fields(job)):  # type: ignore[arg-type]
-        if isinstance(value, ModelSpec):
-            return value
-    return None
 
 
 def overrides_of(entry: dict, keys: tuple[str, ...]) -> dict[str, Any]:

@@ -26,14 +26,12 @@ def _llm_jobs(configfile: Path, workdir: Path, target: str) -> list:
 
 
 def _model_jobs(configfile: Path, workdir: Path, target: str) -> list[dict]:
-    from careval.specs import loaded_model
-
     with planned_dag(REPO / "Snakefile", workdir, configfile, target, forceall=True, cores=64) as workflow:
         return [
             {
                 "rule": job.rule.name,
                 "wildcards": dict(job.wildcards),
-                "spec": asdict(loaded_model(job.params.job.spec)),
+                "spec": asdict(job.params.job.spec.loaded_model()),
                 "gpu": job.resources["gpu"],
                 "threads": job.threads,
                 "llm_slot": job.resources["llm_slot"],
@@ -42,7 +40,7 @@ def _model_jobs(configfile: Path, workdir: Path, target: str) -> list[dict]:
                 "output": [str(f) for f in job.output],
             }
             for job in workflow.dag.jobs
-            if "job" in job.params.keys() and loaded_model(job.params.job.spec)  # noqa: SIM118  (Namedlist)
+            if "job" in job.params.keys() and job.params.job.spec.loaded_model()  # noqa: SIM118  (Namedlist)
         ]
 
 
