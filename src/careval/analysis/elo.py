@@ -90,18 +90,20 @@ class EloCheck:
         return "; ".join(parts) or None
 
 
-def check_elo(path: str | Path, models: list[str]) -> EloCheck:
+def check_elo(path: str | Path, models: list[str], drawn: set[str] | None = None) -> EloCheck:
     """Read and check the Elo CSV against the configured model names, once, before any job runs.
 
     A CSV name that is no configured model is normal (an arena CSV lists many models; a config may
     run a subset) and is only counted in EloCheck.warning. But a name close to a configured model
     that has no Elo is a misspelling, which would silently drop that model: an EloFileError naming
     both. So is a CSV matching no configured model at all (the Elo figure would be empty).
+    `drawn`: the models the Elo figures show (None: every configured model); only those are named as missing.
     """
     path = resolve_elo_path(path)
     scores = read_elo(path)
     unknown = [name for name in scores if name not in models]
     missing = [name for name in models if name not in scores]
+    shown_missing = [name for name in missing if drawn is None or name in drawn]
     for name in unknown:
         # cutoff 0.8: one or two characters off in a typical model name ("llama-3.1-8B" vs "llama-3.1-8b")
         close = difflib.get_close_matches(name, missing, n=1, cutoff=0.8) or [
@@ -115,4 +117,4 @@ def check_elo(path: str | Path, models: list[str]) -> EloCheck:
         raise EloFileError(
             f"{path}: none of its {len(scores)} models is in the config (config models: {', '.join(models)})"
         )
-    return EloCheck({name: value for name, value in scores.items() if name in models}, unknown, missing)
+    return EloCheck({name: value for name, value in scores.items() if name in models}, unknown, shown_missing)
