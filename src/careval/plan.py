@@ -18,6 +18,7 @@ from typing import Any
 from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.careqa.llm import llm_sampling
+from careval.careqa.statistics import CareqaStatisticsJob
 from careval.config import ConfigError, prepare_config, read_config_file
 from careval.datasets.benchmark import Benchmark
 from careval.datasets.registry import REGISTRY, UnknownBenchmarkError, get_benchmark
@@ -233,6 +234,11 @@ class Plan:
         """careqa.review's keys a review job reads (the sheet: confidence, margin, seed; agreement: min_reviewers)."""
         return ReviewJob(review={key: self.config["careqa"]["review"][key] for key in keys})
 
+    def careqa_statistics_job(self) -> CareqaStatisticsJob:
+        """careqa_statistics (Table 4, figures 5-7): the tokenizer careqa.statistics.tokenizer names."""
+        name = self.config["careqa"]["statistics"]["tokenizer"]
+        return CareqaStatisticsJob(name, self.models[name].path, int(self.config["careqa"]["review"]["min_reviewers"]))
+
     def loaded_model(self, name: str) -> ModelSpec:
         """Any model a job loads: an evaluated one, the judge or the rephraser."""
         for spec in (*self.models.values(), self.judge, self.rephraser, *self.careqa_llms.values()):
@@ -289,7 +295,10 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
     if config["analysis"]["elo_csv"] is not None:
         # read once here, so a malformed or misspelt CSV stops the run before any inference
         try:
-            elo_warning = check_elo(resolve_elo_path(config["analysis"]["elo_csv"]), list(models)).warning()
+            # only the models of the MCQA-vs-Elo figures (figures 8-9) are named when they lack an Elo
+            drawn = {m for s in analysis.sets("mcqa_vs_elo") for m in analysis.model_sets[s]}
+            elo_check = check_elo(resolve_elo_path(config["analysis"]["elo_csv"]), list(models), drawn)
+            elo_warning = elo_check.warning()
         except EloFileError as error:
             raise ConfigError(f"analysis.elo_csv: {error}") from None
 

@@ -184,3 +184,24 @@ CAREQA_TRANSLATION_AUDIT_SCHEMA = {
     "output": pl.String,
     "status": pl.String,
 }
+
+# careval.careqa.statistics (paper appendix A): Table 4 per category and in total (lengths in tokens), the questions
+# per set, year and category (figures 5-6), the review's correct shares per kind and category (figure 7)
+CAREQA_TABLE4_SCHEMA = {
+    "category": pl.String,
+    "questions": pl.Int64,
+    "max_q_tokens": pl.Int64,
+    "avg_q_tokens": pl.Float64,
+    "max_a_tokens": pl.Int64,
+    "avg_a_tokens": pl.Float64,
+    "vocabulary": pl.Int64,
+}
+CAREQA_CATEGORIES_PER_YEAR_SCHEMA = {"set": pl.String, "year": pl.Int64, "category": pl.String, "questions": pl.Int64}
+CAREQA_REVIEW_CORRECTNESS_SCHEMA = {
+    "kind": pl.String,
+    "category": pl.String,
+    "items": pl.Int64,
+    "at_least_one": pl.Float64,
+    "at_least_two": pl.Float64,
+    "all_reviewers": pl.Float64,
+}

@@ -203,6 +203,11 @@ def analysis_inputs(wildcards):
         inputs["consistency"] = f"{RESULTS}/summary/consistency.parquet"
     if PLAN.analysis.elo:
         inputs["elo"] = str(resolve_elo_path(ANALYSIS["elo_csv"]))
+    if PLAN.analysis.careqa_pages:  # careqa_statistics.smk
+        inputs["careqa_table4"] = f"{RESULTS}/tables/table4_careqa_statistics.csv"
+        inputs["careqa_table4_md"] = f"{RESULTS}/tables/table4_careqa_statistics.md"
+        inputs["careqa_categories"] = f"{RESULTS}/careqa/statistics/categories_per_year.parquet"
+        inputs["careqa_review"] = f"{RESULTS}/careqa/statistics/review_correctness.parquet"
     return inputs
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 from matplotlib.backends.backend_pdf import PdfPages
 
+from careval.analysis import careqa_figures
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.consistency import cv_excluded_metrics
 from careval.analysis.correlations import square
@@ -424,6 +425,13 @@ DRAW = {
     "consistency_cv": lambda tables, job, figure: consistency_figure(
         tables.consistency, figure.benchmark, job.consistency_r, cv=True
     ),
+    "careqa_table4": lambda tables, job, figure: careqa_figures.table4_figure(
+        tables.careqa["table4"], tables.careqa["table4_caption"]
+    ),
+    "careqa_categories": lambda tables, job, figure: careqa_figures.categories_figure(
+        tables.careqa["categories"], figure.benchmark
+    ),
+    "careqa_review": lambda tables, job, figure: careqa_figures.review_figure(tables.careqa["review"]),
 }
 
 

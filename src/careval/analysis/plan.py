@@ -35,6 +35,10 @@ FIGURE_KINDS = {
     "resilience": ("resilience.rst", "4. Resilience to rephrasing"),
     "consistency": ("consistency.rst", "5. Self-consistency"),
     "consistency_cv": ("consistency_cv.rst", "5. Self-consistency"),
+    # appendix A: Table 4, figures 5-6 (closed, open), figure 7 (careval.careqa.statistics, analysis.careqa_figures)
+    "careqa_table4": ("careqa_table4.rst", "6. CareQA"),
+    "careqa_categories": ("careqa_categories.rst", "6. CareQA"),
+    "careqa_review": ("careqa_review.rst", "6. CareQA"),
 }
 
 
@@ -135,6 +139,8 @@ class AnalysisPlan:
     clusters: int | None = field(kw_only=True)
     resilience_k: int = field(kw_only=True)
     consistency_r: int = field(kw_only=True)
+    # appendix A's pages drawn (careqa.statistics.tokenizer set): "table4", "closed", "open", "review" (filled sheets)
+    careqa_pages: tuple[str, ...] = field(default=(), kw_only=True)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -161,6 +167,9 @@ class AnalysisPlan:
         figures += [
             figure(kind, benchmark=b) for b in self.consistency_benchmarks for kind in ("consistency", "consistency_cv")
         ]
+        figures += [figure("careqa_table4")] if "table4" in self.careqa_pages else []
+        figures += [figure("careqa_categories", benchmark=s) for s in ("closed", "open") if s in self.careqa_pages]
+        figures += [figure("careqa_review")] if "review" in self.careqa_pages else []
         return tuple(figures)
 
     def figure_names(self) -> list[str]:
@@ -243,6 +252,22 @@ def _bootstrap(bootstrap: dict) -> Bootstrap | None:
     return Bootstrap(int(bootstrap["resamples"]), bootstrap["confidence"], int(bootstrap["seed"]))
 
 
+def _careqa_pages(config: dict) -> tuple[str, ...]:
+    """Table 4 and figures 5-6 where careqa.statistics.tokenizer names a model; figure 7 where filled sheets exist."""
+    from careval.careqa.statistics import filled_sheets
+
+    careqa = with_schema_defaults(config.get("careqa"), "careqa")
+    tokenizer = careqa["statistics"]["tokenizer"]
+    if tokenizer is None:
+        return ()
+    if tokenizer not in config["models"]:
+        raise AnalysisConfigError(
+            f"careqa.statistics.tokenizer: '{tokenizer}' is not a key of `models` (have: {', '.join(config['models'])})"
+        )
+    review = ("review",) if filled_sheets(careqa["review"]["filled_sheets"]) else ()
+    return ("table4", "closed", "open", *review)
+
+
 def analysis_plan(
     config: dict, open_benchmarks: list[str], tasks: dict[str, str] | None = None, known: dict[str, str] | None = None
 ) -> AnalysisPlan:
@@ -280,4 +305,5 @@ def analysis_plan(
         clusters=analysis["clusters"],
         resilience_k=int(resilience["k"]),
         consistency_r=int(consistency["r"]),
+        careqa_pages=_careqa_pages(config),
     )

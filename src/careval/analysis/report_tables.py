@@ -27,6 +27,8 @@ class AnalysisTables:
     consistency: pl.DataFrame | None
     elo_path: Path | None
     set_labels: dict[str, str]  # model set -> "<n> models of set '<name>'" (figure titles)
+    # appendix A's tables (careval.careqa.statistics): table4, table4_caption, categories, review; None: not drawn
+    careqa: dict | None = None
 
 
 def metric_clusters(correlations: pl.DataFrame, job: ReportJob) -> pl.DataFrame:
@@ -88,4 +90,17 @@ def analysis_tables(inputs: dict[str, Path | None], job: ReportJob) -> AnalysisT
         consistency=pl.read_parquet(inputs["consistency"]) if job.of_kind("consistency") else None,
         elo_path=inputs.get("elo"),
         set_labels={name: f"{len(scores_of(name).models)} models of set '{name}'" for name in job.model_sets},
+        careqa=careqa_tables(inputs) if job.of_kind("careqa_table4") else None,
     )
+
+
+def careqa_tables(inputs: dict[str, Path | None]) -> dict:
+    """The CareQA statistics job's tables: Table 4 (CSV, caption from its Markdown's first line), the categories per
+    year and the review correctness."""
+    caption = Path(inputs["careqa_table4_md"]).read_text().splitlines()[0].strip("*")
+    return {
+        "table4": pl.read_csv(inputs["careqa_table4"]),
+        "table4_caption": caption,
+        "categories": pl.read_parquet(inputs["careqa_categories"]),
+        "review": pl.read_parquet(inputs["careqa_review"]),
+    }

@@ -389,6 +389,7 @@ CATALOGUE: list[Benchmark] = [
             'informative way possible"'
         ),
         stop=AUTHORS_UNTIL,
+        meta_fields=("category", "year"),  # figure 6 (careval.careqa.statistics)
         description="CareQA-Open: the CareQA questions rephrased as open questions",
     ),
     Benchmark(
