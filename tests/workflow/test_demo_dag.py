@@ -170,6 +170,10 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
         assert label in page, label
     pngs = sorted(p.stem for p in (work / "results" / "figures").glob("*.png"))
     assert pngs == sorted(figures)
+    # the CareQA statistics (issue 26): Table 4 under results/tables/ and as a page, figures 5-7 as pages
+    assert (work / "results" / "tables" / "table4_careqa_statistics.tex").is_file()
+    for title in ("Table 4: CareQA", "Figure 5: CareQA", "Figure 6: CareQA", "Figure 7: CareQA"):
+        assert any(title in t for t in texts), title
     # the judge is in the resilience and self-consistency tables: a value or a counted failure per graded repeat
     for kind in ("resilience", "consistency"):
         table = pl.read_parquet(work / "results" / "summary" / f"{kind}.parquet")

@@ -37,6 +37,9 @@ def reduced_config(repo: Path, models: list[str], benchmarks: dict[str, dict | N
     # the demo's model sets name its three models: keep the ones this run has
     sets = config["analysis"].get("model_sets", {})
     config["analysis"]["model_sets"] = {name: [m for m in members if m in models] for name, members in sets.items()}
+    # no CareQA statistics (Table 4, figures 5-7): their tokenizer is a demo model these runs may not keep, and the
+    # DAGs these runs check are the evaluation's (tests/careqa/test_careqa_statistics.py covers the statistics)
+    config.get("careqa", {}).pop("statistics", None)
     return config
 
 

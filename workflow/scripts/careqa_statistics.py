@@ -1,5 +1,9 @@
 """Table 4 and the tables of figures 5-7 (careval.careqa.statistics)."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there (transformers already imported)
+
 from pathlib import Path
 
 from careval.canonical import job_of
