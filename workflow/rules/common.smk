@@ -203,6 +203,8 @@ def analysis_inputs(wildcards):
         inputs["consistency"] = f"{RESULTS}/summary/consistency.parquet"
     if PLAN.analysis.elo:
         inputs["elo"] = str(resolve_elo_path(ANALYSIS["elo_csv"]))
+    if PLAN.analysis.paper_tables:  # one report page per Appendix E table (tables.smk)
+        inputs["paper_tables"] = [f"{RESULTS}/tables/{table.name}.csv" for table in PLAN.analysis.paper_tables]
     return inputs
 
 

@@ -15,6 +15,8 @@ with job_log(snakemake.log[0], snakemake.output):
         key: Path(snakemake.input[key]) if key in snakemake.input.keys() else None
         for key in ("summary", "samples", "resilience", "consistency", "elo")
     }
+    if "paper_tables" in snakemake.input.keys():  # the tables' folder (results/tables/)
+        inputs["paper_tables"] = Path(snakemake.input.paper_tables[0]).parent
     outputs = {
         "pdf": Path(snakemake.output.pdf),
         "figures": Path(snakemake.params.figures_dir),
