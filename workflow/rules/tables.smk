@@ -6,27 +6,30 @@ def paper_table_files(extension):
     return [f"{RESULTS}/tables/{table.name}.{extension}" for table in PLAN.analysis.paper_tables]
 
 
-rule paper_tables:
-    input:
-        summary=f"{RESULTS}/summary/scores.parquet",
-        samples=f"{RESULTS}/summary/sample_scores.parquet",
-    output:
-        csv=[
-            report(path, caption="../report/paper_table.rst", category="6. Appendix E tables")
-            for path in paper_table_files("csv")
-        ],
-        md=paper_table_files("md"),
-        tex=paper_table_files("tex"),
-    log:
-        f"{LOGS}/paper_tables.log",
-    conda:
-        "../envs/careval.yaml"
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=20,
-    params:
-        job=JobParam(PLAN.analysis.paper_tables_job),
-        tables_dir=f"{RESULTS}/tables",
-    script:
-        "../scripts/paper_tables.py"
+# planned only where the run's benchmarks fill a table (a benchmark of no paper task fills none)
+if PLAN.analysis.paper_tables:
+
+    rule paper_tables:
+        input:
+            summary=f"{RESULTS}/summary/scores.parquet",
+            samples=f"{RESULTS}/summary/sample_scores.parquet",
+        output:
+            csv=[
+                report(path, caption="../report/paper_table.rst", category="6. Appendix E tables")
+                for path in paper_table_files("csv")
+            ],
+            md=paper_table_files("md"),
+            tex=paper_table_files("tex"),
+        log:
+            f"{LOGS}/paper_tables.log",
+        conda:
+            "../envs/careval.yaml"
+        threads: 1
+        resources:
+            mem_mb=4000,
+            runtime=20,
+        params:
+            job=JobParam(PLAN.analysis.paper_tables_job),
+            tables_dir=f"{RESULTS}/tables",
+        script:
+            "../scripts/paper_tables.py"
