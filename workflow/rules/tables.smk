@@ -2,10 +2,6 @@
 # as CSV, Markdown and LaTeX under results/tables/ (careval.analysis.paper_tables: which tables a run fills).
 
 
-def paper_table_files(extension):
-    return [f"{RESULTS}/tables/{table.name}.{extension}" for table in PLAN.analysis.paper_tables]
-
-
 # planned only where the run's benchmarks fill a table (a benchmark of no paper task fills none)
 if PLAN.analysis.paper_tables:
 
@@ -16,10 +12,10 @@ if PLAN.analysis.paper_tables:
         output:
             csv=[
                 report(path, caption="../report/paper_table.rst", category="6. Appendix E tables")
-                for path in paper_table_files("csv")
+                for path in [f"{RESULTS}/tables/{table.name}.csv" for table in PLAN.analysis.paper_tables]
             ],
-            md=paper_table_files("md"),
-            tex=paper_table_files("tex"),
+            md=[f"{RESULTS}/tables/{table.name}.md" for table in PLAN.analysis.paper_tables],
+            tex=[f"{RESULTS}/tables/{table.name}.tex" for table in PLAN.analysis.paper_tables],
         log:
             f"{LOGS}/paper_tables.log",
         conda:
@@ -30,6 +26,7 @@ if PLAN.analysis.paper_tables:
             runtime=20,
         params:
             job=JobParam(PLAN.analysis.paper_tables_job),
-            tables_dir=f"{RESULTS}/tables",
+            # the folder of the tables, where the job writes them
+            tables_dir=lambda wildcards, output: os.path.dirname(output.csv[0]),
         script:
             "../scripts/paper_tables.py"
