@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
+from careval.analysis.paper_tables import planned_tables
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.careqa.llm import llm_sampling
 from careval.careqa.statistics import CareqaStatisticsJob
@@ -312,6 +313,9 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
         analysis=analysis,
         elo_warning=elo_warning,
     )
+    # the Appendix E tables the run's benchmarks fill: known once the families of each benchmark are
+    tasks = {name: (entry.task, entry.paper_task) for name, entry in benchmarks.items()}
+    plan = replace(plan, analysis=replace(analysis, paper_tables=planned_tables(tasks, plan.families)))
     anchor = analysis.relaxed_perplexity_anchor
     if anchor is not None and "relaxed_perplexity" not in plan.families(anchor):
         raise ConfigError(

@@ -151,7 +151,8 @@ SPREAD_SCHEMA = {
     "n": pl.Int64,
     "mean": pl.Float64,
     "variance": pl.Float64,
-    "scaled_variance": pl.Float64,
+    "scaled_variance": pl.Float64,  # by max - min of the metric's variance column (C.1, the default)
+    "scaled_variance_value_range": pl.Float64,  # by max - min of the metric's values (careval's earlier reading)
     "cv": pl.Float64,
 }
 

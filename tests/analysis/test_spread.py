@@ -46,7 +46,9 @@ def test_scaled_variance_by_hand(tmp_path):
     table = resilience_table(files)
     got = {
         (m, i): v
-        for m, i, v in table.filter(pl.col("metric") == "rouge1").select("model", "id", "scaled_variance").iter_rows()
+        for m, i, v in table.filter(pl.col("metric") == "rouge1")
+        .select("model", "id", "scaled_variance_value_range")
+        .iter_rows()
     }
     interval = 0.9 - 0.1  # observed max - min over both models, all samples and rephrasings
     var_a1 = ((0.2 - 0.4) ** 2 + 0 + (0.6 - 0.4) ** 2) / 3  # population variance (ddof 0)
@@ -57,6 +59,17 @@ def test_scaled_variance_by_hand(tmp_path):
     assert got[("B", "s1")] == pytest.approx(var_b1 / interval)
     assert got[("B", "s2")] == pytest.approx(var_b2 / interval)
     assert table.filter((pl.col("model") == "A") & (pl.col("id") == "s2"))["n"][0] == 2
+    # the paper's reading of C.1 (the default): divided by max - min of the metric's column of variances
+    paper = {
+        (m, i): v
+        for m, i, v in table.filter(pl.col("metric") == "rouge1").select("model", "id", "scaled_variance").iter_rows()
+    }
+    variance_range = max(var_a1, 0.0, var_b1, var_b2) - min(var_a1, 0.0, var_b1, var_b2)  # = var_b1 - 0
+    assert variance_range == pytest.approx(var_b1)
+    assert paper[("A", "s1")] == pytest.approx(var_a1 / variance_range)
+    assert paper[("A", "s2")] == 0.0
+    assert paper[("B", "s1")] == pytest.approx(1.0)  # the column's largest variance
+    assert paper[("B", "s2")] == pytest.approx(var_b2 / variance_range)
 
 
 def test_cv_by_hand_and_undefined_at_zero_mean():

@@ -208,6 +208,8 @@ def analysis_inputs(wildcards):
         inputs["careqa_table4_md"] = f"{RESULTS}/tables/table4_careqa_statistics.md"
         inputs["careqa_categories"] = f"{RESULTS}/careqa/statistics/categories_per_year.parquet"
         inputs["careqa_review"] = f"{RESULTS}/careqa/statistics/review_correctness.parquet"
+    if PLAN.analysis.paper_tables:  # one report page per Appendix E table (tables.smk)
+        inputs["paper_tables"] = [f"{RESULTS}/tables/{table.name}.csv" for table in PLAN.analysis.paper_tables]
     return inputs
 
 

@@ -17,6 +17,8 @@ with job_log(snakemake.log[0], snakemake.output):
         # the CareQA statistics' tables (report_tables.careqa_tables), where the report shows Table 4 and figures 5-7
         + ("careqa_table4", "careqa_table4_md", "careqa_categories", "careqa_review")
     }
+    if "paper_tables" in snakemake.input.keys():  # the tables' folder (results/tables/)
+        inputs["paper_tables"] = Path(snakemake.input.paper_tables[0]).parent
     outputs = {
         "pdf": Path(snakemake.output.pdf),
         "figures": Path(snakemake.params.figures_dir),

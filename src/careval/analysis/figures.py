@@ -21,6 +21,8 @@ from careval.analysis import careqa_figures
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.consistency import cv_excluded_metrics
 from careval.analysis.correlations import square
+from careval.analysis.metric_view import paper_clusters
+from careval.analysis.paper_table_files import table_figure
 from careval.analysis.plan import FigureSpec, ReportJob
 from careval.analysis.report_tables import AnalysisTables
 from careval.analysis.spread import across_models
@@ -29,15 +31,40 @@ from careval.metrics.registry import higher_is_better
 CMAP = "RdBu_r"
 
 
-def _cell(r: float, low: float | None, high: float | None, p: float | None) -> str:
+def _cell(r: float, low: float | None, high: float | None, p: float | None, lines: int = 3) -> str:
+    """A heatmap cell's text: r, then its interval, then its p-value, as many of these lines as fit (`lines`)."""
     if r is None or np.isnan(r):
         return "n/a"
     text = f"{r:.2f}"
-    if low is not None and not np.isnan(low):
+    if lines >= 2 and low is not None and not np.isnan(low):
         text += f"\n[{low:.2f},{high:.2f}]"
-    if p is not None and not np.isnan(p):
+    if lines >= 3 and p is not None and not np.isnan(p):
         text += f"\np={p:.2g}"
     return text
+
+
+# Cell text is sized to its cell (points): a line needs ~1.3 x the font's height and each character ~0.6 x its
+# size; below MIN_FONT a line is dropped (p first, then the interval) rather than drawn over its neighbours.
+MIN_FONT, MAX_FONT = 5.0, 8.0
+LINE_CHARS = {1: 5, 2: 12, 3: 12}  # "-0.53", "[-1.00,1.00]", "p=0.045"
+
+
+def cell_layout(ax, rows: int, cols: int) -> tuple[int, float]:
+    """How many lines of text (3, 2, 1 or 0) fit a cell of this heatmap, and at what font size."""
+    fig = ax.figure
+    box = ax.get_position()
+    width = box.width * fig.get_figwidth() * 72 / max(cols, 1)
+    height = box.height * fig.get_figheight() * 72 / max(rows, 1)
+    for lines in (3, 2, 1):
+        size = min(MAX_FONT, height / (1.3 * lines), width / (0.6 * LINE_CHARS[lines]))
+        if size >= MIN_FONT:
+            return lines, size
+    return 0, MIN_FONT
+
+
+def matrix_inches(n: int) -> float:
+    """The side of an n x n heatmap that keeps each cell's r, interval and p-value legible (>= 5 pt)."""
+    return max(3.5, 0.62 * n + 2.0)
 
 
 def _heatmap(
@@ -54,8 +81,8 @@ def _heatmap(
     ax.set_xticks(range(len(cols)), cols, rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
     ax.set_title(title, fontsize=9)
-    size = 6 if matrix.size <= 30 else 4
-    for i in range(matrix.shape[0]):
+    lines, size = cell_layout(ax, *matrix.shape)
+    for i in range(matrix.shape[0] if lines else 0):
         for j in range(matrix.shape[1]):
             value = matrix[i, j]
             text = _cell(
@@ -63,6 +90,7 @@ def _heatmap(
                 None if low is None else low[i, j],
                 None if high is None else high[i, j],
                 None if p is None or i == j else p[i, j],
+                lines,
             )
             ax.text(
                 j,
@@ -144,7 +172,10 @@ def _grid_figure(block: pl.DataFrame, methods: list[str], title: str, note: str,
     metrics = sorted(block["y"].unique().to_list())
     if not benchmarks:
         return _empty_page(title, empty)
-    fig, axes = plt.subplots(len(methods), 1, figsize=(12, 2.6 + 1.9 * len(benchmarks) * len(methods)), squeeze=False)
+    width = max(12.0, 0.62 * len(metrics) + 4.0)
+    fig, axes = plt.subplots(
+        len(methods), 1, figsize=(width, 2.6 + (1.9 + 0.9 * len(benchmarks)) * len(methods)), squeeze=False
+    )
     for ax, method in zip(axes[:, 0], methods):
         grids = {c: np.full((len(benchmarks), len(metrics)), np.nan) for c in ("r", "ci_low", "ci_high", "p_value")}
         for row in block.filter(pl.col("method") == method).iter_rows(named=True):
@@ -201,7 +232,8 @@ def metric_matrix_figure(
     cut: str,
 ):
     """Figure 10: metric x metric on one benchmark, ordered and annotated by its clusters (careval.analysis.report)."""
-    fig, axes = plt.subplots(1, len(methods), figsize=(8.5 * len(methods), 8), squeeze=False)
+    side = matrix_inches(table.filter(pl.col("benchmark") == benchmark)["x"].n_unique())
+    fig, axes = plt.subplots(1, len(methods), figsize=((side + 2) * len(methods), side + 1.5), squeeze=False)
     notes = []
     labels: list[str] = []
     for ax, method in zip(axes[0], methods):
@@ -212,14 +244,16 @@ def metric_matrix_figure(
         labels, r, low, high, p = _squares(block, order)
         _heatmap(ax, r, labels, labels, f"{method.capitalize()} (metric vs metric, ordered by cluster)", low, high, p)
         notes.append(f"{method}: " + "; ".join(f"[{name}] {', '.join(members)}" for name, members in groups))
+    paper = "; ".join(f"[{name}] {', '.join(members)}" for name, members in paper_clusters(labels))
     fig.suptitle(f"Metric x metric correlation on {benchmark} across {models}", fontsize=11)
     fig.text(
         0.01,
         0.01,
         "\n".join(
             [
-                f"Clusters (average linkage on 1 - r, {cut}; named by their members' categories):",
+                f"Clusters found (average linkage on 1 - r, {cut}; named by their members' categories):",
                 *notes,
+                f"The paper's three (section 3.3): {paper}",
                 lower_is_better_note(labels),
                 CI_NOTE,
             ]
@@ -240,7 +274,8 @@ def benchmark_matrix_figure(table: pl.DataFrame, method: str, models: str):
         return _empty_page(title, "needs at least two open-ended benchmarks scored with the same metric")
     columns = min(3, len(metrics))
     rows = math.ceil(len(metrics) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(5.5 * columns, 4.2 * rows), squeeze=False)
+    side = matrix_inches(block["x"].n_unique())
+    fig, axes = plt.subplots(rows, columns, figsize=((side + 1.5) * columns, (side + 0.8) * rows), squeeze=False)
     for ax, metric in zip(axes.flat, metrics):
         labels, r, low, high, p = _squares(_block(block, metric=metric))
         _heatmap(ax, r, labels, labels, metric, low, high, p)
@@ -312,8 +347,24 @@ def _distributions(ax, frame: pl.DataFrame, column: str, title: str, ylabel: str
     ax.set_xlabel("metric", fontsize=8)
 
 
-def resilience_figure(spread: pl.DataFrame, benchmark: str, k: int):
+# analysis.resilience.scaling -> the spread column figures 13-15 draw, and how it was scaled
+SCALINGS = {
+    "variance_range": (
+        "scaled_variance",
+        "Variance (ddof 0) divided by max - min of the metric's variances over all models and samples of the "
+        "benchmark (paper C.1: 'the max interval in each column').",
+    ),
+    "value_range": (
+        "scaled_variance_value_range",
+        "Variance (ddof 0) divided by the metric's observed max - min value over all models, samples and "
+        "rephrasings (scaling value_range; keeps the metric's unit).",
+    ),
+}
+
+
+def resilience_figure(spread: pl.DataFrame, benchmark: str, k: int, scaling: str = "variance_range"):
     """Figure 13 (across models) and figures 14-15 (one panel per model)."""
+    column, scaled_how = SCALINGS[scaling]
     block = spread.filter(pl.col("benchmark") == benchmark)
     models = sorted(block["model"].unique().to_list())
     fig, axes = plt.subplots(
@@ -323,23 +374,20 @@ def resilience_figure(spread: pl.DataFrame, benchmark: str, k: int):
     axes[0, 1].axis("off")
     _distributions(
         grid[0],
-        across_models(block, "scaled_variance"),
-        "scaled_variance",
+        across_models(block, column),
+        column,
         "Averaged across models (paper fig. 13)",
         "mean scaled variance per sample",
     )
     for ax, model in zip(grid[2:], models):
-        _distributions(
-            ax, block.filter(pl.col("model") == model), "scaled_variance", model, "scaled variance per sample"
-        )
+        _distributions(ax, block.filter(pl.col("model") == model), column, model, "scaled variance per sample")
     for ax in grid[2 + len(models) :]:
         ax.axis("off")
     fig.suptitle(f"Resilience to rephrasing on {benchmark}: variance over {k} rephrasings per sample", fontsize=11)
     fig.text(
         0.01,
         0.005,
-        "Variance (ddof 0) divided by the metric's observed max - min over all models, samples and "
-        "rephrasings of the benchmark (paper C.1). Closer to 0 = more resilient. Box: quartiles; triangle: mean.",
+        scaled_how + " Closer to 0 = more resilient. Box: quartiles; triangle: mean.",
         fontsize=7,
     )
     fig.tight_layout(rect=(0, 0.02, 1, 0.96))
@@ -347,9 +395,9 @@ def resilience_figure(spread: pl.DataFrame, benchmark: str, k: int):
 
 
 def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool):
-    """Figure 2 (scaled variance) or figure 16 (coefficient of variation), averaged across models."""
+    """Figure 2 (C.2: the plain per-prompt variance) or figure 16 (coefficient of variation), averaged across models."""
     block = spread.filter(pl.col("benchmark") == benchmark)
-    column = "cv" if cv else "scaled_variance"
+    column = "cv" if cv else "variance"
     excluded = cv_excluded_metrics(block) if cv else []
     fig, ax = plt.subplots(figsize=(10, 5.5))
     _distributions(
@@ -357,10 +405,10 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool):
         across_models(block.filter(~pl.col("metric").is_in(excluded)), column),
         column,
         "",
-        "mean coefficient of variation per prompt" if cv else "mean scaled variance per prompt",
+        "mean coefficient of variation per prompt" if cv else "mean variance per prompt",
     )
     n_models = block["model"].n_unique()
-    what = "coefficient of variation (std / mean, ddof 0)" if cv else "variance (scaled by observed max - min)"
+    what = "coefficient of variation (std / mean, ddof 0)" if cv else "variance (ddof 0, unscaled as in C.2)"
     fig.suptitle(
         f"Self-consistency on {benchmark}: {what} over {r} samples per prompt, averaged across {n_models} models",
         fontsize=10,
@@ -418,7 +466,9 @@ DRAW = {
         tables.set_labels[figure.model_set],
         job.relaxed_perplexity_anchor,
     ),
-    "resilience": lambda tables, job, figure: resilience_figure(tables.resilience, figure.benchmark, job.resilience_k),
+    "resilience": lambda tables, job, figure: resilience_figure(
+        tables.resilience, figure.benchmark, job.resilience_k, job.resilience_scaling
+    ),
     "consistency": lambda tables, job, figure: consistency_figure(
         tables.consistency, figure.benchmark, job.consistency_r, cv=False
     ),
@@ -432,6 +482,7 @@ DRAW = {
         tables.careqa["categories"], figure.benchmark
     ),
     "careqa_review": lambda tables, job, figure: careqa_figures.review_figure(tables.careqa["review"]),
+    "paper_table": lambda tables, job, figure: table_figure(tables.paper_tables[figure.name], figure.name),
 }
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from careval.analysis.paper_tables import PaperTablesJob, TableSpec
 from careval.canonical import JobSpec, job_spec
+from careval.metrics.registry import paper_metrics
 from careval.schema import with_schema_defaults
 
 # The reserved model-set name: every evaluated model (the schema's default set of every figure family).
@@ -39,6 +41,7 @@ FIGURE_KINDS = {
     "careqa_table4": ("careqa_table4.rst", "6. CareQA"),
     "careqa_categories": ("careqa_categories.rst", "6. CareQA"),
     "careqa_review": ("careqa_review.rst", "6. CareQA"),
+    "paper_table": ("paper_table.rst", "6. Appendix E tables"),
 }
 
 
@@ -96,6 +99,13 @@ class ReportJob(JobSpec):
     clusters: int | None
     resilience_k: int | None
     consistency_r: int | None
+    # analysis.metric_view paper: the open-ended metrics the correlation figures and clusters use (the paper's
+    # eleven, careval.metrics.registry.paper_metrics); None: every metric (view `all`)
+    view_metrics: tuple[str, ...] | None = None
+    # analysis.resilience.scaling: the column figures 13-15 draw (careval.analysis.spread)
+    resilience_scaling: str = "variance_range"
+    # the names of the paper tables (careval.analysis.paper_tables) drawn as pages, from results/tables/<name>.csv
+    paper_tables: tuple[str, ...] = ()
 
     def of_kind(self, kind: str) -> list[FigureSpec]:
         return [f for f in self.figures if f.kind == kind]
@@ -141,6 +151,11 @@ class AnalysisPlan:
     consistency_r: int = field(kw_only=True)
     # appendix A's pages drawn (careqa.statistics.tokenizer set): "table4", "closed", "open", "review" (filled sheets)
     careqa_pages: tuple[str, ...] = field(default=(), kw_only=True)
+    metric_view: str = field(default="paper", kw_only=True)
+    rubrics: tuple[str, ...] = field(default=(), kw_only=True)  # the judge's, the main (Prometheus) one first
+    resilience_scaling: str = field(default="variance_range", kw_only=True)
+    # the Appendix E tables this run fills (careval.analysis.paper_tables.planned_tables; set by careval.plan)
+    paper_tables: tuple[TableSpec, ...] = field(default=(), kw_only=True)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -170,6 +185,8 @@ class AnalysisPlan:
         figures += [figure("careqa_table4")] if "table4" in self.careqa_pages else []
         figures += [figure("careqa_categories", benchmark=s) for s in ("closed", "open") if s in self.careqa_pages]
         figures += [figure("careqa_review")] if "review" in self.careqa_pages else []
+        caption, category = FIGURE_KINDS["paper_table"]
+        figures += [FigureSpec(table.name, "paper_table", caption, category) for table in self.paper_tables]
         return tuple(figures)
 
     def figure_names(self) -> list[str]:
@@ -193,6 +210,29 @@ class AnalysisPlan:
             clusters=self.clusters,
             resilience_k=self.resilience_k if self.resilience_benchmarks else None,
             consistency_r=self.consistency_r if self.consistency_benchmarks else None,
+            view_metrics=self.view_metrics,
+            resilience_scaling=self.resilience_scaling,
+            paper_tables=tuple(table.name for table in self.paper_tables),
+        )
+
+    @property
+    def view_metrics(self) -> tuple[str, ...] | None:
+        """The paper's eleven open-ended metrics (Prometheus: judge_<main rubric>) in view `paper`; None in `all`."""
+        if self.metric_view == "all":
+            return None
+        return paper_metrics(self.rubrics[0] if self.rubrics else None)
+
+    @cached_property
+    def paper_tables_job(self) -> PaperTablesJob:
+        """The paper_tables job's spec: its tables, the judge's rubrics and the bootstrap of the intervals."""
+        boot = self.bootstrap
+        return PaperTablesJob(
+            tables=self.paper_tables,
+            rubrics=self.rubrics,
+            resamples=0 if boot is None else boot.resamples,
+            confidence=0.95 if boot is None else boot.confidence,
+            seed=0 if boot is None else boot.seed,
+            mcqa_average=None if self.mcqa_average is None else tuple(self.mcqa_average),
         )
 
 
@@ -306,4 +346,13 @@ def analysis_plan(
         resilience_k=int(resilience["k"]),
         consistency_r=int(consistency["r"]),
         careqa_pages=_careqa_pages(config),
+        metric_view=analysis["metric_view"],
+        rubrics=_rubrics(config),
+        resilience_scaling=resilience["scaling"],
     )
+
+
+def _rubrics(config: dict) -> tuple[str, ...]:
+    """metrics.judge.rubrics by name, in config order: the first is the main one (the paper's Prometheus)."""
+    rubrics = ((config.get("metrics") or {}).get("judge") or {}).get("rubrics") or ()
+    return tuple(r if isinstance(r, str) else r["name"] for r in rubrics)

@@ -12,6 +12,7 @@ from careval.analysis.bootstrap import resample_model_scores
 from careval.analysis.clusters import cluster_metrics
 from careval.analysis.correlations import ELO, Scores, set_correlations, square
 from careval.analysis.elo import read_elo, resolve_elo_path
+from careval.analysis.metric_view import in_view, without_anchor_extra
 from careval.analysis.plan import ReportJob
 from careval.analysis.rankings import rank_models
 from careval.schemas import CLUSTER_SCHEMA, SET_RANKING_SCHEMA
@@ -29,6 +30,7 @@ class AnalysisTables:
     set_labels: dict[str, str]  # model set -> "<n> models of set '<name>'" (figure titles)
     # appendix A's tables (careval.careqa.statistics): table4, table4_caption, categories, review; None: not drawn
     careqa: dict | None = None
+    paper_tables: dict[str, pl.DataFrame] | None = None  # Appendix E: name -> its wide table (results/tables/)
 
 
 def metric_clusters(correlations: pl.DataFrame, job: ReportJob) -> pl.DataFrame:
@@ -60,6 +62,11 @@ def analysis_tables(inputs: dict[str, Path | None], job: ReportJob) -> AnalysisT
     summary = pl.read_parquet(inputs["summary"])
     boot = job.bootstrap
     samples = pl.read_parquet(inputs["samples"]) if inputs.get("samples") and boot is not None else None
+    # analysis.metric_view: the correlations, clusters and rankings see only the view's metrics
+    anchor = job.relaxed_perplexity_anchor
+    full_summary = summary
+    summary = in_view(summary, job.view_metrics, anchor)
+    samples = None if samples is None else in_view(samples, job.view_metrics, anchor)
     fixed = {ELO: read_elo(resolve_elo_path(inputs["elo"]))} if inputs.get("elo") else {}
     mcqa_average = None if job.mcqa_average is None else list(job.mcqa_average)
     cache: dict[str, Scores] = {}
@@ -77,12 +84,14 @@ def analysis_tables(inputs: dict[str, Path | None], job: ReportJob) -> AnalysisT
         return cache[name]
 
     correlations = set_correlations(scores_of, job.sets, list(job.methods), job.relaxed_perplexity_anchor)
+    correlations = without_anchor_extra(correlations, job.view_metrics, anchor)
     rankings = [pl.DataFrame(schema=SET_RANKING_SCHEMA)]
     for figure in job.of_kind("rankings"):
-        ranked = rank_models(scores_of(figure.model_set).summary, figure.benchmark)
+        ranked = rank_models(in_view(scores_of(figure.model_set).summary, job.view_metrics), figure.benchmark)
         rankings.append(ranked.select(pl.lit(figure.model_set, pl.String).alias("model_set"), *ranked.columns))
+    tables_dir = inputs.get("paper_tables")
     return AnalysisTables(
-        summary=summary,
+        summary=full_summary,
         correlations=correlations,
         clusters=metric_clusters(correlations, job),
         rankings=pl.concat(rankings),
@@ -91,6 +100,9 @@ def analysis_tables(inputs: dict[str, Path | None], job: ReportJob) -> AnalysisT
         elo_path=inputs.get("elo"),
         set_labels={name: f"{len(scores_of(name).models)} models of set '{name}'" for name in job.model_sets},
         careqa=careqa_tables(inputs) if job.of_kind("careqa_table4") else None,
+        paper_tables={name: pl.read_csv(Path(tables_dir) / f"{name}.csv") for name in job.paper_tables}
+        if tables_dir
+        else None,
     )
 
 

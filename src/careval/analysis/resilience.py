@@ -10,8 +10,9 @@ from careval.analysis.spread import spread_table
 
 
 def resilience_table(score_files: list[tuple[str, str, Path]]) -> pl.DataFrame:
-    """model, benchmark, id, metric, n, mean, variance, scaled_variance (variance / the metric's observed max - min
-    over every model, sample and rephrasing of the benchmark, as the paper scales 'each column')."""
+    """model, benchmark, id, metric, n, mean, variance, scaled_variance (variance / max - min of the metric's variance
+    column over every model and sample of the benchmark, the paper's C.1), scaled_variance_value_range (variance /
+    the metric's observed max - min value: careval's earlier reading); see careval.analysis.spread.spread_table."""
     return spread_table(score_files).drop("cv")
 
 

@@ -112,7 +112,7 @@ def observed_intervals(scores: pl.DataFrame) -> dict[str, float]:
 
 
 def scale_variance(variance: float | None, interval: float | None) -> float:
-    """The paper's scaling (appendix C.1): variance divided by the metric's observed interval (max - min).
+    """A variance divided by an interval (max - min), the paper's scaling (appendix C.1) of either reading.
 
     Divided by the interval itself, as the paper states, not by its square. A zero variance stays 0 even
     when the interval is 0 (a metric constant over everything is perfectly stable).
@@ -126,22 +126,43 @@ def scale_variance(variance: float | None, interval: float | None) -> float:
     return float(variance) / float(interval)
 
 
+def variance_intervals(spread: pl.DataFrame) -> dict[str, float]:
+    """max - min of each metric's variance column (every model and sample of a benchmark): C.1's 'column'."""
+    defined = spread.filter(pl.col("variance").is_not_null() & pl.col("variance").is_finite())
+    table = defined.group_by("metric").agg(interval=pl.col("variance").max() - pl.col("variance").min())
+    return dict(table.iter_rows())
+
+
 def spread_table(score_files: list[tuple[str, str, Path]]) -> pl.DataFrame:
-    """Per model x benchmark x sample x metric spread, variances scaled per benchmark and metric across all models."""
+    """Per model x benchmark x sample x metric spread, variances scaled per benchmark and metric across all models.
+
+    Appendix C.1: "we scale variances by dividing by the max interval (max value - min value) in each column".
+    The column is read as the metric's column of variances (every model and sample of the benchmark), so each
+    metric's scaled variances span at most 1 whatever its unit: `scaled_variance`, the default of figures 13-15.
+    `scaled_variance_value_range` keeps careval's earlier reading, the max - min of the metric's values, which
+    keeps the metric's unit (a 1-5 judge grade weighs about 4x against ROUGE); analysis.resilience.scaling picks.
+    """
     by_benchmark: dict[str, list[tuple[str, pl.DataFrame]]] = {}
     for model, benchmark, path in score_files:
         by_benchmark.setdefault(benchmark, []).append((model, pl.read_parquet(path)))
     frames = []
     for benchmark, items in by_benchmark.items():
         intervals = observed_intervals(pl.concat([scores for _, scores in items]))
-        for model, scores in items:
-            spread = per_sample_spread(scores)
-            scaled = [scale_variance(v, intervals.get(m)) for m, v in spread.select("metric", "variance").iter_rows()]
+        spreads = [
+            per_sample_spread(scores).with_columns(model=pl.lit(model), benchmark=pl.lit(benchmark))
+            for model, scores in items
+        ]
+        variance_ranges = variance_intervals(pl.concat(spreads))
+        for spread in spreads:
+            pairs = spread.select("metric", "variance").rows()
             frames.append(
                 spread.with_columns(
-                    model=pl.lit(model),
-                    benchmark=pl.lit(benchmark),
-                    scaled_variance=pl.Series(scaled, dtype=pl.Float64),
+                    scaled_variance=pl.Series(
+                        [scale_variance(v, variance_ranges.get(m)) for m, v in pairs], dtype=pl.Float64
+                    ),
+                    scaled_variance_value_range=pl.Series(
+                        [scale_variance(v, intervals.get(m)) for m, v in pairs], dtype=pl.Float64
+                    ),
                 )
             )
     if not frames:

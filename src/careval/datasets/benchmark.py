@@ -86,6 +86,9 @@ class Benchmark:
     min_chars: int = 1
     mcqa_style: str = "cloze"
     style_prompts: dict[str, str] = field(default_factory=dict)  # the catalogue's prompt of each mcqa style
+    # the paper's task (its Table 1) this benchmark belongs to: groups benchmarks into the Appendix E tables
+    # (careval.analysis.paper_tables.PAPER_TASKS); None: in no paper table
+    paper_task: str | None = None
 
     @property
     def generates(self) -> bool:

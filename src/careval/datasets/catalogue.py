@@ -146,6 +146,7 @@ def _mmlu(subject: str) -> Benchmark:
     return Benchmark(
         name=f"mmlu_{subject}",
         task="mcqa",
+        paper_task="multiple_choice_questions",
         source=HFSource("cais/mmlu", config=subject, split="test"),
         fields={"question": "question", "options": "choices", "answer": "answer"},
         # lm-eval's mmlu/default (its `description` line, then doc_to_text) and, for cloze, mmlu/continuation
@@ -175,6 +176,7 @@ def _medlfqa(subset: str, data_file: str) -> Benchmark:
     return Benchmark(
         name=f"olaph_{subset}",
         task="open",
+        paper_task="medical_factuality",
         source=HFSource("dmis-lab/MedLFQA", split="train", data_files=data_file),
         fields=MEDLFQA_FIELDS,
         prompt=OLAPH_PROMPT,
@@ -191,6 +193,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="demo_mcqa",
         task="mcqa",
+        paper_task="multiple_choice_questions",
         source=LocalSource(str(DEMO_DIR / "demo_mcqa.jsonl")),
         fields={"id": "id", "question": "question", "options": "options", "answer": "answer"},
         **_styled("cloze", letters=CHOICES_LETTERS_PROMPT, cloze=MCQA_PROMPT),
@@ -200,6 +203,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="demo_open_qa",
         task="open",
+        paper_task="open_ended_medical_questions",
         source=LocalSource(str(DEMO_DIR / "demo_open_qa.jsonl")),
         fields={"id": "id", "question": "question", "reference": "answer"},
         prompt=OPEN_QA_PROMPT,
@@ -209,6 +213,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="demo_note",
         task="open",
+        paper_task="clinical_note_taking",
         source=LocalSource(str(DEMO_DIR / "demo_note.jsonl")),
         fields={"id": "id", "question": "dialogue", "reference": "note"},
         prompt=NOTE_PROMPT,
@@ -218,6 +223,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="medqa",
         task="mcqa",
+        paper_task="multiple_choice_questions",
         source=HFSource("GBaker/MedQA-USMLE-4-options", split="test"),
         fields={"question": "question", "options": "options", "answer": "answer_idx"},
         **_styled("letters", letters=MEDQA_LETTERS_PROMPT, cloze=MCQA_PROMPT),
@@ -227,6 +233,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="medmcqa",
         task="mcqa",
+        paper_task="multiple_choice_questions",
         # lm-eval's medmcqa: the validation split stands in for the test set (hidden answers)
         source=HFSource("openlifescienceai/medmcqa", split="validation"),
         fields={"id": "id", "question": "question", "options": ["opa", "opb", "opc", "opd"], "answer": "cop"},
@@ -245,6 +252,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="pubmedqa",
         task="mcqa",
+        paper_task="multiple_choice_questions",
         source=HFSource("bigbio/pubmed_qa", config="pubmed_qa_labeled_fold0_source", split="test", revision=PARQUET),
         fields={"id": "pubid", "question": "QUESTION", "context": "CONTEXTS", "answer": "final_decision"},
         choices=("yes", "no", "maybe"),
@@ -261,6 +269,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="careqa_en",
         task="mcqa",
+        paper_task="multiple_choice_questions",
         source=HFSource("HPAI-BSC/CareQA", config="CareQA_en", split="test"),
         fields={"id": "unique_id", "question": "question", "options": ["op1", "op2", "op3", "op4"], "answer": "cop"},
         **_styled("letters", letters=CHOICES_LETTERS_PROMPT, cloze=MCQA_PROMPT),
@@ -271,6 +280,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="careqa_es",
         task="mcqa",
+        paper_task="multiple_choice_questions",
         source=HFSource("HPAI-BSC/CareQA", config="CareQA_es", split="test"),
         fields={"id": "unique_id", "question": "question", "options": ["op1", "op2", "op3", "op4"], "answer": "cop"},
         # lm-eval's careqa_es includes careqa_en: the same English "Question:/Choices:/Answer:" frame
@@ -282,6 +292,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="headqa",
         task="mcqa",
+        paper_task="multiple_choice_questions",
         source=HFSource("EleutherAI/headqa", config="en", split="test"),
         # qid repeats across exams, so the id is exam/qid (transform)
         fields={"id": "exam_qid", "question": "qtext", "options": "answers[].atext", "answer": "ra"},
@@ -297,6 +308,7 @@ CATALOGUE: list[Benchmark] = [
         Benchmark(
             name=f"prescription_{level}",
             task="prescription",
+            paper_task="prescriptions_writing",
             source=HFSource("devlocalhost/prescription-full", split="train"),
             fields={"id": "id", "question": "diagnosis", "options": "options", "answer": "gold_position"},
             transform=f"prescription_{level}",
@@ -311,6 +323,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="medical_text_classification",
         task="classification",
+        paper_task="medical_text_classification",
         source=HFSource("TimSchopf/medical_abstracts", split="test"),
         fields={"question": "medical_abstract", "answer": "condition_label"},
         choices=MEDICAL_ABSTRACT_CLASSES,
@@ -321,6 +334,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="medical_transcriptions",
         task="classification",
+        paper_task="medical_text_classification",
         source=LocalSource(
             "data/mtsamples.csv",
             hint="MTSamples is the Kaggle 'Medical Transcriptions' CSV (tboyle10/medicaltranscriptions): "
@@ -338,6 +352,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="biored",
         task="extraction",
+        paper_task="relation_extraction",
         # the paper links YufeiHFUT/BioRED_all_info; its rows are read as BioC documents (id, passages,
         # relations) like NCBI's release (Test.BioC.JSON), which `path:` can point at instead
         source=HFSource("YufeiHFUT/BioRED_all_info", split="test"),
@@ -352,6 +367,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="meddialog_raw",
         task="open",
+        paper_task="open_ended_medical_questions",
         source=HFSource("bigbio/meddialog", config="meddialog_en_source", split="train", revision=PARQUET),
         fields={"question": "description", "reference": "utterances.utterance[1]"},
         prompt=_authors(
@@ -364,6 +380,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="mediqa2019",
         task="open",
+        paper_task="open_ended_medical_questions",
         source=HFSource("bigbio/mediqa_qa", config="mediqa_qa_source", split="test", revision=PARQUET),
         fields={
             "id": "QUESTION.QID",
@@ -382,6 +399,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="careqa_open",
         task="open",
+        paper_task="open_ended_medical_questions",
         source=HFSource("HPAI-BSC/CareQA", config="CareQA_en_open", split="test"),
         fields={"id": "unique_id", "question": "question", "reference": "answer"},
         prompt=_authors(
@@ -395,6 +413,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="medtext",
         task="open",
+        paper_task="diagnosis_and_treatment",
         source=HFSource("BI55/MedText", split="train"),
         fields={"question": "Prompt", "reference": "Completion"},
         prompt=_authors(
@@ -408,6 +427,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="mts_dialog",
         task="open",
+        paper_task="clinical_note_taking",
         source=HFSource("har1/MTS_Dialogue-Clinical_Note", split="train"),
         fields={"id": "ID", "question": "dialogue", "reference": "section_text"},
         prompt=_authors(
@@ -422,6 +442,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="aci_bench",
         task="open",
+        paper_task="clinical_note_taking",
         source=LocalSource(
             "data/aci-bench/clinicalnlp_taskB_test1.csv",
             hint="ACI-Bench is on GitHub (wyim/aci-bench, data/challenge_data/clinicalnlp_taskB_test1.csv): "
@@ -440,6 +461,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="olaph",
         task="open",
+        paper_task="medical_factuality",
         source=HFSource("dmis-lab/MedLFQA", split="test"),
         fields=MEDLFQA_FIELDS,
         prompt=OLAPH_PROMPT,
@@ -453,6 +475,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="mimic_iii_hospital_course",
         task="open",
+        paper_task="summarization",
         # credentialed data: never downloaded by careval
         source=LocalSource(
             "data/mimiciii-hospitalcourse.jsonl",
@@ -479,6 +502,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="meddialog_qsumm",
         task="open",
+        paper_task="question_entailment",
         source=HFSource("lighteval/med_dialog", config="icliniq", split="test"),
         fields={"question": "src", "reference": "tgt"},
         prompt=_authors("The following text is contains a medical question. Extract and summarize the question."),
@@ -488,6 +512,7 @@ CATALOGUE: list[Benchmark] = [
     Benchmark(
         name="meqsum",
         task="open",
+        paper_task="question_entailment",
         source=HFSource("bigbio/meqsum", config="meqsum_source", split="train", revision=PARQUET),
         fields={"id": "File", "question": "message", "reference": "Summary"},
         transform="meqsum_message",

@@ -43,6 +43,8 @@ class MetricSpec:
     average: str = "mean"
     in_cv: bool = True
     label: str = ""
+    # one of the eleven metrics of the paper (section 2.2; the judge's is judge_<main rubric>, paper_metrics())
+    paper: bool = False
 
     @property
     def bounded(self) -> bool:
@@ -161,9 +163,9 @@ FAMILIES: dict[str, MetricFamily] = {
             "n-gram",
             repeats=True,
             metrics=(
-                MetricSpec("rouge1", "rouge", True, label="ROUGE-1"),
-                MetricSpec("rouge2", "rouge", True, label="ROUGE-2"),
-                MetricSpec("rougeL", "rouge", True, label="ROUGE-L"),
+                MetricSpec("rouge1", "rouge", True, label="ROUGE-1", paper=True),
+                MetricSpec("rouge2", "rouge", True, label="ROUGE-2", paper=True),
+                MetricSpec("rougeL", "rouge", True, label="ROUGE-L", paper=True),
             ),
             scorer=f"{_SCORING}:score_rouge",
         ),
@@ -173,7 +175,7 @@ FAMILIES: dict[str, MetricFamily] = {
             repeats=True,
             metrics=(
                 # the authors' BLEU: Hugging Face evaluate's (tensorflow/nmt, unsmoothed), per sample
-                MetricSpec("bleu", "bleu", True, label="BLEU"),
+                MetricSpec("bleu", "bleu", True, label="BLEU", paper=True),
                 MetricSpec("sacrebleu", "bleu", True, bounds=(0.0, 100.0), label="sacreBLEU"),
                 MetricSpec("sacrebleu_corpus", "bleu", True, bounds=(0.0, 100.0), label="corpus sacreBLEU"),
             ),
@@ -186,7 +188,7 @@ FAMILIES: dict[str, MetricFamily] = {
             metrics=(
                 MetricSpec("bertscore_precision", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore P"),
                 MetricSpec("bertscore_recall", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore R"),
-                MetricSpec("bertscore_f1", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore F1"),
+                MetricSpec("bertscore_f1", "bertscore", True, bounds=(-1.0, 1.0), label="BERTScore F1", paper=True),
             ),
             options=("model", "lang", "num_layers"),
             execution_options=("batch_size",),
@@ -197,7 +199,9 @@ FAMILIES: dict[str, MetricFamily] = {
             "semantic",
             repeats=True,
             # BLEURT is a regression score, unbounded and often negative
-            metrics=(MetricSpec("bleurt", "bleurt", True, bounds=(-INF, INF), in_cv=False, label="BLEURT"),),
+            metrics=(
+                MetricSpec("bleurt", "bleurt", True, bounds=(-INF, INF), in_cv=False, label="BLEURT", paper=True),
+            ),
             options=("model", "max_length"),
             execution_options=("batch_size", "device"),
             scorer=f"{_SCORING}:score_bleurt",
@@ -206,7 +210,7 @@ FAMILIES: dict[str, MetricFamily] = {
             "moverscore",
             "semantic",
             repeats=True,
-            metrics=(MetricSpec("moverscore", "moverscore", True, label="MoverScore"),),
+            metrics=(MetricSpec("moverscore", "moverscore", True, label="MoverScore", paper=True),),
             options=("model",),
             execution_options=("batch_size",),
             scorer=f"{_SCORING}:score_moverscore",
@@ -215,10 +219,10 @@ FAMILIES: dict[str, MetricFamily] = {
             "perplexity",
             "perplexity",
             metrics=(
-                MetricSpec("word_perplexity", "perplexity", label="word perplexity", **_PERPLEXITY),
-                MetricSpec("byte_perplexity", "perplexity", label="byte perplexity", **_PERPLEXITY),
+                MetricSpec("word_perplexity", "perplexity", label="word perplexity", paper=True, **_PERPLEXITY),
+                MetricSpec("byte_perplexity", "perplexity", label="byte perplexity", paper=True, **_PERPLEXITY),
                 # bits per byte is a log-scale quantity: its byte-weighted arithmetic mean is exactly lm-eval's corpus value
-                MetricSpec("bits_per_byte", "perplexity", False, bounds=(0.0, INF), label="bits per byte"),
+                MetricSpec("bits_per_byte", "perplexity", False, bounds=(0.0, INF), label="bits per byte", paper=True),
             ),
             scorer=f"{_SCORING}:score_perplexity_family",
         ),
@@ -360,3 +364,11 @@ def metric_category(name: str) -> str:
 
 def family_of(name: str) -> str:
     return metric_spec(name).family
+
+
+def paper_metrics(main_rubric: str | None) -> tuple[str, ...]:
+    """The paper's eleven open-ended metrics (section 2.2) in its order: n-gram, semantic, perplexity, then
+    Prometheus, which is the judge's grade under the main rubric (judge_<main rubric>; a jury's column keeps it).
+    Without a rubric (no judge configured) the ten others."""
+    fixed = tuple(name for name, spec in METRICS.items() if spec.paper)
+    return fixed if main_rubric is None else (*fixed, JUDGE_PREFIX + main_rubric)
