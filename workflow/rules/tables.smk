@@ -1,6 +1,6 @@
 # The paper's Appendix E tables (7-20): models x (benchmark, metric), each value with its bootstrap interval,
 # as CSV, Markdown and LaTeX under results/tables/ (careval.analysis.paper_tables: which tables a run fills).
-
+from careval.analysis.plan import FIGURE_KINDS
 
 # planned only where the run's benchmarks fill a table (a benchmark of no paper task fills none)
 if PLAN.analysis.paper_tables:
@@ -11,7 +11,7 @@ if PLAN.analysis.paper_tables:
             samples=f"{RESULTS}/summary/sample_scores.parquet",
         output:
             csv=[
-                report(path, caption="../report/paper_table.rst", category="6. Appendix E tables")
+                report(path, caption="../report/paper_table.rst", category=FIGURE_KINDS["paper_table"][1])
                 for path in [f"{RESULTS}/tables/{table.name}.csv" for table in PLAN.analysis.paper_tables]
             ],
             md=[f"{RESULTS}/tables/{table.name}.md" for table in PLAN.analysis.paper_tables],

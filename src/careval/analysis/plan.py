@@ -41,7 +41,7 @@ FIGURE_KINDS = {
     "careqa_table4": ("careqa_table4.rst", "6. CareQA"),
     "careqa_categories": ("careqa_categories.rst", "6. CareQA"),
     "careqa_review": ("careqa_review.rst", "6. CareQA"),
-    "paper_table": ("paper_table.rst", "6. Appendix E tables"),
+    "paper_table": ("paper_table.rst", "7. Appendix E tables"),
 }
 
 
