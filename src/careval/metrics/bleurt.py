@@ -32,7 +32,7 @@ class _WordPieceTokens:
     """Older BLEURT checkpoints (bleurt-base-512, ...): BERT WordPiece from vocab.txt."""
 
     def __init__(self, folder: Path):
-        from transformers import BertTokenizerFast
+        from transformers import BertTokenizerFast  # pyright: ignore[reportAttributeAccessIssue]  (a lazy export of transformers)
 
         self._tok = BertTokenizerFast.from_pretrained(str(folder))
         self.cls_id, self.sep_id = self._tok.cls_token_id, self._tok.sep_token_id
@@ -88,7 +88,7 @@ class BleurtScorer:
 
         self.model_name = str(model)
         self.batch_size = batch_size
-        self._model = load_bleurt_model(model).to(device)
+        self._model = load_bleurt_model(model).to(device)  # pyright: ignore[reportArgumentType]  (transformers types Module.to oddly)
         self._tokens = load_bleurt_tokenizer(model)
         self.device = device
         self.max_length = min(max_length, self._model.config.max_position_embeddings)
