@@ -23,7 +23,9 @@ _SPARE = 64
 class GrowingLayer(DynamicLayer):
     """A full-attention layer's keys/values, stored [batch, heads, capacity, head_dim]."""
 
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
         assert self.keys is not None and self.values is not None  # initialised above

@@ -33,7 +33,7 @@ _MISSING = object()
 _STEP = re.compile(r"\[(\d*)\]")
 
 
-def resolve(value, path: str):
+def resolve(value: Any, path: str) -> Any:
     """Follow a field path: "a.b" (keys), "a[0]" (an item), "a[].b" (b of every item). _MISSING if absent."""
     parts = path.split(".")
     for position, part in enumerate(parts):

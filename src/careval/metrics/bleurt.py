@@ -54,7 +54,7 @@ def _tokenizer_folder(model: str | Path) -> Path:
         raise BleurtCheckpointError(missing_checkpoint_message(model, err)) from err
 
 
-def load_bleurt_tokenizer(model: str | Path):
+def load_bleurt_tokenizer(model: str | Path) -> _SentencePieceTokens | _WordPieceTokens:
     """Token-id function of a checkpoint: SentencePiece when it ships spm.model, else WordPiece."""
     folder = _tokenizer_folder(model)
     if (folder / "spm.model").is_file():
