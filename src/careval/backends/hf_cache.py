@@ -43,9 +43,9 @@ class GrowingLayer(DynamicLayer):
             self._buffers = buffers
         buffers[0][:, :, length : length + step] = key_states
         buffers[1][:, :, length : length + step] = value_states
-        self.keys = buffers[0][:, :, : length + step]
-        self.values = buffers[1][:, :, : length + step]
-        return self.keys, self.values
+        keys, values = buffers[0][:, :, : length + step], buffers[1][:, :, : length + step]
+        self.keys, self.values = keys, values
+        return keys, values
 
     def _owns_keys(self, buffers: tuple[torch.Tensor, torch.Tensor] | None, length: int) -> bool:
         """Whether keys/values are still this layer's views of its buffers (no other operation replaced them)."""
