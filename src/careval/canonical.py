@@ -18,7 +18,7 @@ import dataclasses
 import json
 import pickle
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar, dataclass_transform
 
 # field(metadata=EXECUTION): the job reads it, but it changes only speed, placement or display, never a value
 EXECUTION = {"execution": True}
@@ -42,7 +42,12 @@ def canonical(value: Any) -> Any:
     raise TypeError(f"a job spec holds only plain settings, not {type(value).__name__}: {value!r}")
 
 
-def job_spec(cls):
+_Spec = TypeVar("_Spec", bound=type)
+
+
+# dataclass_transform: a type checker reads a @job_spec class's fields as a frozen dataclass's __init__
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
+def job_spec(cls: _Spec) -> _Spec:
     """Make `cls` (a JobSpec subclass) a frozen dataclass that keeps JobSpec's repr (its identity)."""
     return dataclasses.dataclass(frozen=True, repr=False)(cls)
 

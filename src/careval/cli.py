@@ -48,7 +48,7 @@ def describe_plan(plan: Plan) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="careval", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="careval", description=(__doc__ or "").split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     plan_parser = commands.add_parser("plan", help="validate a config and print its plan")
     plan_parser.add_argument("config", help="a careval config file, e.g. config/config.yaml")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import yaml
@@ -35,8 +36,10 @@ def _describe(error: jsonschema.ValidationError) -> str:
     where = _key_path(error)
     if error.validator == "additionalProperties":
         # jsonschema lists unexpected keys in the message; name them with their full path.
-        allowed = set(error.schema.get("properties", {}))
-        unknown = sorted(k for k in error.instance if k not in allowed)
+        schema: Any = error.schema  # an object schema here (its validator is additionalProperties)
+        instance: Any = error.instance
+        allowed = set(schema.get("properties", {}))
+        unknown = sorted(k for k in instance if k not in allowed)
         prefix = f"{where}." if error.absolute_path else ""
         keys = ", ".join(f"'{prefix}{k}'" for k in unknown)
         hint = f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""

@@ -102,7 +102,7 @@ class Plan:
             family
             for family in TASK_FAMILIES[entry.task] + entry.extra_metrics
             if family not in self.skipped_families
-            and (self.family_benchmarks.get(family) is None or benchmark in self.family_benchmarks[family])
+            and ((allowed := self.family_benchmarks.get(family)) is None or benchmark in allowed)
         ]
 
     def score_job_families(self, task: str) -> list[str]:
@@ -330,7 +330,7 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
         (judge, judge and config["metrics"]["judge"]["model"]),
         (rephraser, rephraser and config["analysis"]["resilience"]["rephraser"]),
     ):
-        if isinstance(value, dict):
+        if isinstance(value, dict) and spec is not None:
             entries[spec.name] = value
     return replace(
         plan, judge=judge, rephraser=rephraser, careqa_llms=_careqa_llms(config, models, resources), entries=entries

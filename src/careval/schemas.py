@@ -10,7 +10,7 @@ import polars as pl
 
 # --- datasets: resources/datasets/<benchmark>.parquet, the canonical sample of every benchmark.
 # Nothing downstream of a loader knows a source's own field names.
-DATASET_SCHEMA: dict[str, pl.DataType] = {
+DATASET_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "id": pl.String,  # unique within a benchmark
     "benchmark": pl.String,  # registry name, e.g. "demo_mcqa"
     "task": pl.String,  # one of careval.datasets.benchmark.TASKS

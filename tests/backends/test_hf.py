@@ -7,10 +7,10 @@ import random
 
 import pytest
 import torch
-from backend_reference import direct_loglikelihood, lm_eval_pair, manual_greedy, token_logprobs
 
 from careval.backends import Sampling
 from careval.backends.chat import ChatTemplateError
+from support.reference import direct_loglikelihood, lm_eval_pair, manual_greedy, token_logprobs
 
 PAIRS = [
     ("The patient presented with", " chest pain"),

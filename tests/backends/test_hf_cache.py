@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 
 import torch
-from backend_reference import tiny_gemma3_config
 from transformers import DynamicLayer, LlamaConfig
 
 from careval.backends.hf_cache import GrowingLayer, growing_cache
+from support.tiny_models import tiny_gemma3_config
 
 
 def states(batch: int, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

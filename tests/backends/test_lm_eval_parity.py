@@ -7,10 +7,10 @@ lm-eval is not a careval dependency; run with it installed next to the project, 
 from __future__ import annotations
 
 import pytest
-from backend_reference import token_logprobs
 
 from careval.backends import Sampling, load_backend
 from careval.backends.tokenization import rolling_pairs
+from support.reference import token_logprobs
 
 lm_eval = pytest.importorskip("lm_eval", reason="lm-eval is not installed (it comes with the dev extra)")
 

@@ -7,13 +7,13 @@ import json
 
 import pytest
 import torch
-from backend_reference import tiny_gemma3_config
 from test_shared_prefix import counted_forwards
 
 from careval.backends import Sampling, hf, load_backend
 from careval.backends.tokenization import encode_pair
 from careval.metrics.judge import judge_prompt, rubric_text
 from careval.metrics.judge_distribution import score_distributions
+from support.tiny_models import tiny_gemma3_config
 
 PROMPTS = [
     "Question: What is the first-line treatment for hypertension? Answer:",
@@ -37,7 +37,9 @@ def forgetting(backend, pairs):
         backend._memo[:] = memo
 
 
-@pytest.mark.parametrize("dtype, tolerance", [(torch.float32, 1e-5), (torch.float64, 1e-9)])
+# float32: a sum of ~50 nats has an ULP of 3.8e-6, and the memo and plain paths sum in differently shaped
+# batches (a few ULP apart: 1.1e-5 seen under xdist); a wrong token or position is off by far more than 5e-5
+@pytest.mark.parametrize("dtype, tolerance", [(torch.float32, 5e-5), (torch.float64, 1e-9)])
 @pytest.mark.parametrize("batch_size", [1, 2])
 def test_scores_on_a_remembered_prefix_equal_the_plain_ones(make_hf, dtype, tolerance, batch_size):
     backend = make_hf(batch_size=batch_size)

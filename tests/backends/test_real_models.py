@@ -4,9 +4,9 @@ added by its tokenizer) and, where present, Gemma-3-270m (base, its tokenizer ad
 from __future__ import annotations
 
 import pytest
-from backend_reference import direct_loglikelihood, lm_eval_pair, manual_greedy, token_logprobs
 
 from careval.backends import Sampling, load_backend
+from support.reference import direct_loglikelihood, lm_eval_pair, manual_greedy, token_logprobs
 
 pytestmark = pytest.mark.slow
 

@@ -10,11 +10,11 @@ import math
 
 import pytest
 import torch
-from backend_reference import direct_loglikelihood, lm_eval_pair
 from mcqa_rows import cloze, letters, questions
 
 from careval.backends import hf, load_backend
 from careval.backends.tokenization import encode_pair, shared_prefix_groups
+from support.reference import direct_loglikelihood, lm_eval_pair
 
 SHARED = [  # one context, continuations of 1, 2, 4 and many tokens, plus other contexts
     ("The patient presented with", " chest"),

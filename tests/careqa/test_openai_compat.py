@@ -3,66 +3,17 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from careval.backends import Sampling, load_backend
 from careval.backends.openai_compat import EndpointError, NoLogLikelihoodError, OpenAICompatBackend
+from support.fake_openai import FakeOpenAIServer
 
 
-class _FakeServer:
-    """Answers each prompt with its reverse (so the order of replies is checkable); records every request."""
-
-    def __init__(self, failures_before_success: int = 0, status: int = 503, reply: object = "reverse"):
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
-        self.failures_left = failures_before_success
-        self.status = status
-        self.reply = reply
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, **body})
-                outer.headers.append(dict(self.headers))
-                if outer.failures_left:
-                    outer.failures_left -= 1
-                    self.send_response(outer.status)
-                    self.end_headers()
-                    self.wfile.write(b'{"error": {"message": "overloaded"}}')
-                    return
-                prompt = body["messages"][-1]["content"]
-                if outer.reply == "reverse":
-                    payload = {"choices": [{"message": {"role": "assistant", "content": prompt[::-1]}}]}
-                else:
-                    payload = outer.reply
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+def _fixed(payload: object):
+    """A responder answering every request with `payload` (a malformed or null reply)."""
+    return lambda body, headers: (200, json.dumps(payload).encode())
 
 
 @pytest.fixture(autouse=True)
@@ -89,7 +40,7 @@ def _backend(server, **kwargs) -> OpenAICompatBackend:
 def test_generate_sends_chat_requests_and_keeps_prompt_order(monkeypatch):
     monkeypatch.setenv("CAREVAL_TEST_KEY", "sk-test")
     prompts = [f"prompt number {i}" for i in range(7)]
-    with _FakeServer() as server:
+    with FakeOpenAIServer() as server:
         backend = _backend(server, api_key_env="CAREVAL_TEST_KEY", system_prompt="Translate.")
         outputs = backend.generate(prompts, Sampling(max_new_tokens=20, stop=("9",)))
     # The fake replies with the reversed prompt; the client cuts at the stop string "9" (none here).
@@ -108,7 +59,7 @@ def test_generate_sends_chat_requests_and_keeps_prompt_order(monkeypatch):
 
 
 def test_stop_string_is_cut_client_side():
-    with _FakeServer() as server:
+    with FakeOpenAIServer() as server:
         outputs = _backend(server).generate(["abc|def"], Sampling(stop=("|",)))
     # reversed "fed|cba", cut before "|"
     assert outputs == ["fed"]
@@ -116,14 +67,14 @@ def test_stop_string_is_cut_client_side():
 
 def test_transient_errors_are_retried(monkeypatch):
     monkeypatch.setattr("careval.backends.openai_compat.time.sleep", lambda s: None)
-    with _FakeServer(failures_before_success=2, status=503) as server:
+    with FakeOpenAIServer(failures_before_success=2, failure_status=503) as server:
         assert _backend(server).generate(["xy"], Sampling()) == ["yx"]
     assert len(server.requests) == 3
 
 
 def test_client_errors_stop_with_one_line(monkeypatch):
     monkeypatch.setattr("careval.backends.openai_compat.time.sleep", lambda s: None)
-    with _FakeServer(failures_before_success=5, status=401) as server:
+    with FakeOpenAIServer(failures_before_success=5, failure_status=401) as server:
         with pytest.raises(EndpointError, match=r"/v1/chat/completions: HTTP 401 for model 'gpt-4'") as caught:
             _backend(server).generate(["xy"], Sampling())
     assert len(server.requests) == 1  # 401 is not retried
@@ -131,11 +82,11 @@ def test_client_errors_stop_with_one_line(monkeypatch):
 
 
 def test_malformed_and_null_replies(monkeypatch):
-    with _FakeServer(reply={"unexpected": 1}) as server:
+    with FakeOpenAIServer(_fixed({"unexpected": 1})) as server:
         with pytest.raises(EndpointError, match="no choices"):
             _backend(server).generate(["q"], Sampling())
     # A null content (refusal, content filter) is an empty output for the caller to count.
-    with _FakeServer(reply={"choices": [{"message": {"content": None}}]}) as server:
+    with FakeOpenAIServer(_fixed({"choices": [{"message": {"content": None}}]})) as server:
         assert _backend(server).generate(["q"], Sampling()) == [""]
 
 

@@ -11,6 +11,8 @@ from types import SimpleNamespace
 import polars as pl
 import pytest
 
+from support.tiny_models import tiny_gemma3_config
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
@@ -173,17 +175,13 @@ def test_sliding_window_models_get_the_window_in_the_fast_mask():
     """Gemma-3-style layers attend to the last `sliding_window` positions only; the fast
     scorer's own mask must apply that window as the model's own masks do."""
     torch.manual_seed(0)
-    config = transformers.Gemma3TextConfig(
-        vocab_size=7,
+    config = tiny_gemma3_config(
+        7,
         hidden_size=16,
         intermediate_size=32,
-        num_hidden_layers=2,
         num_attention_heads=2,
         num_key_value_heads=1,
-        head_dim=8,
         sliding_window=3,
-        layer_types=["sliding_attention", "full_attention"],
-        max_position_embeddings=128,
         bos_token_id=0,
         eos_token_id=EOS,
         pad_token_id=0,
@@ -416,14 +414,14 @@ def test_demo_model_job_agrees_with_the_reference_scorer(repo_root):
     assert targets["relaxed_perplexity"][0] == pytest.approx(fast.perplexity, rel=1e-9)
 
 
-def test_olaph_nice_to_have_is_a_second_target_set_on_a_real_row(tmp_path, shared_data_dir):
+def test_olaph_nice_to_have_is_a_second_target_set_on_a_real_row(tmp_path, shared_data):
     """A real MedLFQA row, normalised as the pipeline does: Must_have and Nice_to_have values per sample, each the
     mean over its statements of the reference scorer's values."""
     from careval.backends.tokenization import generation_tokens
     from careval.datasets import get_benchmark
     from careval.datasets.normalise import build_benchmark
 
-    entry = get_benchmark("olaph_kqa_golden", {"path": str(shared_data_dir / "medlfqa_kqa_golden" / "sample.jsonl")})
+    entry = get_benchmark("olaph_kqa_golden", {"path": str(shared_data / "medlfqa_kqa_golden" / "sample.jsonl")})
     samples = build_benchmark(entry, tmp_path / "o.parquet").head(1)
     meta = json.loads(samples["meta"][0])
     assert meta["nice_to_have"]  # the row has Nice_to_have statements

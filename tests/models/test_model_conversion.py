@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from careval.models import prepare_model
+from support.models import prepare
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS_DIR = REPO / "resources" / "models"
@@ -63,7 +64,7 @@ def offline():
 @pytest.fixture(scope="module")
 def smollm2_dir(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("models") / "smollm2-135m-instruct"
-    return prepare_model("smollm2-135m-instruct", SMOLLM2, dest, CACHE)
+    return prepare("smollm2-135m-instruct", SMOLLM2, dest, CACHE)
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +161,7 @@ def test_demo_models_load_and_answer(name, entry, chat, prompt, expect):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = prepare_model(name, entry, MODELS_DIR / name, CACHE)
+    folder = prepare(name, entry, MODELS_DIR / name, CACHE)
     tok = AutoTokenizer.from_pretrained(folder)
     assert (tok.chat_template is not None) == chat
     assert expect in greedy(folder, prompt, chat)

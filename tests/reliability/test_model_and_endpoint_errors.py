@@ -1,9 +1,5 @@
 """Model-source and endpoint errors name the model and the config key; an API key appears in no message or log."""
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from careval.backends import Sampling, load_backend
@@ -11,6 +7,7 @@ from careval.backends.openai_compat import EndpointError
 from careval.joblog import job_log
 from careval.models import ModelSourceError, model_source, needs_preparation, resolve_model_path
 from careval.models.spec import endpoint_spec
+from support.fake_openai import FakeOpenAIServer, echo_headers
 
 KEY = "sk-live-0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -44,54 +41,9 @@ def test_a_missing_local_folder_names_the_key(tmp_path):
     assert str(error.value) == f"models.my-llm.source: local model folder '{tmp_path / 'gone'}' does not exist"
 
 
-class _EchoServer:
-    """An OpenAI-compatible server that answers every request with the request's own headers (the worst case)."""
-
-    def __init__(self, status: int):
-        self.requests = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                outer.requests += 1
-                self.rfile.read(int(self.headers["Content-Length"]))
-                echoed = json.dumps({"headers": dict(self.headers)})
-                if status == 200:
-                    body = json.dumps({"choices": [{"message": {"content": f"echo: {echoed}"}}]})
-                else:
-                    # the bare key (no "Bearer" a pattern could spot) starts at character 190, so the
-                    # error's 200-character excerpt cuts it: redacting after the cut would leave 10 characters
-                    key = self.headers["Authorization"].removeprefix("Bearer ")
-                    body = "x" * 181 + f"your key {key} {echoed}"
-                data = body.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_an_unset_api_key_env_is_named_before_any_request(monkeypatch):
     monkeypatch.delenv("CAREVAL_MISSING_KEY", raising=False)
-    with _EchoServer(401) as server:
+    with FakeOpenAIServer(echo_headers(401)) as server:
         step = {"endpoint": {"model": "gpt-4", "base_url": server.base_url, "api_key_env": "CAREVAL_MISSING_KEY"}}
         with pytest.raises(EndpointError) as error:
             load_backend(
@@ -112,14 +64,14 @@ def test_an_unset_api_key_env_is_named_before_any_request(monkeypatch):
                 }
             )
         assert str(error.value).startswith("models.gpt.api_key_env: CAREVAL_MISSING_KEY is not set")
-    assert server.requests == 0
+    assert len(server.requests) == 0
 
 
 @pytest.mark.parametrize("status", [401, 200])
 def test_an_echoed_key_reaches_no_message_and_no_log(tmp_path, monkeypatch, status):
     monkeypatch.setenv("CAREVAL_ECHO_KEY", KEY)
     log = tmp_path / "logs" / "translate.log"
-    with _EchoServer(status) as server:
+    with FakeOpenAIServer(echo_headers(status)) as server:
         spec = {
             "name": "gpt",
             "backend": "openai",
@@ -145,7 +97,7 @@ def test_an_echoed_key_reaches_no_message_and_no_log(tmp_path, monkeypatch, stat
     else:
         assert raised is None
         assert '"Authorization": "Bearer [REDACTED]"' in outputs[0]
-    assert server.requests == 1
+    assert len(server.requests) == 1
     written = log.read_text()
     assert KEY[:10] not in written and "[REDACTED]" in written
 

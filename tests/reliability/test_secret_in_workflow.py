@@ -16,7 +16,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from test_model_and_endpoint_errors import KEY, _EchoServer
+from test_model_and_endpoint_errors import KEY
+
+from support.fake_openai import FakeOpenAIServer, echo_headers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 from workflow_runs import make_workdir, snakemake
@@ -45,7 +47,7 @@ def test_an_echoed_key_is_nowhere_under_results_or_snakemake_state(repo_root, tm
     config["careqa"] = copy.deepcopy(config["careqa"])
     for edition in config["careqa"]["editions"]:
         edition.update({part: str(repo_root / edition[part]) for part in ("booklet", "key")})
-    with _EchoServer(status) as server:
+    with FakeOpenAIServer(echo_headers(status)) as server:
         config["careqa"]["translator"] = {
             "endpoint": {
                 "model": "gpt-4",
@@ -57,7 +59,7 @@ def test_an_echoed_key_is_nowhere_under_results_or_snakemake_state(repo_root, tm
         }
         work = make_workdir(repo_root, tmp_path / "work", config)
         result = snakemake(["--cores", "1", "results/careqa/CareQA_en.parquet"], work, timeout=600)
-        assert server.requests > 0
+        assert len(server.requests) > 0
     assert (result.returncode != 0) == (status == 401), result.stderr[-3000:]
     console = result.stdout + result.stderr
     texts = {path: text for folder in ("results", ".snakemake") for path, text in _texts(work / folder)}

@@ -17,7 +17,8 @@ import yaml
 from polars.testing import assert_frame_equal
 from workflow_runs import jobs_run, make_workdir, reduced_config, snakemake
 
-pytestmark = pytest.mark.slow
+# xdist_group: one single-node SLURM on the machine (fixed ports, one state folder)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 CLUSTER = Path(__file__).resolve().parents[1] / "slurm" / "cluster.sh"
 TARGET = "results/summary/scores.parquet"

@@ -14,6 +14,8 @@ rule aggregate_scores:
         judge=f"{RESULTS}/summary/judge_verdicts.parquet",
     log:
         f"{LOGS}/aggregate_scores.log",
+    conda:
+        "../envs/careval.yaml"
     threads: 1
     resources:
         mem_mb=2000,
@@ -30,6 +32,8 @@ rule figure_index:
         f"{RESULTS}/figures/index.tsv",
     log:
         f"{LOGS}/figure_index.log",
+    conda:
+        "../envs/careval.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -52,6 +56,8 @@ rule correlations:
         figures=[figure_output(figure) for figure in PLAN.analysis.figures],
     log:
         f"{LOGS}/correlations.log",
+    conda:
+        "../envs/careval.yaml"
     # the PDF and the PNGs are drawn by two processes (figures.save_pages); the last job of a run, alone
     threads: 2
     resources:

@@ -39,6 +39,8 @@ rule careqa_acquire:
         key=f"{CAREQA_DIR}/raw/{{edition}}/answer_key",
     log:
         f"{LOGS}/careqa/acquire/{{edition}}.log",
+    conda:
+        "../envs/careval.yaml"
     resources:
         runtime=30,
     params:
@@ -56,6 +58,8 @@ rule careqa_parse:
         report=f"{CAREQA_DIR}/reports/parse.json",
     log:
         f"{LOGS}/careqa/parse.log",
+    conda:
+        "../envs/careval.yaml"
     params:
         job=JobParam(PLAN.careqa_editions_job()),
     script:
@@ -72,6 +76,8 @@ rule careqa_translate:
         report=f"{CAREQA_DIR}/reports/translate.json",
     log:
         f"{LOGS}/careqa/translate.log",
+    conda:
+        "../envs/careval-gpu.yaml"
     threads: lambda w: careqa_llm("translator").threads
     resources:
         **llm_resources(lambda w: careqa_llm("translator")),
@@ -90,6 +96,8 @@ rule careqa_filter_negative:
         report=f"{CAREQA_DIR}/reports/negative_filter.json",
     log:
         f"{LOGS}/careqa/filter_negative.log",
+    conda:
+        "../envs/careval.yaml"
     script:
         "../scripts/careqa_filter_negative.py"
 
@@ -104,6 +112,8 @@ rule careqa_rephrase:
         report=f"{CAREQA_DIR}/reports/rephrase_iteration1.json",
     log:
         f"{LOGS}/careqa/rephrase_iteration1.log",
+    conda:
+        "../envs/careval-gpu.yaml"
     threads: lambda w: careqa_llm("rephraser").threads
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
@@ -122,6 +132,8 @@ rule careqa_validate:
         report=f"{CAREQA_DIR}/reports/validate_iteration{{iteration}}.json",
     log:
         f"{LOGS}/careqa/validate_iteration{{iteration}}.log",
+    conda:
+        "../envs/careval-gpu.yaml"
     threads: lambda w: careqa_llm("rephraser").threads
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
@@ -141,6 +153,8 @@ rule careqa_rephrase_iteration2:
         report=f"{CAREQA_DIR}/reports/rephrase_iteration2.json",
     log:
         f"{LOGS}/careqa/rephrase_iteration2.log",
+    conda:
+        "../envs/careval-gpu.yaml"
     threads: lambda w: careqa_llm("rephraser").threads
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
@@ -159,6 +173,8 @@ rule careqa_open:
         report=f"{CAREQA_DIR}/reports/open.json",
     log:
         f"{LOGS}/careqa/open.log",
+    conda:
+        "../envs/careval.yaml"
     script:
         "../scripts/careqa_open.py"
 
@@ -170,6 +186,8 @@ rule careqa_stage_counts:
         f"{CAREQA_DIR}/stage_counts.json",
     log:
         f"{LOGS}/careqa/stage_counts.log",
+    conda:
+        "../envs/careval.yaml"
     script:
         "../scripts/careqa_stage_counts.py"
 
@@ -184,6 +202,8 @@ rule careqa_review_sheet:
         summary=f"{CAREQA_DIR}/review/{{review_kind}}/sample.json",
     log:
         f"{LOGS}/careqa/review_sheet/{{review_kind}}.log",
+    conda:
+        "../envs/careval.yaml"
     params:
         job=JobParam(PLAN.careqa_review_job("confidence", "margin", "seed")),
     script:
@@ -198,6 +218,8 @@ rule careqa_review_agreement:
         f"{CAREQA_DIR}/review/{{review_kind}}/agreement.json",
     log:
         f"{LOGS}/careqa/review_agreement/{{review_kind}}.log",
+    conda:
+        "../envs/careval.yaml"
     params:
         job=JobParam(PLAN.careqa_review_job("min_reviewers")),
     script:

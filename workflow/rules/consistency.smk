@@ -20,6 +20,8 @@ rule sample_consistency:
     priority: PRIORITY["sample_consistency"]
     group:
         "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
+    conda:
+        "../envs/careval-gpu.yaml"
     threads: llm_threads(evaluated, served=True)
     resources:
         **llm_resources(evaluated, served=True),
@@ -57,6 +59,8 @@ rule consistency:
         f"{RESULTS}/summary/consistency.parquet",
     log:
         f"{LOGS}/consistency.log",
+    conda:
+        "../envs/careval.yaml"
     threads: 1
     resources:
         mem_mb=2000,

@@ -11,6 +11,8 @@ rule normalise_benchmark:
     log:
         f"{LOGS}/normalise_benchmark/{{benchmark}}.log",
     priority: PRIORITY["normalise_benchmark"]
+    conda:
+        "../envs/careval.yaml"
     threads: 1
     resources:
         mem_mb=2000,

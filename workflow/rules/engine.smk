@@ -16,6 +16,8 @@ rule vllm_engine:
         f"{LOGS}/vllm_engine/{{model}}.log",
     group:
         "llm_{model}"
+    conda:
+        "../envs/careval-gpu.yaml"
     # the engine holds the model's GPUs, memory and llm_slot; the jobs it serves ask for none of them
     threads: lambda w: evaluated(w).threads
     resources:

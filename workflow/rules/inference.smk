@@ -23,6 +23,8 @@ rule infer_open:
     # on a cluster, the slurm profile submits up to 4 jobs of one model as one SLURM job (group-components)
     group:
         "llm_{model}"
+    conda:
+        "../envs/careval-gpu.yaml"
     threads: llm_threads(evaluated, served=True)
     resources:
         **llm_resources(evaluated, served=True),

@@ -22,6 +22,8 @@ if PLAN.judge is not None:
         # on a cluster, the judge's jobs may share one SLURM job (group-components, as llm_{model})
         group:
             "llm_judge"
+        conda:
+            "../envs/careval-gpu.yaml"
         threads: PLAN.judge.threads
         resources:
             **llm_resources(lambda wildcards: PLAN.judge),
@@ -54,6 +56,8 @@ if PLAN.judge is not None:
         priority: PRIORITY["judge_repeats"]
         group:
             "llm_judge"
+        conda:
+            "../envs/careval-gpu.yaml"
         threads: PLAN.judge.threads
         resources:
             **llm_resources(lambda wildcards: PLAN.judge),

@@ -18,6 +18,8 @@ rule prepare_model:
         model="|".join(re.escape(name) for name in PLAN.entries),
         digest="[0-9a-f]{12}",
     priority: PRIORITY["prepare_model"]
+    conda:
+        "../envs/careval.yaml"
     threads: 1
     resources:
         mem_mb=8000,

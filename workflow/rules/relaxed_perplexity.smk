@@ -22,6 +22,8 @@ rule relaxed_perplexity:
     priority: PRIORITY["relaxed_perplexity"]
     group:
         "llm_{model}"  # with the model's other LLM jobs on a cluster (see inference.smk)
+    conda:
+        "../envs/careval-gpu.yaml"
     threads: llm_threads(evaluated, served=True)
     resources:
         **llm_resources(evaluated, served=True),

@@ -17,6 +17,8 @@ if PLAN.rephraser is not None:
         wildcard_constraints:
             benchmark=OPEN_PATTERN,
         priority: PRIORITY["rephrase"]
+        conda:
+            "../envs/careval-gpu.yaml"
         threads: PLAN.rephraser.threads
         resources:
             **llm_resources(lambda wildcards: PLAN.rephraser),
@@ -36,6 +38,8 @@ rule score_rephrase:
         f"{LOGS}/score_rephrase/{{model}}/{{benchmark}}.log",
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
+    conda:
+        "../envs/careval.yaml"
     threads: RES["scoring_threads"]
     resources:
         mem_mb=RES["scoring_mem_mb"],
@@ -63,6 +67,8 @@ rule resilience:
         f"{RESULTS}/summary/resilience.parquet",
     log:
         f"{LOGS}/resilience.log",
+    conda:
+        "../envs/careval.yaml"
     threads: 1
     resources:
         mem_mb=2000,

@@ -20,6 +20,8 @@ for _task in TASKS:
             f"{LOGS}/score_{_task}/{{model}}/{{benchmark}}.log",
         wildcard_constraints:
             benchmark=TASK_PATTERNS[_task],
+        conda:
+            "../envs/careval.yaml"
         threads: RES["scoring_threads"]
         resources:
             mem_mb=RES["scoring_mem_mb"],
@@ -44,6 +46,8 @@ for _family in EXTRA_FAMILIES:
             f"{LOGS}/score_{_family}/{{model}}/{{benchmark}}.log",
         wildcard_constraints:
             benchmark=benchmark_pattern(lambda e, family=_family: family in e.extra_metrics),
+        conda:
+            "../envs/careval.yaml"
         threads: RES["scoring_threads"]
         resources:
             mem_mb=RES["scoring_mem_mb"],

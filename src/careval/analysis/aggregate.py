@@ -53,7 +53,7 @@ def summarise_scores(scores: pl.DataFrame) -> list[dict]:
         if metric in corpus_metrics:
             continue
         ok = group.filter(pl.col("status").is_in(VALUED_STATUSES))
-        total_weight = ok["weight"].sum()
+        total_weight: float = ok["weight"].sum()
         # the registry says how samples combine (the bootstrap recomputes the same statistic)
         geometric = metric_spec(metric).average == "geometric"
         values = ok["value"].log() if geometric else ok["value"]

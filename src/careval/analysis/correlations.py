@@ -24,7 +24,7 @@ def direction(key: Key) -> int:
     return 1 if key == ELO or higher_is_better(key[1]) else -1
 
 
-def correlate(x: list[float], y: list[float], method: str) -> tuple[float, float]:
+def correlate(x: list[float | None], y: list[float | None], method: str) -> tuple[float, float]:
     """Pearson or Spearman (scipy) over the models that have both values; NaN when undefined (n < 3 or constant)."""
     pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None and math.isfinite(a) and math.isfinite(b)]
     if len(pairs) < 3:
@@ -35,7 +35,7 @@ def correlate(x: list[float], y: list[float], method: str) -> tuple[float, float
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy warns on tiny n; the n is reported beside every value
         result = stats.pearsonr(xs, ys) if method == "pearson" else stats.spearmanr(xs, ys)
-    return float(result.statistic), float(result.pvalue)
+    return float(result.statistic), float(result.pvalue)  # pyright: ignore[reportAttributeAccessIssue]  (scipy's result classes are untyped)
 
 
 @dataclass

@@ -78,7 +78,7 @@ def load_backend(spec: dict[str, Any]) -> Backend:
         from .hf import HFBackend
 
         # shared_prefix: the HFBackend default (true) unless the spec says otherwise
-        extra = {"shared_prefix": bool(spec["shared_prefix"])} if "shared_prefix" in spec else {}
+        extra: dict[str, Any] = {"shared_prefix": bool(spec["shared_prefix"])} if "shared_prefix" in spec else {}
         return HFBackend(**common, threads=spec.get("threads"), device=spec.get("device"), **extra)
     if kind == "vllm" and spec.get("engine_url_file"):
         # a job the model's shared engine serves (rule vllm_engine): no engine here, no vLLM import

@@ -49,9 +49,12 @@ class Backend(Protocol):
 
     def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
         """One completion per prompt (text only, prompt stripped); chat templates are applied inside (see chat.py)."""
+        ...
 
     def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
         """Natural-log sum over the continuation's tokens given the context, per (context, continuation)."""
+        ...
 
     def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
         """Natural-log likelihood of each whole text (lm-eval's rolling windows, BOS as the first context)."""
+        ...

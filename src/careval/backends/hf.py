@@ -592,7 +592,7 @@ class HFBackend:
                 )
                 for part in (0, 1)
             )
-            layer.update(keys, values)
+            layer.update(keys, values)  # pyright: ignore[reportAttributeAccessIssue]  (a full-attention layer here)
         return cache
 
     # ------------------------------------------------------------------ shared prompt prefixes
@@ -710,7 +710,7 @@ class _SeededSampler(LogitsProcessor):
         self.temperature = float(temperature)
         self.top_p = float(top_p)
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.Tensor:
         probs = torch.softmax(scores.float() / self.temperature, dim=-1).cpu()
         chosen = []
         for row, gen in enumerate(self.generators):
@@ -740,7 +740,7 @@ class _StopStrings(StoppingCriteria):
         # a token decodes to >= 1 character, or to a part of one (byte fallback: <= 4 bytes)
         self.lookback = 4 * max(len(s) for s in self.stop) + 2
 
-    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.Tensor:
         tail = input_ids[:, self.prompt_width :][:, -self.lookback :].tolist()
         texts = self.tokenizer.batch_decode(tail, skip_special_tokens=False)
         done = [any(s in t for s in self.stop) for t in texts]

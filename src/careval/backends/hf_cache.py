@@ -23,12 +23,15 @@ _SPARE = 64
 class GrowingLayer(DynamicLayer):
     """A full-attention layer's keys/values, stored [batch, heads, capacity, head_dim]."""
 
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
+        assert self.keys is not None and self.values is not None  # initialised above
         length = self.keys.shape[-2] if self.keys.numel() else 0
         step = key_states.shape[-2]
-        buffers = getattr(self, "_buffers", None)
+        buffers: Any = getattr(self, "_buffers", None)
         if not self._owns_keys(buffers, length) or length + step > buffers[0].shape[-2]:
             capacity = max(2 * (length + step), length + step + _SPARE)
             buffers = tuple(
@@ -40,13 +43,13 @@ class GrowingLayer(DynamicLayer):
             self._buffers = buffers
         buffers[0][:, :, length : length + step] = key_states
         buffers[1][:, :, length : length + step] = value_states
-        self.keys = buffers[0][:, :, : length + step]
-        self.values = buffers[1][:, :, : length + step]
-        return self.keys, self.values
+        keys, values = buffers[0][:, :, : length + step], buffers[1][:, :, : length + step]
+        self.keys, self.values = keys, values
+        return keys, values
 
     def _owns_keys(self, buffers: tuple[torch.Tensor, torch.Tensor] | None, length: int) -> bool:
         """Whether keys/values are still this layer's views of its buffers (no other operation replaced them)."""
-        if buffers is None or not length:
+        if buffers is None or not length or self.keys is None or self.values is None:
             return False
         return all(
             held.data_ptr() == buffer.data_ptr() and held.shape[0] == buffer.shape[0]

@@ -128,7 +128,7 @@ def sample_continuations(
         drawn_from = logp.clone()
         if len(suppress):
             drawn_from[:, suppress.to(drawn_from.device)] = -math.inf
-        chosen = sampler(None, drawn_from).argmax(dim=-1)
+        chosen = sampler(None, drawn_from).argmax(dim=-1)  # pyright: ignore[reportArgumentType]  (it reads no input_ids)
         picked = logp.gather(-1, chosen[:, None])[:, 0]
         for row in range(s):
             tokens[row].append(int(chosen[row]))
@@ -196,7 +196,7 @@ def build_prefix_cache(
     cache.batch_repeat_interleave(rows)
     tokens_run = len(q)
     logps: list[list[float]] | None = None
-    block_logits = None
+    block_logits: Any = None
     if width > 0:
         block = torch.zeros((rows, width), dtype=torch.long)
         for row, c in enumerate(conts):

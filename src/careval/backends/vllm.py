@@ -121,7 +121,7 @@ class VLLMBackend:
         if gpu_memory_utilization is not None:
             kwargs["gpu_memory_utilization"] = float(gpu_memory_utilization)
         kwargs.update(engine_kwargs)
-        self.llm = vllm.LLM(**kwargs)
+        self.llm: Any = vllm.LLM(**kwargs)  # None once closed
         self._SamplingParams = vllm.SamplingParams
         self.tokenizer = self.llm.get_tokenizer()
         self.add_bos = None if add_bos_token is None else bool(add_bos_token)  # as hf.py

@@ -203,13 +203,14 @@ def bootstrap_careval() -> None:
     spec = importlib.util.spec_from_file_location(
         "careval", package / "__init__.py", submodule_search_locations=[str(package)]
     )
+    assert spec is not None and spec.loader is not None  # a file location always has its loader
     module = importlib.util.module_from_spec(spec)
     sys.modules["careval"] = module
     spec.loader.exec_module(module)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--spec", required=True, help="the backend spec (ModelSpec.backend_kwargs) as JSON")
     parser.add_argument("--url-file", required=True, type=Path)
     args = parser.parse_args(argv)

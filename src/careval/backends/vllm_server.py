@@ -153,7 +153,7 @@ class VLLMServerBackend(VLLMBackend):
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(bodies))) as pool:
             return list(pool.map(self._complete, bodies))  # map keeps the input order
 
-    def _prompt_logprobs(self, sequences: list[list[int]]) -> list[list[dict | None]]:
+    def _prompt_logprobs(self, sequences: list[list[int]]) -> list[list[Any]]:  # position 0: None
         bodies = [{"prompt": list(s), "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0} for s in sequences]
         return [choices[0]["prompt_logprobs"] for choices in self._map(bodies)]
 

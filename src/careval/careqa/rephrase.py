@@ -7,6 +7,7 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -211,7 +212,7 @@ def rephrase_and_select(
         chosen = record["choice"]
         record["open_question"] = record[f"question_{chosen}"] if chosen else None
         record["open_answer"] = record[f"answer_{chosen}"] if chosen else None
-    schema = {"unique_id": pl.String}
+    schema: dict[str, Any] = {"unique_id": pl.String}
     for j in range(1, k + 1):
         schema.update(
             {f"raw_{j}": pl.String, f"question_{j}": pl.String, f"answer_{j}": pl.String, f"status_{j}": pl.String}

@@ -29,7 +29,7 @@ def sample_size(population: int, confidence: float = 0.95, margin: float = 0.05,
         raise ValueError(
             f"need population >= 1 and confidence, margin, p in (0, 1); got {population}, {confidence}, {margin}, {p}"
         )
-    z = norm.ppf(1 - (1 - confidence) / 2)
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
     n0 = z**2 * p * (1 - p) / margin**2
     # Rounding guard: 359.0000000001 from float noise must not become 360.
     return math.ceil(round(n0 / (1 + (n0 - 1) / population), 9))
@@ -41,7 +41,7 @@ def margin_of_error(n: int, population: int, confidence: float = 0.95, p: float 
         raise ValueError(f"need 1 <= n <= population; got n={n}, population={population}")
     if population == 1:
         return 0.0
-    z = norm.ppf(1 - (1 - confidence) / 2)
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
     return z * math.sqrt(p * (1 - p) / n * (population - n) / (population - 1))
 
 

@@ -137,7 +137,7 @@ MEDLFQA_SUBSETS = {
     "medication_qa": "medication_qa_test_MedLFQA.jsonl",
     "healthsearch_qa": "healthsearch_qa_test_MedLFQA.jsonl",
 }
-MEDLFQA_FIELDS = {"question": "Question", "reference": "Free_form_answer"}
+MEDLFQA_FIELDS: dict[str, str | list[str]] = {"question": "Question", "reference": "Free_form_answer"}
 MEDLFQA_META = {"must_have": "Must_have", "nice_to_have": "Nice_to_have"}
 
 

@@ -8,7 +8,7 @@ import io
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from careval.datasets.benchmark import HFSource, LocalSource
@@ -61,7 +61,9 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
 def _skip(text: str, position: int) -> int:
-    return _WHITESPACE.match(text, position).end()
+    match = _WHITESPACE.match(text, position)
+    assert match is not None  # [ \t\n\r]* matches everywhere
+    return match.end()
 
 
 def _item_offsets(text: str, position: int) -> list[int]:
@@ -275,7 +277,8 @@ def read_hf(source: HFSource) -> list[dict]:
     except Exception as error:  # the hub raises many types; the user needs one line
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise SourceError(f"cannot load Hugging Face dataset {hf_name(source)}: {first_line}") from None
-    return [SourceRow(row, f"{hf_name(source)}: row {number}") for number, row in enumerate(dataset, start=1)]
+    rows: Iterable[dict] = dataset  # pyright: ignore[reportAssignmentType]  (a split: its rows are dicts)
+    return [SourceRow(row, f"{hf_name(source)}: row {number}") for number, row in enumerate(rows, start=1)]
 
 
 def hf_name(source: HFSource) -> str:

@@ -7,6 +7,7 @@ import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -32,7 +33,7 @@ _MISSING = object()
 _STEP = re.compile(r"\[(\d*)\]")
 
 
-def resolve(value, path: str):
+def resolve(value: Any, path: str) -> Any:
     """Follow a field path: "a.b" (keys), "a[0]" (an item), "a[].b" (b of every item). _MISSING if absent."""
     parts = path.split(".")
     for position, part in enumerate(parts):
@@ -186,7 +187,7 @@ def _meta(row: dict, entry: Benchmark) -> str:
 
 def normalise_row(row: dict, entry: Benchmark, index: int) -> dict:
     """The canonical sample of one raw row (`index`: its position, for the id of a source without ids)."""
-    fields = entry.fields
+    fields: dict[str, Any] = entry.fields
     sample = {
         "id": _identifier(_field(row, fields["id"]), fields["id"]) if "id" in fields else f"{entry.name}-{index}",
         "benchmark": entry.name,

@@ -133,7 +133,6 @@ def relaxed_perplexity_targets(
                 if not (math.isfinite(result.cross_entropy) and math.isfinite(result.perplexity)):
                     statuses[i] = "non_finite"
         for i, (target_set, index, text) in enumerate(labelled):
-            result = values.get(i)
             good = statuses[i] == "ok"
             rows.append(
                 {
@@ -142,8 +141,8 @@ def relaxed_perplexity_targets(
                     "target_index": index,
                     "target": text,
                     "status": statuses[i],
-                    "relaxed_cross_entropy": result.cross_entropy if good else math.nan,
-                    "relaxed_perplexity": result.perplexity if good else math.nan,
+                    "relaxed_cross_entropy": values[i].cross_entropy if good else math.nan,
+                    "relaxed_perplexity": values[i].perplexity if good else math.nan,
                 }
             )
         for target_set in {name for name, texts in sample_target_sets(sample, reference_targets).items() if not texts}:

@@ -32,7 +32,7 @@ class _WordPieceTokens:
     """Older BLEURT checkpoints (bleurt-base-512, ...): BERT WordPiece from vocab.txt."""
 
     def __init__(self, folder: Path):
-        from transformers import BertTokenizerFast
+        from transformers import BertTokenizerFast  # pyright: ignore[reportAttributeAccessIssue]  (a lazy export of transformers)
 
         self._tok = BertTokenizerFast.from_pretrained(str(folder))
         self.cls_id, self.sep_id = self._tok.cls_token_id, self._tok.sep_token_id
@@ -54,7 +54,7 @@ def _tokenizer_folder(model: str | Path) -> Path:
         raise BleurtCheckpointError(missing_checkpoint_message(model, err)) from err
 
 
-def load_bleurt_tokenizer(model: str | Path):
+def load_bleurt_tokenizer(model: str | Path) -> _SentencePieceTokens | _WordPieceTokens:
     """Token-id function of a checkpoint: SentencePiece when it ships spm.model, else WordPiece."""
     folder = _tokenizer_folder(model)
     if (folder / "spm.model").is_file():
@@ -88,7 +88,7 @@ class BleurtScorer:
 
         self.model_name = str(model)
         self.batch_size = batch_size
-        self._model = load_bleurt_model(model).to(device)
+        self._model = load_bleurt_model(model).to(device)  # pyright: ignore[reportArgumentType]  (transformers types Module.to oddly)
         self._tokens = load_bleurt_tokenizer(model)
         self.device = device
         self.max_length = min(max_length, self._model.config.max_position_embeddings)

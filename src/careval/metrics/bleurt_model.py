@@ -60,7 +60,7 @@ class BleurtConfig(PretrainedConfig):
         tie_word_embeddings: bool = False,
         **kwargs,
     ):
-        super().__init__(pad_token_id=pad_token_id, num_labels=num_labels, **kwargs)
+        super().__init__(pad_token_id=pad_token_id, num_labels=num_labels, **kwargs)  # pyright: ignore[reportCallIssue]  (PretrainedConfig takes them through **kwargs)
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
         self.hidden_size = hidden_size
@@ -254,7 +254,7 @@ class BleurtForSequenceClassification(BleurtPreTrainedModel):
         self.bleurt = BleurtModel(config)
         dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
         self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)  # pyright: ignore[reportArgumentType]  (num_labels is set by the config)
         self.post_init()
 
     def forward(
@@ -275,7 +275,7 @@ def load_bleurt_model(model: str | Path) -> BleurtForSequenceClassification:
     plausible-looking but meaningless scores.
     """
     try:
-        loaded, info = BleurtForSequenceClassification.from_pretrained(
+        loaded, info = BleurtForSequenceClassification.from_pretrained(  # pyright: ignore[reportGeneralTypeIssues]  (output_loading_info=True returns a pair)
             str(model), output_loading_info=True, dtype=torch.float32
         )
     except OSError as err:

@@ -30,6 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import polars as pl
 from prometheus_eval.parser import parse_output
@@ -105,6 +106,7 @@ def parse_verdict(output: str | None) -> tuple[int | None, str | None]:
     _, score = parse_output(output, mode="absolute")
     if score is None:
         return None, None
+    assert output is not None  # the parser gave a score
     head = re.split(r"\[RESULT\]", output, flags=re.IGNORECASE)
     return int(score), (head[-2] if len(head) > 1 else output).strip()
 
@@ -196,7 +198,7 @@ def score_judge(
         for name, text in rubrics:
             if status == "ok":
                 graded.append(len(rows))
-                prompts.append(judge_prompt(record["prompt"], record["output"], reference, text))
+                prompts.append(judge_prompt(record["prompt"], record["output"], reference or "", text))  # ok: non-empty
             for metric in (metric_name(name), expected_metric_name(name)):
                 rows.append(
                     {
@@ -210,7 +212,7 @@ def score_judge(
                 )
 
     if prompts:
-        judge = backend if hasattr(backend, "generate") else backend()
+        judge: Any = backend if hasattr(backend, "generate") else backend()  # pyright: ignore[reportCallIssue]
         start = time.perf_counter()
         verdicts = grade_with_retries(prompts, backend_generate(judge, settings), retries)
         print(f"judge: graded {len(prompts)} prompts in {time.perf_counter() - start:.1f}s")

@@ -79,7 +79,7 @@ def transport_cost(
     dist = np.sqrt(((x[:, None, :] - y[None, :, :]) ** 2).sum(-1))
     # Exact network simplex; renormalise b onto a's total so POT's mass check never trips.
     b = b * (a.sum() / b.sum())
-    return float(ot.emd2(a, b, dist, numItermax=1_000_000))
+    return float(ot.emd2(a, b, dist, numItermax=1_000_000))  # pyright: ignore[reportArgumentType]  (POT types its scalar result loosely)
 
 
 class MoverScorer:

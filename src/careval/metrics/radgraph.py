@@ -102,7 +102,8 @@ def patch_radgraph_for_transformers5() -> None:
         if not hasattr(tokenizer, "encode_plus"):
             tokenizer.encode_plus = tokenizer.__call__
         if not hasattr(tokenizer, "build_inputs_with_special_tokens"):
-            cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+            cls_id: int | None = tokenizer.cls_token_id  # pyright: ignore[reportAssignmentType]
+            sep_id: int | None = tokenizer.sep_token_id  # pyright: ignore[reportAssignmentType]
             if cls_id is None or sep_id is None:
                 raise RadGraphModelError(f"RadGraph tokenizer '{model_name}' has no [CLS]/[SEP] tokens")
 
@@ -110,7 +111,7 @@ def patch_radgraph_for_transformers5() -> None:
                 first = [cls_id, *ids_0, sep_id]
                 return first if ids_1 is None else [*first, *ids_1, sep_id]
 
-            tokenizer.build_inputs_with_special_tokens = build_inputs_with_special_tokens
+            tokenizer.build_inputs_with_special_tokens = build_inputs_with_special_tokens  # pyright: ignore[reportAttributeAccessIssue]  (a method patched on this instance)
         return tokenizer
 
     get_tokenizer._careval_patched = True

@@ -126,7 +126,7 @@ class MetricFamily:
         return self.scoring_function()(samples, generations, logliks, options, min_chars)
 
 
-_PERPLEXITY = dict(higher_is_better=False, bounds=(1.0, INF), average="geometric")
+_PERPLEXITY: dict[str, Any] = dict(higher_is_better=False, bounds=(1.0, INF), average="geometric")
 _SCORING = "careval.scoring"
 
 FAMILIES: dict[str, MetricFamily] = {

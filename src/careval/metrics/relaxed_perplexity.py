@@ -135,6 +135,7 @@ def combine(
         if skewed:
             values = [target_ll[p] for p in group]
         else:
+            assert prefix_ll is not None  # unskewed: the prefixes were scored
             values = [target_ll[p] + prefix_ll[p] for p in group]
         steps.append(n)
         terms.append(_logsumexp(values))
@@ -160,7 +161,7 @@ def resolve_options(options: dict | None, allowed: Sequence[str] = ESTIMATOR_OPT
         raise TypeError(f"relaxed perplexity: unknown option(s) {', '.join(unknown)}; known are {', '.join(allowed)}")
     given = {k: v for k, v in (options or {}).items() if v is not None}
     filled = with_schema_defaults(given, "metrics.relaxed_perplexity")
-    merged = {key: filled.get(key) for key in allowed}
+    merged: dict[str, Any] = {key: filled.get(key) for key in allowed}
     if merged["l"] < 1 or merged["s"] < merged["l"]:
         raise ValueError(f"relaxed perplexity: need 1 <= l <= s, got l={merged['l']}, s={merged['s']}")
     if not 0 < merged["top_p"] <= 1:
@@ -263,6 +264,7 @@ def relaxed_perplexities(
     prefix_ll = None
     if not opts["skewed"]:
         prefix_ll = {}
+        assert known_logprobs is not None  # unskewed: sampled or built with token_logprobs above
         for c, lps in zip(kept, known_logprobs):
             for n in prefixes:
                 if n <= len(c):

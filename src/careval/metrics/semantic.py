@@ -45,7 +45,7 @@ class BertScorer:
         # use_fast=False is bert_score's default; the tokenizer decides the word pieces scored.
         self._tokenizer = get_tokenizer(self.model_path, False)
         self._model = get_model(self.model_path, num_layers, False)
-        self._model.to(device)
+        self._model.to(device)  # pyright: ignore[reportArgumentType]  (transformers types Module.to oddly)
         self._model.eval()
 
     def _encode(self, text: str) -> list[int]:

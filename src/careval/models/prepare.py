@@ -67,6 +67,7 @@ def needs_preparation(entry: dict, name: str = "?") -> bool:
 
 
 def _local_dir(name: str, src: ModelSource) -> Path:
+    assert src.path is not None  # a local source (parse_source)
     if src.path.is_file():
         raise ModelSourceError(
             f"models.{name}.source: {str(src.path)!r} is a file; a local model is the folder holding config.json, "
@@ -81,6 +82,7 @@ def resolve_model_path(name: str, entry: dict, models_dir: Path) -> str:
     """What a backend passes to from_pretrained: the hub repo id, the local folder, or models_dir/name."""
     src = model_source(name, entry)
     if src.kind == "hf":
+        assert src.repo is not None  # an hf source (parse_source)
         return src.repo
     if src.kind == "local":
         return str(_local_dir(name, src))

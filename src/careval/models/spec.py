@@ -146,7 +146,7 @@ def model_spec(
     return ModelSpec(
         name=name,
         backend=entry["backend"],
-        **engine_settings(entry),
+        **engine_settings(entry),  # pyright: ignore[reportArgumentType]  (pyright pairs the int resources below with these keys)
         weights=weights,
         path=path,
         chat_template=entry["chat_template"],

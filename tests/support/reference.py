@@ -1,4 +1,4 @@
-"""Reference computations for the backend tests, written directly against transformers
+"""Reference computations for the backend and GPU tests, written directly against transformers
 (no careval code), so the tests compare the backends with an independent implementation."""
 
 from __future__ import annotations
@@ -50,22 +50,3 @@ def manual_greedy(model, ids: list[int], max_new_tokens: int, eos_ids: set[int])
         new.append(nxt)
         ids.append(nxt)
     return new
-
-
-def tiny_gemma3_config(vocab_size: int, **special_ids):
-    """A 2-layer Gemma 3 text config whose first layer has a sliding window of 4 positions (random weights)."""
-    from transformers import Gemma3TextConfig
-
-    return Gemma3TextConfig(
-        vocab_size=vocab_size,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        sliding_window=4,
-        layer_types=["sliding_attention", "full_attention"],
-        max_position_embeddings=128,
-        **special_ids,
-    )
