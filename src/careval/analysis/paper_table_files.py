@@ -18,6 +18,7 @@ import polars as pl
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.bootstrap import Resampled, percentile_interval, resample_model_scores
 from careval.analysis.paper_tables import PAPER_TABLES, PaperTablesJob, TableSpec, metric_order, table_metric
+from careval.latex import latex_escape
 from careval.metrics.registry import metric_spec
 
 SEP = "/"
@@ -40,9 +41,10 @@ def table_columns(summary: pl.DataFrame, spec: TableSpec, rubrics: tuple[str, ..
 
 
 def _interval(resampled: Resampled | None, key: tuple[str, str], model: str, confidence: float):
-    if resampled is None or resampled.get(key) is None or model not in resampled.models:
+    values = None if resampled is None else resampled.get(key)
+    if values is None or resampled is None or model not in resampled.models:
         return float("nan"), float("nan")
-    return percentile_interval(resampled.get(key)[1:, resampled.models.index(model)], confidence)
+    return percentile_interval(values[1:, resampled.models.index(model)], confidence)
 
 
 def build_table(
@@ -150,25 +152,19 @@ def to_markdown(table: pl.DataFrame, caption: str, note: str) -> str:
     return "\n".join([*lines, "", note, ""])
 
 
-def _tex(text: str) -> str:
-    for char, escaped in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("&", r"\&"), ("%", r"\%"), ("#", r"\#")):
-        text = text.replace(char, escaped)
-    return text
-
-
 def to_latex(table: pl.DataFrame, caption: str, label: str, note: str) -> str:
     """A booktabs table: one column group per benchmark (its metrics, then n (failed)), models as rows."""
     groups = groups_of(table)
     spans, top, second, start = [], [r"\multirow{2}{*}{Model}"], [""], 2
     for benchmark, metrics in groups:
         width = len(metrics) + 1
-        top.append(rf"\multicolumn{{{width}}}{{c}}{{{_tex(benchmark)}}}")
+        top.append(rf"\multicolumn{{{width}}}{{c}}{{{latex_escape(benchmark)}}}")
         spans.append(rf"\cmidrule(lr){{{start}-{start + width - 1}}}")
-        second += [_tex(metric_label(m)) for m in metrics] + ["n (failed)"]
+        second += [latex_escape(metric_label(m)) for m in metrics] + ["n (failed)"]
         start += width
     body = []
     for row in table.iter_rows(named=True):
-        cells = [_tex(row["model"])]
+        cells = [latex_escape(row["model"])]
         for benchmark, metrics in groups:
             for metric in metrics:
                 value, _, interval = cell_text(row, benchmark, metric, "\t").partition("\t")
@@ -191,7 +187,7 @@ def to_latex(table: pl.DataFrame, caption: str, label: str, note: str) -> str:
             *body,
             r"\bottomrule",
             r"\end{tabular}}",
-            rf"\caption{{{_tex(caption)} {_tex(note)}}}",
+            rf"\caption{{{latex_escape(caption)} {latex_escape(note)}}}",
             rf"\label{{tab:{label}}}",
             r"\end{table*}",
             "",

@@ -14,6 +14,7 @@ import polars as pl
 from careval.canonical import JobSpec, job_spec
 from careval.careqa.review import REVIEW_KINDS, agreement_stats, read_sheets
 from careval.datasets.benchmark import REPO_ROOT
+from careval.latex import latex_escape
 from careval.schemas import CAREQA_CATEGORIES_PER_YEAR_SCHEMA, CAREQA_REVIEW_CORRECTNESS_SCHEMA, CAREQA_TABLE4_SCHEMA
 from careval.textio import TextDecodeError, read_text
 
@@ -139,7 +140,7 @@ def categories_per_year(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
         for name, frame in frames.items()
     ]
     table = pl.concat(parts) if parts else pl.DataFrame(schema=CAREQA_CATEGORIES_PER_YEAR_SCHEMA)
-    return table.cast(CAREQA_CATEGORIES_PER_YEAR_SCHEMA).sort("set", "year", "category")
+    return table.cast(pl.Schema(CAREQA_CATEGORIES_PER_YEAR_SCHEMA)).sort("set", "year", "category")
 
 
 def _sheet_categories(paths: Iterable[Path | str]) -> dict[str, str]:
@@ -190,29 +191,23 @@ def table_markdown(table: pl.DataFrame, headers: Mapping[str, str], caption: str
     return "\n".join(lines) + "\n"
 
 
-def _latex_escape(text: str) -> str:
-    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#")):
-        text = text.replace(char, escaped)
-    return text
-
-
 def table_latex(table: pl.DataFrame, headers: Mapping[str, str], caption: str, label: str) -> str:
     """A booktabs table; the Total row, where there is one, below a midrule."""
     align = "".join("l" if table[c].dtype == pl.String else "r" for c in table.columns)
     lines = [
         r"\begin{table}[t]",
         r"\centering",
-        rf"\caption{{{_latex_escape(caption)}}}",
+        rf"\caption{{{latex_escape(caption)}}}",
         rf"\label{{{label}}}",
         rf"\begin{{tabular}}{{{align}}}",
         r"\toprule",
-        " & ".join(_latex_escape(headers[c]) for c in table.columns) + r" \\",
+        " & ".join(latex_escape(headers[c]) for c in table.columns) + r" \\",
         r"\midrule",
     ]
     for row in table.iter_rows():
         if row[0] == TOTAL:
             lines.append(r"\midrule")
-        lines.append(" & ".join(_latex_escape(_cell(v)) for v in row) + r" \\")
+        lines.append(" & ".join(latex_escape(_cell(v)) for v in row) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
@@ -224,7 +219,9 @@ def table4_caption(tokenizer: str) -> str:
     )
 
 
-def write_table4(table: pl.DataFrame, tokenizer: str, csv_path: Path, md_path: Path, tex_path: Path) -> None:
+def write_table4(
+    table: pl.DataFrame, tokenizer: str, csv_path: Path | str, md_path: Path | str, tex_path: Path | str
+) -> None:
     """Table 4 as CSV (exact values), Markdown and LaTeX (booktabs; means to one decimal)."""
     for path in (csv_path, md_path, tex_path):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -268,6 +265,12 @@ def filled_sheets(folder: Path | str) -> dict[str, list[Path]]:
         folder = REPO_ROOT / folder
     found = {kind: sorted((folder / kind).glob("*.csv")) for kind in REVIEW_KINDS}
     return {kind: paths for kind, paths in found.items() if paths}
+
+
+def filled_sheet_paths(folder: Path | str) -> list[str]:
+    """Every filled review sheet, kinds in order (the statistics job's inputs: a new sheet remakes it)."""
+    sheets = filled_sheets(folder)
+    return [str(path) for kind in sorted(sheets) for path in sheets[kind]]
 
 
 @job_spec
