@@ -58,6 +58,7 @@ include: "workflow/rules/relaxed_perplexity.smk"
 include: "workflow/rules/resilience.smk"
 include: "workflow/rules/consistency.smk"
 include: "workflow/rules/analysis.smk"
+include: "workflow/rules/comparisons.smk"
 include: "workflow/rules/careqa.smk"
 
 

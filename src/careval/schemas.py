@@ -184,3 +184,34 @@ CAREQA_TRANSLATION_AUDIT_SCHEMA = {
     "output": pl.String,
     "status": pl.String,
 }
+
+# careval.analysis.comparisons: one row per model set x unordered pair x benchmark x metric; diff = mean(a) - mean(b)
+COMPARISON_SCHEMA = {
+    "model_set": pl.String,
+    "model_a": pl.String,
+    "model_b": pl.String,
+    "benchmark": pl.String,
+    "metric": pl.String,
+    "n": pl.Int64,
+    "n_dropped": pl.Int64,
+    "diff": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "effect_size": pl.Float64,
+    "mde": pl.Float64,
+    "p_value": pl.Float64,
+    "p_holm": pl.Float64,
+    "p_bh": pl.Float64,
+    "test": pl.String,
+    "resamples": pl.Int64,
+}
+# careval.analysis.cost: per model x benchmark, the jobs that produced its results (comma-separated kinds) and their cost
+COST_SCHEMA = {
+    "model": pl.String,
+    "benchmark": pl.String,
+    "jobs": pl.String,
+    "wall_seconds": pl.Float64,
+    "gpu_seconds": pl.Float64,
+    "prompt_tokens": pl.Int64,
+    "generated_tokens": pl.Int64,
+}

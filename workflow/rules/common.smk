@@ -203,6 +203,9 @@ def analysis_inputs(wildcards):
         inputs["consistency"] = f"{RESULTS}/summary/consistency.parquet"
     if PLAN.analysis.elo:
         inputs["elo"] = str(resolve_elo_path(ANALYSIS["elo_csv"]))
+    # the paired comparisons' and cost pages (comparisons.smk)
+    inputs["comparisons"] = f"{RESULTS}/summary/comparisons.parquet"
+    inputs["cost"] = f"{RESULTS}/summary/cost.parquet"
     return inputs
 
 

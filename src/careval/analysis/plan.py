@@ -35,6 +35,10 @@ FIGURE_KINDS = {
     "resilience": ("resilience.rst", "4. Resilience to rephrasing"),
     "consistency": ("consistency.rst", "5. Self-consistency"),
     "consistency_cv": ("consistency_cv.rst", "5. Self-consistency"),
+    "comparisons": ("comparisons.rst", "6. Paired comparisons"),
+    "comparison_groups": ("comparison_groups.rst", "6. Paired comparisons"),
+    "adjacent_pairs": ("adjacent_pairs.rst", "6. Paired comparisons"),
+    "cost": ("cost.rst", "7. Cost"),
 }
 
 
@@ -92,6 +96,11 @@ class ReportJob(JobSpec):
     clusters: int | None
     resilience_k: int | None
     consistency_r: int | None
+    # the comparison pages: their significance level and adjustment (analysis.comparisons.alpha / adjust); the cost
+    # page: its quality's benchmark and metric and the cost axis (analysis.cost)
+    comparison_alpha: float | None = None
+    comparison_adjust: str | None = None
+    cost: dict[str, str] | None = None
 
     def of_kind(self, kind: str) -> list[FigureSpec]:
         return [f for f in self.figures if f.kind == kind]
@@ -135,6 +144,10 @@ class AnalysisPlan:
     clusters: int | None = field(kw_only=True)
     resilience_k: int = field(kw_only=True)
     consistency_r: int = field(kw_only=True)
+    # every benchmark of the run (the comparison pages); analysis.comparisons and analysis.cost as filled
+    benchmarks: list[str] = field(kw_only=True, default_factory=list)
+    comparisons: dict = field(kw_only=True, default_factory=dict)
+    cost: dict = field(kw_only=True, default_factory=dict)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -161,6 +174,12 @@ class AnalysisPlan:
         figures += [
             figure(kind, benchmark=b) for b in self.consistency_benchmarks for kind in ("consistency", "consistency_cv")
         ]
+        # the paired comparisons of the models each ranking figure ranks, on every benchmark, then the cost page
+        for s in self.sets("rankings"):
+            figures += [figure(k, s, b) for b in self.benchmarks for k in ("comparisons", "comparison_groups")]
+            figures.append(figure("adjacent_pairs", s))
+        if self.cost:
+            figures.append(figure("cost"))
         return tuple(figures)
 
     def figure_names(self) -> list[str]:
@@ -184,6 +203,9 @@ class AnalysisPlan:
             clusters=self.clusters,
             resilience_k=self.resilience_k if self.resilience_benchmarks else None,
             consistency_r=self.consistency_r if self.consistency_benchmarks else None,
+            comparison_alpha=self.comparisons.get("alpha"),
+            comparison_adjust=self.comparisons.get("adjust"),
+            cost=dict(self.cost) or None,
         )
 
 
@@ -280,4 +302,7 @@ def analysis_plan(
         clusters=analysis["clusters"],
         resilience_k=int(resilience["k"]),
         consistency_r=int(consistency["r"]),
+        benchmarks=list(tasks) if tasks is not None else list(open_benchmarks),
+        comparisons={key: analysis["comparisons"][key] for key in ("alpha", "adjust")},
+        cost=dict(analysis["cost"]),
     )

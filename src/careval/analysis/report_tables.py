@@ -14,6 +14,7 @@ from careval.analysis.correlations import ELO, Scores, set_correlations, square
 from careval.analysis.elo import read_elo, resolve_elo_path
 from careval.analysis.plan import ReportJob
 from careval.analysis.rankings import rank_models
+from careval.analysis.significance_groups import outcome as comparison_outcome, ranking_groups
 from careval.schemas import CLUSTER_SCHEMA, SET_RANKING_SCHEMA
 
 
@@ -27,6 +28,12 @@ class AnalysisTables:
     consistency: pl.DataFrame | None
     elo_path: Path | None
     set_labels: dict[str, str]  # model set -> "<n> models of set '<name>'" (figure titles)
+    # the paired comparisons of the comparison pages' sets with each one's outcome (significance_groups.outcome),
+    # their rankings' groups and adjacent counts; the cost table (None where no such page is drawn)
+    comparisons: pl.DataFrame | None = None
+    groups: pl.DataFrame | None = None
+    adjacent: pl.DataFrame | None = None
+    cost: pl.DataFrame | None = None
 
 
 def metric_clusters(correlations: pl.DataFrame, job: ReportJob) -> pl.DataFrame:
@@ -79,7 +86,21 @@ def analysis_tables(inputs: dict[str, Path | None], job: ReportJob) -> AnalysisT
     for figure in job.of_kind("rankings"):
         ranked = rank_models(scores_of(figure.model_set).summary, figure.benchmark)
         rankings.append(ranked.select(pl.lit(figure.model_set, pl.String).alias("model_set"), *ranked.columns))
+    comparisons = groups = adjacent = None
+    if job.of_kind("comparisons") and inputs.get("comparisons"):
+        compared = pl.read_parquet(inputs["comparisons"])
+        alpha, adjust = job.comparison_alpha, job.comparison_adjust
+        comparisons = comparison_outcome(compared, alpha, adjust)
+        parts = [
+            ranking_groups(compared, summary, name, job.model_sets[name], alpha, adjust)
+            for name in job.sets("comparisons")
+        ]
+        groups, adjacent = pl.concat([g for g, _ in parts]), pl.concat([a for _, a in parts])
     return AnalysisTables(
+        comparisons=comparisons,
+        groups=groups,
+        adjacent=adjacent,
+        cost=pl.read_parquet(inputs["cost"]) if job.of_kind("cost") and inputs.get("cost") else None,
         summary=summary,
         correlations=correlations,
         clusters=metric_clusters(correlations, job),

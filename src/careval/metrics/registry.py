@@ -43,6 +43,8 @@ class MetricSpec:
     average: str = "mean"
     in_cv: bool = True
     label: str = ""
+    # every per-sample value is 0 or 1 (a correct answer): paired comparisons use McNemar's exact test
+    binary: bool = False
 
     @property
     def bounded(self) -> bool:
@@ -134,8 +136,8 @@ FAMILIES: dict[str, MetricFamily] = {
             "accuracy",
             "accuracy",
             metrics=(
-                MetricSpec("acc", "accuracy", True, label="accuracy"),
-                MetricSpec("acc_norm", "accuracy", True, label="accuracy (length-normalised)"),
+                MetricSpec("acc", "accuracy", True, label="accuracy", binary=True),
+                MetricSpec("acc_norm", "accuracy", True, label="accuracy (length-normalised)", binary=True),
             ),
             scorer=f"{_SCORING}:score_accuracy",
         ),
