@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -17,13 +19,16 @@ from careval.analysis.comparisons import (
     Block,
     ComparisonsJob,
     Draws,
+    GenerationNoise,
     adjust,
+    block_seed,
     compare_block,
     compare_models,
     exact_permutation_p,
     mcnemar_exact,
     model_sums,
 )
+from careval.analysis.significance_groups import compact_letter_display
 from careval.schemas import COMPARISON_SCHEMA
 
 
@@ -245,9 +250,117 @@ def test_paper_size_speed():
             )
     samples = pl.concat(frames)
     spec = job(model_sets={"all": tuple(models)}, resamples=1000, permutations=1000)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     out = compare_models(samples, spec)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     print(f"\npaired comparisons: {out.height} comparisons ({len(metrics)} metrics x 26 benchmarks x 210 pairs, "
-          f"{n} samples, 1000 resamples) in {elapsed:.1f} s")  # fmt: skip
+          f"{n} samples, 1000 resamples) in {elapsed:.1f} s wall, {cpu:.1f} s CPU (machine load {os.getloadavg()[0]:.1f})")  # fmt: skip
     assert out.height == 26 * 20 * 210
+
+
+def test_compact_letter_display_separates_exactly_the_significant_pairs():
+    """Brute force over random significance patterns: significant pairs share no letter, every other pair shares one."""
+    rng = np.random.default_rng(9)
+    models = [f"m{i}" for i in range(7)]
+    for _ in range(200):
+        different = {frozenset(p) for p in itertools.combinations(models, 2) if rng.random() < 0.35}
+        letters = compact_letter_display(models, different)
+        for a, b in itertools.combinations(models, 2):
+            share = bool(set(letters[a]) & set(letters[b]))
+            assert share == (frozenset((a, b)) not in different), (a, b, letters, different)
+    # a chain: m0 > m1 > m2 with only m0-m2 significant is the textbook "a, ab, b"
+    assert compact_letter_display(["x", "y", "z"], {frozenset(("x", "z"))}) == {"x": "a", "y": "ab", "z": "b"}
+
+
+def test_two_level_bootstrap_equals_a_loop_over_the_same_draws():
+    rng = np.random.default_rng(12)
+    n, r, resamples = 8, 3, 200
+    greedy = {"a": rng.uniform(0.3, 0.9, n), "b": rng.uniform(0.3, 0.9, n)}
+    answers = {m: rng.uniform(0, 1, (n, r)) for m in greedy}
+    answers["b"][2, 1] = np.nan  # a failed sampled answer: drawn among the prompt's others
+    repeats = pl.DataFrame(
+        [
+            (
+                m,
+                "bench",
+                "rouge1",
+                f"s{i:04d}",
+                k,
+                float(answers[m][i, k]),
+                "ok" if np.isfinite(answers[m][i, k]) else "empty_output",
+            )
+            for m in answers
+            for i in range(n)
+            for k in range(r)
+        ],
+        schema=["model", "benchmark", "metric", "id", "repeat", "value", "status"],
+        orient="row",
+    )
+    spec = job(resamples=resamples, two_level=True, seed=5)
+    out = compare_models(table({m: list(v) for m, v in greedy.items()}, "rouge1"), spec, GenerationNoise(repeats, 5))
+    row = out.row(0, named=True)
+    # the loop: the benchmark's outer draws, then each model's inner uniforms from the noise's own stream
+    outer = Draws.draw(block_seed(5, "bench"), n, resamples, spec.permutations)
+    inner = block_seed(6, "bench", "rouge1")
+    uniforms = {m: inner.random((resamples, n, r)) for m in ("a", "b")}
+    diffs = []
+    for b in range(resamples):
+        values = {}
+        for m in ("a", "b"):
+            kept = [answers[m][i][np.isfinite(answers[m][i])] for i in range(n)]
+            deviation = [
+                np.mean(k[np.floor(uniforms[m][b, i] * len(k)).astype(int)]) - np.mean(k) for i, k in enumerate(kept)
+            ]
+            values[m] = greedy[m] + np.array(deviation)
+        idx = outer.index[b]
+        diffs.append(np.mean(values["a"][idx] - values["b"][idx]))
+    low, high = np.quantile(diffs, [0.025, 0.975])
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12))
+    assert row["test"] == "two_level_bootstrap" and row["diff"] == pytest.approx(np.mean(greedy["a"] - greedy["b"]))
+    below, above = np.mean(np.array(diffs) <= 0), np.mean(np.array(diffs) >= 0)
+    assert row["p_value"] == pytest.approx(min(1.0, 2 * min(below, above)))
+
+
+def test_generation_noise_hides_a_difference_smaller_than_the_sampling_spread():
+    rng = np.random.default_rng(13)
+    n, r = 100, 11
+    base = rng.uniform(0.3, 0.7, n)
+    greedy = {"a": base + 0.01, "b": base}  # a steady greedy difference, 1/10 of one sampled answer's spread
+    repeats = pl.DataFrame(
+        [
+            (m, "bench", "rouge1", f"s{i:04d}", k, float(v), "ok")
+            for m in greedy
+            for i in range(n)
+            for k, v in enumerate(rng.uniform(0, 1, r))  # each answer anywhere in [0, 1]
+        ],
+        schema=["model", "benchmark", "metric", "id", "repeat", "value", "status"],
+        orient="row",
+    )
+    samples = table({m: list(v) for m, v in greedy.items()}, "rouge1")
+    plain = compare_models(samples, job(resamples=500, permutations=500)).row(0, named=True)
+    noisy = compare_models(samples, job(resamples=500, two_level=True), GenerationNoise(repeats, 1)).row(0, named=True)
+    assert plain["p_value"] < 0.01 and plain["ci_low"] > 0
+    assert noisy["p_value"] > 0.05 and noisy["ci_low"] < 0 < noisy["ci_high"]
+    assert noisy["ci_high"] - noisy["ci_low"] > 3 * (plain["ci_high"] - plain["ci_low"])
+
+
+def test_the_demo_plans_every_pair_of_its_sets_and_the_pages():
+    import yaml
+
+    from careval.plan import build_plan
+
+    raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "config.yaml").read_text())
+    raw.setdefault("analysis", {})["comparisons"] = {"resamples": 300, "two_level": True}
+    plan = build_plan(raw)
+    spec = plan.comparisons_job()
+    assert spec.model_sets["all"] == tuple(sorted(plan.models))
+    assert set(spec.model_sets) == {"all", *raw["analysis"]["model_sets"]}
+    # the schema fills the rest (one place for the defaults)
+    assert (spec.resamples, spec.two_level, spec.permutations, spec.alpha, spec.power) == (300, True, 1000, 0.05, 0.8)
+    names = plan.analysis.figure_names()
+    for benchmark in plan.benchmarks:
+        assert f"comparisons_demo_{benchmark}" in names and f"comparison_groups_demo_{benchmark}" in names
+    assert "adjacent_pairs_demo" in names and names[-1] == "cost"
+    report = plan.analysis.report_job
+    assert (report.comparison_alpha, report.comparison_adjust) == (0.05, "holm")
+    assert report.cost == {"benchmark": "mcqa_weighted_average", "metric": "acc", "cost": "gpu_seconds"}
