@@ -227,7 +227,8 @@ class Plan:
         sets = {name: tuple(members) for name, members in self.config["analysis"]["model_sets"].items()}
         sets["all"] = tuple(sorted(self.models))
         keys = ("resamples", "permutations", "exact_limit", "confidence", "alpha", "power", "seed", "two_level")
-        return ComparisonsJob(model_sets=sets, **{key: settings[key] for key in keys})
+        corpus_bleu = {b: self.benchmarks[b].min_chars for b in sorted(self.benchmarks) if "bleu" in self.families(b)}
+        return ComparisonsJob(model_sets=sets, corpus_bleu=corpus_bleu, **{key: settings[key] for key in keys})
 
     def cost_job(self) -> CostJob:
         """Each job kind's GPUs per model (the folders of results/benchmarks): the evaluated model's, the judge's on

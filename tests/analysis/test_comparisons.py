@@ -364,3 +364,87 @@ def test_the_demo_plans_every_pair_of_its_sets_and_the_pages():
     report = plan.analysis.report_job
     assert (report.comparison_alpha, report.comparison_adjust) == (0.05, "holm")
     assert report.cost == {"benchmark": "mcqa_weighted_average", "metric": "acc", "cost": "gpu_seconds"}
+
+
+def test_corpus_bleu_pairs_recompute_sacrebleu_on_resampled_and_swapped_corpora():
+    sacrebleu = pytest.importorskip("sacrebleu")
+    from careval.jobs.comparisons import corpus_bleu_block
+
+    rng = np.random.default_rng(21)
+    words = [
+        "the",
+        "patient",
+        "has",
+        "a",
+        "high",
+        "fever",
+        "and",
+        "pain",
+        "in",
+        "the",
+        "left",
+        "knee",
+        "since",
+        "monday",
+    ]
+    n = 6
+
+    def sentence():
+        return " ".join(rng.choice(words, rng.integers(3, 10)))
+
+    refs = [sentence() for _ in range(n)]
+    outputs = {m: [sentence() for _ in range(n)] for m in ("a", "b")}
+    outputs["a"] = [r if i % 2 else o for i, (r, o) in enumerate(zip(refs, outputs["a"]))]  # a copies some references
+    ids = [f"s{i}" for i in range(n)]
+    samples = pl.DataFrame({"id": ids, "reference": refs})
+    generations = {
+        m: pl.DataFrame({"id": ids, "prompt": [""] * n, "output": o, "status": ["ok"] * n}) for m, o in outputs.items()
+    }
+    generations["b"] = generations["b"].with_columns(
+        status=pl.when(pl.col("id") == "s5").then(pl.lit("empty_output")).otherwise(pl.col("status"))
+    )
+    corpus = corpus_bleu_block(samples, generations, ["a", "b"], min_chars=1)
+    spec = job(resamples=50)
+    rows = compare_models(
+        table({"a": [0.0] * n, "b": [0.0] * n}, "rouge1").filter(pl.lit(False)), spec, corpora={"bench": [corpus]}
+    )
+    row = rows.row(0, named=True)
+    kept = list(range(5))  # s5 failed for b: dropped pairwise
+
+    def bleu(model, index):
+        return sacrebleu.corpus_bleu([outputs[model][i] for i in index], [[refs[i] for i in index]]).score
+
+    assert (row["metric"], row["n"], row["n_dropped"]) == ("sacrebleu_corpus", 5, 1)
+    assert row["diff"] == pytest.approx(bleu("a", kept) - bleu("b", kept), abs=1e-9)
+    # the bootstrap: sacrebleu on each resampled corpus (the benchmark's draws over its 6 ids, the dropped one left out)
+    draws = Draws.draw(block_seed(spec.seed, "bench"), n, spec.resamples, spec.permutations)
+    diffs = []
+    for index in draws.index:
+        index = [i for i in index if i in kept]
+        diffs.append(bleu("a", index) - bleu("b", index))
+    low, high = np.quantile(diffs, [0.025, 0.975])
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
+    # the exact permutation test: sacrebleu on every swap of the 5 common segments
+    observed = abs(row["diff"])
+    hits = []
+    for swap in itertools.product([0, 1], repeat=5):
+        a = [outputs["b"][i] if s else outputs["a"][i] for i, s in zip(kept, swap)]
+        b = [outputs["a"][i] if s else outputs["b"][i] for i, s in zip(kept, swap)]
+        ref = [[refs[i] for i in kept]]
+        hits.append(abs(sacrebleu.corpus_bleu(a, ref).score - sacrebleu.corpus_bleu(b, ref).score) >= observed - 1e-9)
+    assert row["test"] == "permutation_exact" and row["p_value"] == pytest.approx(np.mean(hits), abs=1e-12)
+
+
+def test_bleu_from_statistics_equals_sacrebleu():
+    sacrebleu = pytest.importorskip("sacrebleu")
+    from careval.metrics.ngram import bleu_corpus_statistics, bleu_from_statistics
+
+    rng = np.random.default_rng(3)
+    words = ["a", "b", "c", "d", "e", "f", "g", "h"]
+    preds = [" ".join(rng.choice(words, rng.integers(1, 8))) for _ in range(40)]
+    refs = [" ".join(rng.choice(words, rng.integers(1, 8))) for _ in range(40)]
+    stats = bleu_corpus_statistics(preds, refs)
+    for _ in range(30):
+        index = rng.integers(0, 40, rng.integers(1, 40))
+        expected = sacrebleu.corpus_bleu([preds[i] for i in index], [[refs[i] for i in index]]).score
+        assert bleu_from_statistics(stats[index].sum(0)) == pytest.approx(expected, abs=1e-9)

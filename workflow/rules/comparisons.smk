@@ -18,6 +18,11 @@ rule comparisons:
         samples=f"{RESULTS}/summary/sample_scores.parquet",
         # the self-consistency scores: the two-level bootstrap's sampled answers (analysis.comparisons.two_level)
         repeats=comparison_repeats,
+        # corpus sacreBLEU is recomputed on resampled corpora from the generations and references
+        datasets=[f"{DATASETS_DIR}/{b}.parquet" for b in PLAN.comparisons_job().corpus_bleu],
+        generations=[
+            f"{RESULTS}/generations/{m}/{b}.parquet" for m in MODELS for b in PLAN.comparisons_job().corpus_bleu
+        ],
     output:
         f"{RESULTS}/summary/comparisons.parquet",
     log:

@@ -11,6 +11,7 @@ per resample applied to both models).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import zlib
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ class ComparisonsJob(JobSpec):
     power: float
     seed: int
     two_level: bool  # also resample each prompt's sampled answers (self-consistency samples) where they exist
+    # the benchmarks whose corpus sacreBLEU is compared (recomputed from the generations) -> their min_chars
+    corpus_bleu: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -315,6 +318,78 @@ def compare_block(
     }
 
 
+@dataclass(frozen=True)
+class CorpusBlock:
+    """A corpus-level metric of one benchmark (corpus sacreBLEU): per model and id the segment statistics whose sums
+    make the corpus value, and which pairs the scorer kept (ok). `statistic`: summed statistics (..., k) -> value."""
+
+    metric: str
+    ids: list[str]
+    stats: np.ndarray  # (m, n, k)
+    ok: np.ndarray  # (m, n)
+    statistic: object
+
+
+def compare_corpus_block(corpus: CorpusBlock, pairs: np.ndarray, job: ComparisonsJob, draws: Draws) -> dict:
+    """compare_block for a corpus statistic: the paired bootstrap and sign-flip permutations recompute the corpus value
+    of each resampled (swapped) corpus from its summed segment statistics; effect size and mde from the bootstrap
+    standard error, as for a weighted statistic."""
+    a, b = pairs[:, 0], pairs[:, 1]
+    common = corpus.ok[a] & corpus.ok[b]
+    n = common.sum(-1)
+    k = corpus.stats.shape[-1]
+    sa = np.where(common[..., None], corpus.stats[a], 0.0)  # (P, n, k)
+    sb = np.where(common[..., None], corpus.stats[b], 0.0)
+    flat_a = sa.transpose(1, 0, 2).reshape(sa.shape[1], -1)  # (n, P*k)
+    flat_b = sb.transpose(1, 0, 2).reshape(sb.shape[1], -1)
+
+    def value(sums):  # (R, P*k) -> (P, R)
+        return corpus.statistic(sums.reshape(sums.shape[0], len(pairs), k)).T
+
+    total_a, total_b = flat_a.sum(0, keepdims=True), flat_b.sum(0, keepdims=True)
+    diff = (value(total_a) - value(total_b))[:, 0]
+    boot = value(draws.counts @ flat_a) - value(draws.counts @ flat_b)
+    low, high = percentile_interval(boot, job.confidence)
+    spread = np.nanstd(boot, axis=1, ddof=1) * np.sqrt(n) if boot.shape[1] > 1 else np.full(len(n), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        effect = np.where(spread > 0, diff / np.where(spread > 0, spread, 1.0), np.where(diff == 0, 0.0, np.nan))
+    mde = np.array([detectable_effect(int(x), job.alpha, job.power) for x in n]) * spread
+    p = np.full(len(pairs), np.nan)
+    test = np.full(len(pairs), "", dtype=object)
+    resamples = np.zeros(len(pairs), np.int64)
+    for row in range(len(pairs)):
+        keep = np.flatnonzero(common[row])
+        if len(keep) <= job.exact_limit:
+            swaps = ((np.arange(2 ** len(keep))[:, None] >> np.arange(len(keep))[None, :]) & 1).astype(float)
+            one_a, one_b = sa[row, keep], sb[row, keep]
+            moved = swaps @ (one_b - one_a)  # (2^n, k): what a gains from b on the swapped segments
+            t = corpus.statistic(one_a.sum(0) + moved) - corpus.statistic(one_b.sum(0) - moved)
+            p[row], resamples[row], test[row] = (
+                _exceeds(t[None], diff[row : row + 1])[0] / len(t),
+                len(t),
+                "permutation_exact",
+            )
+    large = np.flatnonzero(n > job.exact_limit)
+    if len(large):
+        moved = draws.swaps @ (flat_b - flat_a)  # (R, P*k)
+        t = value(total_a + moved) - value(total_b - moved)
+        p[large] = (1 + _exceeds(t[large], diff[large])) / (job.permutations + 1)
+        test[large], resamples[large] = "permutation_monte_carlo", job.permutations
+    present = corpus.ok[a] | corpus.ok[b]
+    return {
+        "n": n,
+        "n_dropped": present.sum(-1) - n,
+        "diff": diff,
+        "ci_low": low,
+        "ci_high": high,
+        "effect_size": effect,
+        "mde": mde,
+        "p_value": np.where(n > 0, p, np.nan),
+        "test": test,
+        "resamples": resamples,
+    }
+
+
 def adjust(p: np.ndarray, method: str) -> np.ndarray:
     """Adjusted p-values of one family, as statsmodels' multipletests (method "holm" or "fdr_bh"; vectorised here,
     as a call per family costs more than the family); NaN p-values stay NaN and are not counted."""
@@ -341,12 +416,16 @@ def all_pairs(model_sets: dict[str, tuple[str, ...]]) -> tuple[list[str], dict[s
     return models, {name: list(itertools.combinations(members, 2)) for name, members in model_sets.items()}
 
 
-def compare_models(samples: pl.DataFrame, job: ComparisonsJob, noise_of=None) -> pl.DataFrame:
+def compare_models(
+    samples: pl.DataFrame, job: ComparisonsJob, noise_of=None, corpora: dict[str, list[CorpusBlock]] | None = None
+) -> pl.DataFrame:
     """Every pair of every model set on every benchmark x metric of the per-sample table (COMPARISON_SCHEMA).
 
     A pair is compared once on the samples both models scored and shared by every set holding it; p-values are
     adjusted within each model set x benchmark x metric (Holm, Benjamini-Hochberg).
-    `noise_of(benchmark, metric, block, pairs)`: the two-level bootstrap's noise function (GenerationNoise) or None."""
+    `noise_of(benchmark, metric, block, pairs)`: the two-level bootstrap's noise function (GenerationNoise) or None;
+    `corpora`: benchmark -> its corpus-level metrics' segment statistics over the same models (sorted), compared by
+    recomputing the corpus value."""
     models, set_pairs = all_pairs(job.model_sets)
     pair_list = sorted({tuple(sorted(p)) for pairs in set_pairs.values() for p in pairs})
     if not pair_list:
@@ -355,14 +434,28 @@ def compare_models(samples: pl.DataFrame, job: ComparisonsJob, noise_of=None) ->
     pairs = np.array([(position[a], position[b]) for a, b in pair_list])
     frames = []
     drawn: dict = {}
-    for benchmark, metric, block in blocks_of(samples, models):
-        key = (benchmark, len(block.ids), hash(tuple(block.ids)))
+
+    def draws_of(benchmark: str, ids: list[str]) -> Draws:
+        key = (benchmark, len(ids), hash(tuple(ids)))
         if key not in drawn:  # a benchmark's metrics share its draws (the same ids, resampled jointly)
-            drawn = {key: Draws.draw(block_seed(job.seed, benchmark), len(block.ids), job.resamples, job.permutations)}
-        draws = drawn[key]
-        noise = noise_of(benchmark, metric, block, pairs) if noise_of is not None else None
-        result = compare_block(block, pairs, metric, job, draws, noise)
-        at = {p: i for i, p in enumerate(pair_list)}
+            drawn.clear()
+            drawn[key] = Draws.draw(block_seed(job.seed, benchmark), len(ids), job.resamples, job.permutations)
+        return drawn[key]
+
+    def results():
+        for benchmark, metric, block in blocks_of(samples, models):
+            noise = noise_of(benchmark, metric, block, pairs) if noise_of is not None else None
+            yield benchmark, metric, compare_block(block, pairs, metric, job, draws_of(benchmark, block.ids), noise)
+        for benchmark, blocks in sorted((corpora or {}).items()):
+            for corpus in blocks:
+                yield (
+                    benchmark,
+                    corpus.metric,
+                    compare_corpus_block(corpus, pairs, job, draws_of(benchmark, corpus.ids)),
+                )
+
+    at = {p: i for i, p in enumerate(pair_list)}
+    for benchmark, metric, result in results():
         for set_name, members in set_pairs.items():
             if not members:
                 continue
