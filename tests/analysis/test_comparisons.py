@@ -448,3 +448,29 @@ def test_bleu_from_statistics_equals_sacrebleu():
         index = rng.integers(0, 40, rng.integers(1, 40))
         expected = sacrebleu.corpus_bleu([preds[i] for i in index], [[refs[i] for i in index]]).score
         assert bleu_from_statistics(stats[index].sum(0)) == pytest.approx(expected, abs=1e-9)
+
+
+def test_weighted_perplexity_bootstrap_recomputes_the_corpus_value():
+    """word_perplexity's corpus value is exp(-sum ll / sum words): each resample recomputes it from the drawn samples."""
+    rng = np.random.default_rng(17)
+    n = 40
+    words = rng.integers(5, 60, n).astype(float)
+    ll = {m: -words * rng.uniform(1.5, 3.5, n) for m in ("a", "b")}
+    ppl = {m: np.exp(-ll[m] / words) for m in ll}  # the per-sample word perplexity; the weight is the word count
+    values = np.vstack([ppl["a"], ppl["b"]])
+    out = compare_block(
+        block(values, np.vstack([words, words])),
+        np.array([[0, 1]]),
+        "word_perplexity",
+        job(resamples=300),
+        draws(n, resamples=300),
+    )
+
+    def corpus(m, index):
+        return np.exp(-ll[m][index].sum() / words[index].sum())
+
+    everything = np.arange(n)
+    assert out["diff"][0] == pytest.approx(corpus("a", everything) - corpus("b", everything), rel=1e-12)
+    resampled = [corpus("a", index) - corpus("b", index) for index in draws(n, resamples=300).index]
+    low, high = np.quantile(resampled, [0.025, 0.975])
+    assert (out["ci_low"][0], out["ci_high"][0]) == (pytest.approx(low, rel=1e-9), pytest.approx(high, rel=1e-9))
