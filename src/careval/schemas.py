@@ -215,3 +215,22 @@ COST_SCHEMA = {
     "prompt_tokens": pl.Int64,
     "generated_tokens": pl.Int64,
 }
+
+# careval.analysis.significance_groups: each ranking with its tied groups, and its adjacent ranks that differ
+GROUP_SCHEMA = {
+    "model_set": pl.String,
+    "benchmark": pl.String,
+    "metric": pl.String,
+    "position": pl.Int64,  # 1 = best by the summary value
+    "model": pl.String,
+    "value": pl.Float64,
+    "letters": pl.String,
+}
+ADJACENT_SCHEMA = {
+    "model_set": pl.String,
+    "benchmark": pl.String,
+    "metric": pl.String,
+    "models": pl.Int64,
+    "adjacent_pairs": pl.Int64,
+    "significant": pl.Int64,
+}

@@ -11,25 +11,9 @@ import numpy as np
 import polars as pl
 
 from careval.metrics.registry import higher_is_better
+from careval.schemas import ADJACENT_SCHEMA, GROUP_SCHEMA
 
 ADJUSTED = {"holm": "p_holm", "bh": "p_bh"}
-GROUP_SCHEMA = {
-    "model_set": pl.String,
-    "benchmark": pl.String,
-    "metric": pl.String,
-    "position": pl.Int64,  # 1 = best by the summary value
-    "model": pl.String,
-    "value": pl.Float64,
-    "letters": pl.String,
-}
-ADJACENT_SCHEMA = {
-    "model_set": pl.String,
-    "benchmark": pl.String,
-    "metric": pl.String,
-    "models": pl.Int64,
-    "adjacent_pairs": pl.Int64,
-    "significant": pl.Int64,
-}
 
 
 def compact_letter_display(models: list[str], different: set[frozenset[str]]) -> dict[str, str]:
