@@ -152,6 +152,10 @@ class ModelSums:
     valid: np.ndarray
     geometric: bool
 
+    @property
+    def unit(self) -> bool:
+        return bool(self.valid.all() and (self.w == 1).all())
+
     def diff(self, xa, wa, xb, wb) -> np.ndarray:
         return _stat(xa, wa, self.geometric) - _stat(xb, wb, self.geometric)
 
@@ -165,7 +169,11 @@ def model_sums(block: Block, geometric: bool) -> ModelSums:
 def pair_sums_under(sums: ModelSums, pairs: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, ...]:
     """Each pair's (xa, wa, xb, wb) sums, (P, K), weighted by the rows of `counts` (K, n): a bootstrap resample's
     draw counts, or a permutation's swap indicators, over the samples both models of the pair scored."""
-    kx, kw = counts @ sums.x.T, counts @ sums.w.T  # (K, m)
+    kx = counts @ sums.x.T  # (K, m)
+    if sums.unit:  # every weight 1 and every score valued: each model's weight sum is the count of draws
+        kw = np.repeat(counts.sum(1, keepdims=True), sums.w.shape[0], axis=1)
+    else:
+        kw = counts @ sums.w.T
     a, b = pairs[:, 0], pairs[:, 1]
     xa, wa, xb, wb = kx[:, a].T.copy(), kw[:, a].T.copy(), kx[:, b].T.copy(), kw[:, b].T.copy()
     failed = [np.flatnonzero(~row) for row in sums.valid]
