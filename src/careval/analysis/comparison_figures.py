@@ -136,7 +136,7 @@ def adjacent_figure(adjacent: pl.DataFrame, set_name: str, rule: str):
             ax.text(j, i, text[i][j], ha="center", va="center", fontsize=6)
     ax.set_xticks(range(len(metrics)), [_short(m, 28) for m in metrics], rotation=60, ha="right", fontsize=6)
     ax.set_yticks(range(len(benchmarks)), benchmarks, fontsize=7)
-    plt.colorbar(image, ax=ax, fraction=0.03, label="share of adjacent pairs significantly different")
+    plt.colorbar(image, ax=ax, fraction=0.03, label="share significant")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
