@@ -59,6 +59,7 @@ include: "workflow/rules/resilience.smk"
 include: "workflow/rules/consistency.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/comparisons.smk"
 include: "workflow/rules/careqa.smk"
 include: "workflow/rules/careqa_statistics.smk"
 

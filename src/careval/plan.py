@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from careval.analysis.comparisons import ComparisonsJob
+from careval.analysis.cost import CostJob
 from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
 from careval.analysis.paper_tables import planned_tables
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
@@ -219,6 +221,31 @@ class Plan:
         return AggregateJob(
             tasks={name: entry.task for name, entry in self.benchmarks.items()},
             mcqa_average=None if mcqa_average is None else tuple(mcqa_average),
+        )
+
+    def comparisons_job(self) -> ComparisonsJob:
+        """analysis.comparisons over every model set of analysis.model_sets and `all` (every evaluated model)."""
+        settings = self.config["analysis"]["comparisons"]
+        sets = {name: tuple(members) for name, members in self.config["analysis"]["model_sets"].items()}
+        sets["all"] = tuple(sorted(self.models))
+        keys = ("resamples", "permutations", "exact_limit", "confidence", "alpha", "power", "seed", "two_level")
+        corpus_bleu = {b: self.benchmarks[b].min_chars for b in sorted(self.benchmarks) if "bleu" in self.families(b)}
+        return ComparisonsJob(model_sets=sets, corpus_bleu=corpus_bleu, **{key: settings[key] for key in keys})
+
+    def cost_job(self) -> CostJob:
+        """Each job kind's GPUs per model (the folders of results/benchmarks): the evaluated model's, the judge's on
+        the judge's jobs and the rephraser's on the rephrasings."""
+        own = {name: spec.gpus for name, spec in self.models.items()}
+        model_kinds = ("infer_open", "infer_closed", "relaxed_perplexity", "sample_consistency")
+        gpus: dict[str, dict[str, int]] = dict.fromkeys(model_kinds, own)
+        for kinds, spec in ((("judge", "judge_repeats"), self.judge), (("rephrase",), self.rephraser)):
+            for kind in kinds:
+                gpus[kind] = dict.fromkeys(self.models, 0 if spec is None else spec.gpus)
+        return CostJob(
+            models=tuple(sorted(self.models)),
+            benchmarks=tuple(sorted(self.benchmarks)),
+            gpus=gpus,
+            model_paths={name: spec.path for name, spec in self.models.items()},
         )
 
     def engine_job(self, model: str, command: str) -> EngineJob:

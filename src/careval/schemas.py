@@ -206,3 +206,52 @@ CAREQA_REVIEW_CORRECTNESS_SCHEMA = {
     "at_least_two": pl.Float64,
     "all_reviewers": pl.Float64,
 }
+# careval.analysis.comparisons: one row per model set x unordered pair x benchmark x metric; diff = mean(a) - mean(b)
+COMPARISON_SCHEMA = {
+    "model_set": pl.String,
+    "model_a": pl.String,
+    "model_b": pl.String,
+    "benchmark": pl.String,
+    "metric": pl.String,
+    "n": pl.Int64,
+    "n_dropped": pl.Int64,
+    "diff": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "effect_size": pl.Float64,
+    "mde": pl.Float64,
+    "p_value": pl.Float64,
+    "p_holm": pl.Float64,
+    "p_bh": pl.Float64,
+    "test": pl.String,
+    "resamples": pl.Int64,
+}
+# careval.analysis.cost: per model x benchmark, the jobs that produced its results (comma-separated kinds) and their cost
+COST_SCHEMA = {
+    "model": pl.String,
+    "benchmark": pl.String,
+    "jobs": pl.String,
+    "wall_seconds": pl.Float64,
+    "gpu_seconds": pl.Float64,
+    "prompt_tokens": pl.Int64,
+    "generated_tokens": pl.Int64,
+}
+
+# careval.analysis.significance_groups: each ranking with its tied groups, and its adjacent ranks that differ
+GROUP_SCHEMA = {
+    "model_set": pl.String,
+    "benchmark": pl.String,
+    "metric": pl.String,
+    "position": pl.Int64,  # 1 = best by the summary value
+    "model": pl.String,
+    "value": pl.Float64,
+    "letters": pl.String,
+}
+ADJACENT_SCHEMA = {
+    "model_set": pl.String,
+    "benchmark": pl.String,
+    "metric": pl.String,
+    "models": pl.Int64,
+    "adjacent_pairs": pl.Int64,
+    "significant": pl.Int64,
+}

@@ -252,7 +252,7 @@ def test_figure_17_needs_a_relaxed_perplexity_benchmark():
     with pytest.raises(AnalysisConfigError, match=r"^analysis.relaxed_perplexity_anchor: 'olaph' is not an open-ended"):
         analysis_plan(config, ["qa"])
     config["analysis"]["relaxed_perplexity_anchor"] = "qa"
-    assert analysis_plan(config, ["qa"]).figure_names()[-1] == "relaxed_perplexity_vs_all_all"
+    assert "relaxed_perplexity_vs_all_all" in analysis_plan(config, ["qa"]).figure_names()
 
 
 def test_figures_only_draw_tables_computed_before():

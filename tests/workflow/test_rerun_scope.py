@@ -34,10 +34,11 @@ PREPARED, LOCAL = "smollm2-135m-instruct", "gemma3-270m"  # smollm2 is also the 
 OPEN, MCQA = "demo_open_qa", "demo_mcqa"
 
 # The rules after each stage: what a remade output of that stage makes Snakemake run again.
-SUMMARY = {"aggregate_scores", "correlations"}
-RESILIENCE = {"score_rephrase", "resilience", "correlations"}
-CONSISTENCY = {"score_consistency", "consistency", "correlations"}
-JUDGED_REPEATS = {"resilience", "consistency", "correlations"}
+# the paired comparisons and the cost read the per-sample table (comparisons.smk); the cost waits on every table
+SUMMARY = {"aggregate_scores", "correlations", "comparisons", "cost"}
+RESILIENCE = {"score_rephrase", "resilience", "correlations", "cost"}
+CONSISTENCY = {"score_consistency", "consistency", "correlations", "cost"}
+JUDGED_REPEATS = {"resilience", "consistency", "correlations", "cost"}
 # after an evaluated model's answers on the open benchmark: their scores, grades, rephrasings and the repeats'
 # grades (judge_repeats reads the answers the repeats belong to)
 AFTER_ANSWERS = SUMMARY | {"score_open", "judge", "judge_repeats", "rephrase"} | RESILIENCE | JUDGED_REPEATS
@@ -201,7 +202,9 @@ CASES = [
     Case(("analysis", "cluster_min_correlation"), 0.5, {"correlations"}),
     Case(("analysis", "clusters"), 2, {"correlations"}),
     Case(("analysis", "relaxed_perplexity_anchor"), None, FIGURES),
-    Case(("analysis", "mcqa_average"), [], {"aggregate_scores", "correlations"}),
+    Case(("analysis", "mcqa_average"), [], {"aggregate_scores", "correlations"}, {"comparisons", "cost"}),
+    Case(("analysis", "comparisons", "resamples"), 50, {"comparisons"}, {"correlations"}),
+    Case(("analysis", "cost", "metric"), "acc_norm", {"correlations"}),
     # k and r: the figures' titles say them too
     Case(("analysis", "resilience", "k"), 3, {"rephrase", "correlations"}, {"judge_repeats"} | RESILIENCE),
     Case(("analysis", "resilience", "limit"), 2, {"rephrase"}, {"judge_repeats"} | RESILIENCE),
@@ -219,19 +222,20 @@ CASES = [
         ("metrics", "judge", "benchmarks"),
         [],
         NOTHING,
-        {"aggregate_scores", "resilience", "consistency", "correlations"},
+        {"aggregate_scores", "resilience", "consistency", "correlations", "comparisons", "cost"},
     ),
     Case(
         ("metrics", "relaxed_perplexity", "benchmarks"),
         [],
         FIGURES,  # the anchor of figure 17 goes with it
-        {"aggregate_scores"},
+        {"aggregate_scores", "comparisons", "cost"},
         also=((("analysis", "relaxed_perplexity_anchor"), None),),
     ),
-    Case(("analysis", "resilience", "benchmarks"), [], FIGURES),
-    Case(("analysis", "consistency", "benchmarks"), [], FIGURES),
+    # the cost waits on the resilience and self-consistency tables: one fewer input
+    Case(("analysis", "resilience", "benchmarks"), [], FIGURES, {"cost"}),
+    Case(("analysis", "consistency", "benchmarks"), [], FIGURES, {"cost"}),
     Case(("analysis", "elo_csv"), None, FIGURES),
-    Case(("analysis", "model_sets"), {"demo": [LOCAL, PREPARED]}, {"correlations"}),
+    Case(("analysis", "model_sets"), {"demo": [LOCAL, PREPARED]}, {"correlations", "comparisons"}),
     Case(("analysis", "figure_sets"), {kind: ["all"] for kind in FIGURE_KINDS}, FIGURES),
     Case(("analysis", "resilience", "rephraser"), LOCAL, {"rephrase"}, {"judge_repeats"} | RESILIENCE),
     Case(("analysis", "resilience", "sampling", "max_new_tokens"), 30, {"rephrase"}, {"judge_repeats"} | RESILIENCE),

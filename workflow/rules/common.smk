@@ -210,6 +210,9 @@ def analysis_inputs(wildcards):
         inputs["careqa_review"] = f"{RESULTS}/careqa/statistics/review_correctness.parquet"
     if PLAN.analysis.paper_tables:  # one report page per Appendix E table (tables.smk)
         inputs["paper_tables"] = [f"{RESULTS}/tables/{table.name}.csv" for table in PLAN.analysis.paper_tables]
+    # the paired comparisons' and cost pages (comparisons.smk)
+    inputs["comparisons"] = f"{RESULTS}/summary/comparisons.parquet"
+    inputs["cost"] = f"{RESULTS}/summary/cost.parquet"
     return inputs
 
 

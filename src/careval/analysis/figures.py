@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 from matplotlib.backends.backend_pdf import PdfPages
 
-from careval.analysis import careqa_figures
+from careval.analysis import careqa_figures, comparison_figures
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.consistency import cv_excluded_metrics
 from careval.analysis.correlations import square
@@ -483,7 +483,39 @@ DRAW = {
     ),
     "careqa_review": lambda tables, job, figure: careqa_figures.review_figure(tables.careqa["review"]),
     "paper_table": lambda tables, job, figure: table_figure(tables.paper_tables[figure.name], figure.name),
+    "comparisons": lambda tables, job, figure: comparison_figures.win_tie_loss_figure(
+        _of_set(tables.comparisons, figure),
+        job.model_sets[figure.model_set],
+        figure.benchmark,
+        figure.model_set,
+        job.comparison_adjust,
+    ),
+    "comparison_groups": lambda tables, job, figure: comparison_figures.groups_figure(
+        _of_set(tables.groups, figure),
+        _of_set(tables.adjacent, figure),
+        figure.benchmark,
+        figure.model_set,
+        job.comparison_adjust,
+    ),
+    "adjacent_pairs": lambda tables, job, figure: comparison_figures.adjacent_figure(
+        _of_set(tables.adjacent, figure), figure.model_set, job.comparison_adjust
+    ),
+    "cost": lambda tables, job, figure: comparison_figures.cost_figure(
+        tables.summary,
+        tables.cost,
+        job.cost["benchmark"],
+        job.cost["metric"],
+        job.cost["cost"],
+        job.model_sets.get("all") or tuple(tables.summary["model"].unique().sort()),
+    ),
 }
+
+
+def _of_set(table: pl.DataFrame | None, figure: FigureSpec) -> pl.DataFrame:
+    """The rows of a comparison table over the figure's model set (an empty table where none was computed)."""
+    if table is None:
+        return pl.DataFrame(schema={"model_set": pl.String, "benchmark": pl.String, "metric": pl.String})
+    return table.filter(pl.col("model_set") == figure.model_set)
 
 
 def report_pages(tables: AnalysisTables, job: ReportJob) -> list[tuple[str, object]]:

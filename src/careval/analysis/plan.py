@@ -38,10 +38,14 @@ FIGURE_KINDS = {
     "consistency": ("consistency.rst", "5. Self-consistency"),
     "consistency_cv": ("consistency_cv.rst", "5. Self-consistency"),
     # appendix A: Table 4, figures 5-6 (closed, open), figure 7 (careval.careqa.statistics, analysis.careqa_figures)
-    "careqa_table4": ("careqa_table4.rst", "6. CareQA"),
-    "careqa_categories": ("careqa_categories.rst", "6. CareQA"),
-    "careqa_review": ("careqa_review.rst", "6. CareQA"),
-    "paper_table": ("paper_table.rst", "7. Appendix E tables"),
+    "careqa_table4": ("careqa_table4.rst", "8. CareQA"),
+    "careqa_categories": ("careqa_categories.rst", "8. CareQA"),
+    "careqa_review": ("careqa_review.rst", "8. CareQA"),
+    "paper_table": ("paper_table.rst", "9. Appendix E tables"),
+    "comparisons": ("comparisons.rst", "6. Paired comparisons"),
+    "comparison_groups": ("comparison_groups.rst", "6. Paired comparisons"),
+    "adjacent_pairs": ("adjacent_pairs.rst", "6. Paired comparisons"),
+    "cost": ("cost.rst", "7. Cost"),
 }
 
 
@@ -106,6 +110,11 @@ class ReportJob(JobSpec):
     resilience_scaling: str = "variance_range"
     # the names of the paper tables (careval.analysis.paper_tables) drawn as pages, from results/tables/<name>.csv
     paper_tables: tuple[str, ...] = ()
+    # the comparison pages: their significance level and adjustment (analysis.comparisons.alpha / adjust); the cost
+    # page: its quality's benchmark and metric and the cost axis (analysis.cost)
+    comparison_alpha: float | None = None
+    comparison_adjust: str | None = None
+    cost: dict[str, str] | None = None
 
     def of_kind(self, kind: str) -> list[FigureSpec]:
         return [f for f in self.figures if f.kind == kind]
@@ -156,6 +165,10 @@ class AnalysisPlan:
     resilience_scaling: str = field(default="variance_range", kw_only=True)
     # the Appendix E tables this run fills (careval.analysis.paper_tables.planned_tables; set by careval.plan)
     paper_tables: tuple[TableSpec, ...] = field(default=(), kw_only=True)
+    # every benchmark of the run (the comparison pages); analysis.comparisons and analysis.cost as filled
+    benchmarks: list[str] = field(kw_only=True, default_factory=list)
+    comparisons: dict = field(kw_only=True, default_factory=dict)
+    cost: dict = field(kw_only=True, default_factory=dict)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -187,6 +200,12 @@ class AnalysisPlan:
         figures += [figure("careqa_review")] if "review" in self.careqa_pages else []
         caption, category = FIGURE_KINDS["paper_table"]
         figures += [FigureSpec(table.name, "paper_table", caption, category) for table in self.paper_tables]
+        # the paired comparisons of the models each ranking figure ranks, on every benchmark, then the cost page
+        for s in self.sets("rankings"):
+            figures += [figure(k, s, b) for b in self.benchmarks for k in ("comparisons", "comparison_groups")]
+            figures.append(figure("adjacent_pairs", s))
+        if self.cost:
+            figures.append(figure("cost"))
         return tuple(figures)
 
     def figure_names(self) -> list[str]:
@@ -213,6 +232,9 @@ class AnalysisPlan:
             view_metrics=self.view_metrics,
             resilience_scaling=self.resilience_scaling,
             paper_tables=tuple(table.name for table in self.paper_tables),
+            comparison_alpha=self.comparisons.get("alpha"),
+            comparison_adjust=self.comparisons.get("adjust"),
+            cost=dict(self.cost) or None,
         )
 
     @property
@@ -349,6 +371,9 @@ def analysis_plan(
         metric_view=analysis["metric_view"],
         rubrics=_rubrics(config),
         resilience_scaling=resilience["scaling"],
+        benchmarks=list(tasks) if tasks is not None else list(open_benchmarks),
+        comparisons={key: analysis["comparisons"][key] for key in ("alpha", "adjust")},
+        cost=dict(analysis["cost"]),
     )
 
 

@@ -15,6 +15,7 @@ from careval.analysis.elo import read_elo, resolve_elo_path
 from careval.analysis.metric_view import in_view, without_anchor_extra
 from careval.analysis.plan import ReportJob
 from careval.analysis.rankings import rank_models
+from careval.analysis.significance_groups import outcome as comparison_outcome, ranking_groups
 from careval.schemas import CLUSTER_SCHEMA, SET_RANKING_SCHEMA
 
 
@@ -31,6 +32,12 @@ class AnalysisTables:
     # appendix A's tables (careval.careqa.statistics): table4, table4_caption, categories, review; None: not drawn
     careqa: dict | None = None
     paper_tables: dict[str, pl.DataFrame] | None = None  # Appendix E: name -> its wide table (results/tables/)
+    # the paired comparisons of the comparison pages' sets with each one's outcome (significance_groups.outcome),
+    # their rankings' groups and adjacent counts; the cost table (None where no such page is drawn)
+    comparisons: pl.DataFrame | None = None
+    groups: pl.DataFrame | None = None
+    adjacent: pl.DataFrame | None = None
+    cost: pl.DataFrame | None = None
 
 
 def metric_clusters(correlations: pl.DataFrame, job: ReportJob) -> pl.DataFrame:
@@ -90,7 +97,23 @@ def analysis_tables(inputs: dict[str, Path | None], job: ReportJob) -> AnalysisT
         ranked = rank_models(in_view(scores_of(figure.model_set).summary, job.view_metrics), figure.benchmark)
         rankings.append(ranked.select(pl.lit(figure.model_set, pl.String).alias("model_set"), *ranked.columns))
     tables_dir = inputs.get("paper_tables")
+    comparisons = groups = adjacent = None
+    if job.of_kind("comparisons") and inputs.get("comparisons"):
+        # the pages show the view's metrics (comparisons.parquet keeps every metric)
+        viewed = summary.select("benchmark", "metric").unique()
+        compared = pl.read_parquet(inputs["comparisons"]).join(viewed, on=["benchmark", "metric"], how="semi")
+        alpha, adjust = job.comparison_alpha, job.comparison_adjust
+        comparisons = comparison_outcome(compared, alpha, adjust)
+        parts = [
+            ranking_groups(compared, summary, name, job.model_sets[name], alpha, adjust)
+            for name in job.sets("comparisons")
+        ]
+        groups, adjacent = pl.concat([g for g, _ in parts]), pl.concat([a for _, a in parts])
     return AnalysisTables(
+        comparisons=comparisons,
+        groups=groups,
+        adjacent=adjacent,
+        cost=pl.read_parquet(inputs["cost"]) if job.of_kind("cost") and inputs.get("cost") else None,
         summary=full_summary,
         correlations=correlations,
         clusters=metric_clusters(correlations, job),

@@ -6,6 +6,8 @@ import math
 from collections import Counter
 from functools import lru_cache
 
+import numpy as np
+
 # Settings follow the paper authors' lm-evaluation-harness tasks
 # (lm_eval/tasks/{careqa/utils_open.py, meqsum/utils.py, mts_dialog/utils.py, olaph/utils.py}):
 # each sample is scored alone with `evaluate.load("rouge")` / `evaluate.load("bleu")` at their
@@ -116,3 +118,34 @@ def bleu_hf(predictions: list[str], references: list[str]) -> list[float]:
     # evaluate's tokenizer_13a.py is a copy of sacrebleu's 13a that returns line.split().
     tok = Tokenizer13a()
     return [_nmt_bleu(tok(p).split(), tok(r).split()) for p, r in zip(predictions, references)]
+
+
+# sacreBLEU's per-segment sufficient statistics: hypothesis length, reference length, matches of orders 1-4, n-grams of
+# orders 1-4 (sacrebleu's own layout); the corpus value is a function of their sums.
+BLEU_STATISTICS = 10
+
+
+def bleu_corpus_statistics(predictions: list[str], references: list[str]) -> np.ndarray:
+    """(n, 10) per-pair statistics of corpus sacreBLEU (the defaults of bleu_corpus), for resampling the corpus."""
+    _check_pairs(predictions, references)
+    if not predictions:
+        return np.zeros((0, BLEU_STATISTICS))
+    from sacrebleu.metrics.bleu import BLEU
+
+    # sacrebleu's API for re-computing corpus scores from segment statistics ("esp. during statistical tests")
+    return np.asarray(BLEU()._extract_corpus_statistics(list(predictions), [list(references)]), float)
+
+
+def bleu_from_statistics(sums: np.ndarray) -> np.ndarray:
+    """Corpus sacreBLEU (0-100) of summed statistics (..., 10), vectorised: sacrebleu's BLEU.compute_bleu with its
+    corpus defaults (exp smoothing, order 4, no effective order)."""
+    sys_len, ref_len = sums[..., 0], sums[..., 1]
+    correct, total = sums[..., 2:6], sums[..., 6:10]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        bp = np.where(sys_len < ref_len, np.where(sys_len > 0, np.exp(1 - ref_len / sys_len), 0.0), 1.0)
+        alive = np.cumprod(total > 0, axis=-1).astype(bool)  # orders before the first without any n-gram
+        smooth = 2.0 ** np.cumsum((correct == 0) & alive, axis=-1)
+        precision = np.where(alive, np.where(correct == 0, 100.0 / (smooth * total), 100.0 * correct / total), 0.0)
+        log_precision = np.where(precision > 0, np.log(np.where(precision > 0, precision, 1.0)), -9999999999.0)
+        score = bp * np.exp(log_precision.sum(-1) / 4)
+    return np.where(correct.sum(-1) == 0, 0.0, score)  # sacrebleu stops early without any match

@@ -45,6 +45,8 @@ class MetricSpec:
     label: str = ""
     # one of the eleven metrics of the paper (section 2.2; the judge's is judge_<main rubric>, paper_metrics())
     paper: bool = False
+    # every per-sample value is 0 or 1 (a correct answer): paired comparisons use McNemar's exact test
+    binary: bool = False
 
     @property
     def bounded(self) -> bool:
@@ -136,8 +138,8 @@ FAMILIES: dict[str, MetricFamily] = {
             "accuracy",
             "accuracy",
             metrics=(
-                MetricSpec("acc", "accuracy", True, label="accuracy"),
-                MetricSpec("acc_norm", "accuracy", True, label="accuracy (length-normalised)"),
+                MetricSpec("acc", "accuracy", True, label="accuracy", binary=True),
+                MetricSpec("acc_norm", "accuracy", True, label="accuracy (length-normalised)", binary=True),
             ),
             scorer=f"{_SCORING}:score_accuracy",
         ),
