@@ -203,6 +203,8 @@ def analysis_inputs(wildcards):
         inputs["consistency"] = f"{RESULTS}/summary/consistency.parquet"
     if PLAN.analysis.elo:
         inputs["elo"] = str(resolve_elo_path(ANALYSIS["elo_csv"]))
+    if JURY_REPORT:  # jury.smk: the jury's and the human-agreement tables
+        inputs.update({key: f"{RESULTS}/summary/{key}.parquet" for key in JURY_REPORT_OUTPUTS})
     return inputs
 
 

@@ -35,6 +35,12 @@ FIGURE_KINDS = {
     "resilience": ("resilience.rst", "4. Resilience to rephrasing"),
     "consistency": ("consistency.rst", "5. Self-consistency"),
     "consistency_cv": ("consistency_cv.rst", "5. Self-consistency"),
+    # a jury of judges (careval.metrics.jury, careval.analysis.jury_figures)
+    "jury": ("jury.rst", "6. Judge jury"),
+    "judge_agreement": ("judge_agreement.rst", "6. Judge jury"),
+    "judge_bias": ("judge_bias.rst", "6. Judge jury"),
+    "jury_stability": ("jury_stability.rst", "6. Judge jury"),
+    "human_agreement": ("human_agreement.rst", "7. Agreement with people"),
 }
 
 
@@ -135,6 +141,9 @@ class AnalysisPlan:
     clusters: int | None = field(kw_only=True)
     resilience_k: int = field(kw_only=True)
     consistency_r: int = field(kw_only=True)
+    # the benchmarks a jury grades (metrics.judge.models; set by careval.plan), and whether people's ratings are given
+    jury_benchmarks: tuple[str, ...] = field(default=(), kw_only=True)
+    human_ratings: bool = field(default=False, kw_only=True)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -161,6 +170,13 @@ class AnalysisPlan:
         figures += [
             figure(kind, benchmark=b) for b in self.consistency_benchmarks for kind in ("consistency", "consistency_cv")
         ]
+        figures += [
+            figure(kind, benchmark=b)
+            for b in self.jury_benchmarks
+            for kind in ("jury", "judge_agreement", "judge_bias")
+            + (("jury_stability",) if b in self.resilience_benchmarks + self.consistency_benchmarks else ())
+        ]
+        figures += [figure("human_agreement")] if self.human_ratings else []
         return tuple(figures)
 
     def figure_names(self) -> list[str]:
