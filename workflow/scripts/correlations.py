@@ -9,11 +9,12 @@ from pathlib import Path
 from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.jobs.analysis_report import write_analysis_report
+from careval.specs import JURY_REPORT_TABLES
 
 with job_log(snakemake.log[0], snakemake.output):
     inputs = {
         key: Path(snakemake.input[key]) if key in snakemake.input.keys() else None
-        for key in ("summary", "samples", "resilience", "consistency", "elo")
+        for key in ("summary", "samples", "resilience", "consistency", "elo", *JURY_REPORT_TABLES)
     }
     outputs = {
         "pdf": Path(snakemake.output.pdf),

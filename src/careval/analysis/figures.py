@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 from matplotlib.backends.backend_pdf import PdfPages
 
+from careval.analysis import jury_figures
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.consistency import cv_excluded_metrics
 from careval.analysis.correlations import square
@@ -423,6 +424,20 @@ DRAW = {
     ),
     "consistency_cv": lambda tables, job, figure: consistency_figure(
         tables.consistency, figure.benchmark, job.consistency_r, cv=True
+    ),
+    # a jury of judges and people's ratings (careval.analysis.jury_figures)
+    "jury": lambda tables, job, figure: jury_figures.jury_figure(tables.summary, figure.benchmark),
+    "judge_agreement": lambda tables, job, figure: jury_figures.judge_agreement_figure(
+        tables.jury["judge_agreement"], figure.benchmark
+    ),
+    "judge_bias": lambda tables, job, figure: jury_figures.judge_bias_figure(
+        tables.jury["judge_bias"], figure.benchmark
+    ),
+    "jury_stability": lambda tables, job, figure: jury_figures.jury_stability_figure(
+        tables.jury["jury_stability"], figure.benchmark
+    ),
+    "human_agreement": lambda tables, job, figure: jury_figures.human_agreement_figure(
+        tables.jury["human_agreement"], tables.jury["human_rater_agreement"]
     ),
 }
 

@@ -3,7 +3,7 @@ model set, metric clusters, rankings, and the resilience / self-consistency spre
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -15,6 +15,7 @@ from careval.analysis.elo import read_elo, resolve_elo_path
 from careval.analysis.plan import ReportJob
 from careval.analysis.rankings import rank_models
 from careval.schemas import CLUSTER_SCHEMA, SET_RANKING_SCHEMA
+from careval.specs import JURY_REPORT_TABLES
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class AnalysisTables:
     consistency: pl.DataFrame | None
     elo_path: Path | None
     set_labels: dict[str, str]  # model set -> "<n> models of set '<name>'" (figure titles)
+    # the jury's and the human-agreement tables (careval.jobs.jury_report), by name; {} where not planned
+    jury: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
 def metric_clusters(correlations: pl.DataFrame, job: ReportJob) -> pl.DataFrame:
@@ -88,4 +91,5 @@ def analysis_tables(inputs: dict[str, Path | None], job: ReportJob) -> AnalysisT
         consistency=pl.read_parquet(inputs["consistency"]) if job.of_kind("consistency") else None,
         elo_path=inputs.get("elo"),
         set_labels={name: f"{len(scores_of(name).models)} models of set '{name}'" for name in job.model_sets},
+        jury={key: pl.read_parquet(inputs[key]) for key in JURY_REPORT_TABLES if inputs.get(key)},
     )
