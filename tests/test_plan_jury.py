@@ -92,3 +92,21 @@ def test_jury_config_errors_are_one_line(demo_raw, mutate, message):
     with pytest.raises(ConfigError) as error:
         build_plan(demo_raw)
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_paper_configs_documented_jury_plans():
+    """config/paper.yaml keeps one Prometheus judge; its commented jury, uncommented, is a valid plan."""
+    text = (REPO / "config" / "paper.yaml").read_text()
+    assert build_plan(yaml.safe_load(text)).judges == {}
+    start = text.index("    # models:\n")
+    block = text[start : text.index("\n  relaxed_perplexity:", start)]
+    # each line "    # <yaml>": drop the indent and the comment mark
+    lines = [line[len("    # ") :] for line in block.splitlines() if line.startswith("    # ")]
+    jury = yaml.safe_load("\n".join(lines))
+    raw = yaml.safe_load(text)
+    raw["metrics"]["judge"].pop("model")
+    raw["metrics"]["judge"].update(jury)
+    plan = build_plan(raw)
+    assert list(plan.judges) == ["prometheus-7b-v2.0", "prometheus-8x7b-v2.0", "Llama-3.1-8B-Instruct"]
+    assert plan.judges["prometheus-8x7b-v2.0"].gpus == raw["model_sizes"]["medium"]["gpus"]
+    assert plan.jury_report_job().own_models["Llama-3.1-8B-Instruct"] == ("Meta-Llama-3.1-8B-Instruct",)
