@@ -29,36 +29,9 @@ from scipy.stats import spearmanr
 from careval.analysis.judge_agreement import bootstrap_intervals, rater_matrix
 from careval.analysis.reliability import icc, krippendorff_alpha
 from careval.metrics.registry import VALUED_STATUSES, higher_is_better
+from careval.schemas import HUMAN_AGREEMENT_SCHEMA, RATER_AGREEMENT_SCHEMA, RATINGS_SCHEMA
 
 COLUMNS = ("model", "benchmark", "id", "criterion", "rating", "rater")
-RATINGS_SCHEMA = {
-    "model": pl.String,
-    "benchmark": pl.String,
-    "id": pl.String,
-    "criterion": pl.String,
-    "rating": pl.Float64,
-    "rater": pl.String,
-}
-RATER_AGREEMENT_SCHEMA = {
-    "benchmark": pl.String,
-    "criterion": pl.String,
-    "statistic": pl.String,
-    "raters": pl.String,
-    "value": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "n": pl.Int64,
-}
-HUMAN_AGREEMENT_SCHEMA = {
-    "benchmark": pl.String,
-    "criterion": pl.String,
-    "metric": pl.String,
-    "statistic": pl.String,  # spearman | icc_2_1_standardised
-    "value": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "n": pl.Int64,
-}
 
 
 class HumanRatingsError(ValueError):

@@ -19,17 +19,8 @@ import polars as pl
 from careval.analysis.reliability import icc, kendall_tau, krippendorff_alpha, quadratic_kappa
 from careval.metrics.jury import split_judge
 from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, VALUED_STATUSES
+from careval.schemas import JUDGE_AGREEMENT_SCHEMA
 
-JUDGE_AGREEMENT_SCHEMA = {
-    "benchmark": pl.String,
-    "rubric": pl.String,
-    "statistic": pl.String,
-    "judges": pl.String,  # the judges the statistic is over, joined by " | "
-    "value": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "n": pl.Int64,  # units (answers) the statistic is over; for kendall_tau_ranking, models
-}
 GRADE_SCALE = [1, 2, 3, 4, 5]
 
 

@@ -23,20 +23,8 @@ import polars as pl
 from scipy.stats import spearmanr
 
 from careval.analysis.judge_agreement import GRADE_SCALE, bootstrap_intervals, judge_grades, rater_matrix
+from careval.schemas import JUDGE_BIAS_SCHEMA
 
-JUDGE_BIAS_SCHEMA = {
-    "benchmark": pl.String,
-    "rubric": pl.String,
-    "judge": pl.String,
-    "check": pl.String,  # length_spearman | self_preference | modal_grade_share | share_grade_<g>
-    "model": pl.String,  # self_preference: the judge's own (or same-family) model; else null
-    "value": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "p": pl.Float64,  # length_spearman's p-value; else null
-    "n": pl.Int64,
-    "flagged": pl.Boolean,  # length bias or one grade; null for self_preference and the shares
-}
 P_LEVEL = 0.05
 
 

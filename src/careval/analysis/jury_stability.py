@@ -13,18 +13,9 @@ import polars as pl
 
 from careval.metrics.jury import split_judge
 from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX
+from careval.schemas import JURY_STABILITY_SCHEMA
 
 JURY = "jury"
-JURY_STABILITY_SCHEMA = {
-    "benchmark": pl.String,
-    "analysis": pl.String,  # resilience (rephrasing) | consistency (resampling)
-    "rubric": pl.String,
-    "kind": pl.String,  # grade | expected
-    "rater": pl.String,  # "jury" or a judge's name
-    "mean_scaled_variance": pl.Float64,
-    "ratio_to_jury": pl.Float64,
-    "n": pl.Int64,  # answers with a finite scaled variance
-}
 
 
 def jury_stability(spreads: dict[str, pl.DataFrame | None]) -> pl.DataFrame:

@@ -347,7 +347,9 @@ def metric_spec(name: str) -> MetricSpec:
         # one judge of a jury (careval.metrics.jury): judge_<rubric>[_expected]@<judge>, its jury metric's facts
         base, _, judge = name.partition(JUDGE_SEPARATOR)
         spec = metric_spec(base)
-        return MetricSpec(name, spec.family, spec.higher_is_better, spec.bounds, label=f"{spec.label} [{judge}]")
+        return MetricSpec(
+            name, spec.family, spec.higher_is_better, spec.bounds, spec.average, spec.in_cv, f"{spec.label} [{judge}]"
+        )
     if (
         name.startswith(JUDGE_PREFIX)
         and name.endswith(JUDGE_EXPECTED_SUFFIX)
