@@ -50,8 +50,6 @@ if PLAN.judges:
         priority: PRIORITY["judge"]
         group:
             "llm_judge"
-        conda:
-            "../envs/careval-gpu.yaml"
         threads: lambda w: PLAN.judges[w.judge].threads
         resources:
             **llm_resources(lambda wildcards: PLAN.judges[wildcards.judge]),
@@ -78,8 +76,6 @@ if PLAN.judges:
         priority: PRIORITY["judge_repeats"]
         group:
             "llm_judge"
-        conda:
-            "../envs/careval-gpu.yaml"
         threads: lambda w: PLAN.judges[w.judge].threads
         resources:
             **llm_resources(lambda wildcards: PLAN.judges[wildcards.judge]),
@@ -98,8 +94,6 @@ if PLAN.judges:
             f"{LOGS}/jury/{{model}}/{{benchmark}}.log",
         wildcard_constraints:
             benchmark=OPEN_PATTERN,
-        conda:
-            "../envs/careval.yaml"
         threads: 1
         resources:
             mem_mb=1000,
@@ -132,8 +126,6 @@ if JURY_REPORT:
             **{key: f"{RESULTS}/summary/{key}.parquet" for key in JURY_REPORT_OUTPUTS},
         log:
             f"{LOGS}/jury_report.log",
-        conda:
-            "../envs/careval.yaml"
         threads: 1
         resources:
             mem_mb=2000,
