@@ -24,7 +24,8 @@ def jury_report_inputs(wildcards):
     if PLAN.judges and PLAN.analysis.consistency_benchmarks:
         inputs["consistency"] = f"{RESULTS}/summary/consistency.parquet"
     if ANALYSIS["human_ratings"] is not None:
-        inputs["ratings"] = ANALYSIS["human_ratings"]
+        # like analysis.elo_csv: from the working directory, else the repository (where the demo's ships)
+        inputs["ratings"] = str(resolve_elo_path(ANALYSIS["human_ratings"]))
         inputs["datasets"] = [f"{DATASETS_DIR}/{b}.parquet" for b in BENCHMARKS]
     return inputs
 
