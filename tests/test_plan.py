@@ -69,7 +69,10 @@ def test_a_skipped_family_never_needs_its_section(demo_raw):
             "metrics.judge is not set, but the judge family is computed: set metrics.judge.model or add judge to metrics.skip",
         ),
         (
-            lambda c: c["metrics"]["judge"].update(model="gpt-5"),
+            lambda c: (
+                c["metrics"]["judge"].pop("models"),
+                c["metrics"]["judge"].update(model="gpt-5"),
+            ),  # the demo's jury -> one judge
             "metrics.judge.model: 'gpt-5' is not a key of `models` (have: smollm2-135m-instruct, gemma3-270m, "
             "qwen2.5-coder-0.5b-instruct)",
         ),
@@ -82,7 +85,10 @@ def test_a_skipped_family_never_needs_its_section(demo_raw):
             "models.gemma3-270m.source: local model folder '/no/such/folder' does not exist",
         ),
         (
-            lambda c: c["metrics"]["judge"].update(model={"source": "local:/no/judge"}),
+            lambda c: (
+                c["metrics"]["judge"].pop("models"),
+                c["metrics"]["judge"].update(model={"source": "local:/no/judge"}),
+            ),  # the demo's jury -> one judge
             "metrics.judge.model.source: local model folder '/no/judge' does not exist",
         ),
         (lambda c: c["benchmarks"].update(medqa_typo=None), "unknown benchmark 'medqa_typo' in config: known are"),

@@ -40,6 +40,8 @@ from careval.specs import (
     FamilyOptions,
     InferJob,
     JudgeJob,
+    JuryJob,
+    JuryReportJob,
     NormaliseJob,
     PrepareJob,
     RelaxedPerplexityJob,
@@ -70,7 +72,9 @@ class Plan:
     # an LLM family limited to some benchmarks (metrics.<family>.benchmarks); None: every open-ended one
     family_benchmarks: dict[str, tuple[str, ...] | None]
     analysis: AnalysisPlan
-    judge: ModelSpec | None = None  # None when no benchmark is judged under this config
+    judge: ModelSpec | None = None  # None when no benchmark is judged under this config; a jury's first judge
+    # metrics.judge.models: the jury, by name (careval.metrics.jury); {} under a single `model:` (today's judge)
+    judges: dict[str, ModelSpec] = field(default_factory=dict)
     rephraser: ModelSpec | None = None  # the resilience analysis' rephrasing LLM
     careqa_llms: dict[str, ModelSpec] = field(default_factory=dict)  # translator, rephraser
     # the config entry of every model a job loads, evaluated or inline (what prepare_model builds from)
@@ -207,14 +211,39 @@ class Plan:
             min_chars=self.benchmarks[benchmark].min_chars,
         )
 
-    def judge_job(self, repeats: bool = False) -> JudgeJob:
-        """The judge's spec; its repeats' jobs are bound by repeats_limit (or limit)."""
+    def judge_job(self, repeats: bool = False, judge: str | None = None) -> JudgeJob:
+        """The judge's spec (a jury's `judge`'s); its repeats' jobs are bound by repeats_limit (or limit)."""
         assert self.judge is not None, "no benchmark is judged under this config"
         options = dict(self.family_options("judge").options)
         repeats_limit = options.pop("repeats_limit")
         if repeats and repeats_limit:
             options["limit"] = repeats_limit
-        return JudgeJob(judge=self.judge, options=options)
+        return JudgeJob(judge=self.judge if judge is None else self.judges[judge], options=options)
+
+    def jury_job(self) -> JuryJob:
+        """The jury's combining job: which judges, in order, and how their grades make the jury's."""
+        return JuryJob(judges=tuple(self.judges), aggregate=self.config["metrics"]["judge"]["aggregate"])
+
+    def jury_report_job(self) -> JuryReportJob:
+        """The jury's analyses: each judge's own models (itself where it is evaluated, and its same_family)."""
+        settings = self.config["metrics"].get("judge") or {}
+        family = settings.get("same_family") or {}
+        own = {
+            judge: tuple(dict.fromkeys(([judge] if judge in self.models else []) + list(family.get(judge, []))))
+            for judge in self.judges
+        }
+        boot = self.analysis.bootstrap
+        return JuryReportJob(
+            judges=tuple(self.judges),
+            own_models={judge: models for judge, models in own.items() if models},
+            length_bias_flag=settings.get("length_bias_flag"),
+            one_grade_flag=settings.get("one_grade_flag"),
+            models=tuple(self.models),
+            rating_range=tuple(self.config["analysis"]["human_rating_range"]),
+            resamples=boot.resamples if boot is not None else 0,
+            confidence=boot.confidence if boot is not None else 0.0,
+            seed=boot.seed if boot is not None else 0,
+        )
 
     def aggregate_job(self) -> AggregateJob:
         mcqa_average = self.analysis.mcqa_average
@@ -269,7 +298,13 @@ class Plan:
 
     def loaded_model(self, name: str) -> ModelSpec:
         """Any model a job loads: an evaluated one, the judge or the rephraser."""
-        for spec in (*self.models.values(), self.judge, self.rephraser, *self.careqa_llms.values()):
+        for spec in (
+            *self.models.values(),
+            self.judge,
+            *self.judges.values(),
+            self.rephraser,
+            *self.careqa_llms.values(),
+        ):
             if spec is not None and spec.name == name:
                 return spec
         raise KeyError(name)
@@ -351,16 +386,32 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
         )
     judged = any("judge" in plan.families(b) for b in open_benchmarks) and bool(models)
     judge = _judge(config, models, spec_of) if judged else None
+    judges = _jury(config, models, spec_of) if judged else {}
+    judge = next(iter(judges.values()), judge)
     rephraser = _rephraser(config, models, spec_of) if analysis.resilience_benchmarks else None
     entries = dict(config["models"])
+    if judges:
+        for spec, value in zip(judges.values(), config["metrics"]["judge"]["models"]):
+            if isinstance(value, dict):
+                entries[spec.name] = value
     for spec, value in (
-        (judge, judge and config["metrics"]["judge"]["model"]),
+        (judge, judge and config["metrics"]["judge"].get("model")),
         (rephraser, rephraser and config["analysis"]["resilience"]["rephraser"]),
     ):
         if isinstance(value, dict) and spec is not None:
             entries[spec.name] = value
+    jury_benchmarks = tuple(b for b in open_benchmarks if "judge" in plan.families(b)) if judges else ()
+    analysis = replace(
+        analysis, jury_benchmarks=jury_benchmarks, human_ratings=config["analysis"]["human_ratings"] is not None
+    )
     return replace(
-        plan, judge=judge, rephraser=rephraser, careqa_llms=_careqa_llms(config, models, resources), entries=entries
+        plan,
+        analysis=analysis,
+        judge=judge,
+        judges=judges,
+        rephraser=rephraser,
+        careqa_llms=_careqa_llms(config, models, resources),
+        entries=entries,
     )
 
 
@@ -380,14 +431,37 @@ def _named_or_inline(value, models: dict[str, ModelSpec], key: str, spec_of) -> 
     return models[value]
 
 
-def _judge(config: dict, models: dict[str, ModelSpec], spec_of) -> ModelSpec:
+def _judge(config: dict, models: dict[str, ModelSpec], spec_of) -> ModelSpec | None:
     judge = config["metrics"].get("judge")
     if not judge:
         raise ConfigError(
             "metrics.judge is not set, but the judge family is computed: set metrics.judge.model "
             "or add judge to metrics.skip"
         )
+    if judge.get("models"):
+        return None  # a jury (_jury)
     return _named_or_inline(judge.get("model"), models, "metrics.judge.model", spec_of)
+
+
+def _jury(config: dict, models: dict[str, ModelSpec], spec_of) -> dict[str, ModelSpec]:
+    """metrics.judge.models: each judge a name of `models` or an inline entry; {} under a single `model:`."""
+    judge = config["metrics"]["judge"]
+    jury: dict[str, ModelSpec] = {}
+    for k, value in enumerate(judge.get("models") or []):
+        spec = _named_or_inline(value, models, f"metrics.judge.models[{k}]", spec_of)
+        if spec.name in jury:
+            raise ConfigError(f"metrics.judge.models[{k}]: judge '{spec.name}' is listed twice")
+        jury[spec.name] = spec
+    unknown = {
+        name: [m for m in members if m not in models]
+        for name, members in (judge.get("same_family") or {}).items()
+        if name not in jury or any(m not in models for m in members)
+    }
+    for name, missing in unknown.items():
+        if name not in jury:
+            raise ConfigError(f"metrics.judge.same_family: '{name}' is not a judge of metrics.judge.models")
+        raise ConfigError(f"metrics.judge.same_family.{name}: {', '.join(missing)} is not a key of `models`")
+    return jury
 
 
 def _rephraser(config: dict, models: dict[str, ModelSpec], spec_of) -> ModelSpec:

@@ -255,3 +255,72 @@ ADJACENT_SCHEMA = {
     "adjacent_pairs": pl.Int64,
     "significant": pl.Int64,
 }
+
+# A judge jury's analyses (careval.analysis.judge_agreement, judge_bias, jury_stability) and people's ratings
+# (careval.analysis.human_ratings); the columns' meanings are in those modules.
+JUDGE_AGREEMENT_SCHEMA = {
+    "benchmark": pl.String,
+    "rubric": pl.String,
+    "statistic": pl.String,
+    "judges": pl.String,  # the judges the statistic is over, joined by " | "
+    "value": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "n": pl.Int64,  # units (answers) the statistic is over; for kendall_tau_ranking, models
+}
+
+JUDGE_BIAS_SCHEMA = {
+    "benchmark": pl.String,
+    "rubric": pl.String,
+    "judge": pl.String,
+    "check": pl.String,  # length_spearman | self_preference | modal_grade_share | share_grade_<g>
+    "model": pl.String,  # self_preference: the judge's own (or same-family) model; else null
+    "value": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p": pl.Float64,  # length_spearman's p-value; else null
+    "n": pl.Int64,
+    "flagged": pl.Boolean,  # length bias or one grade; null for self_preference and the shares
+}
+
+JURY_STABILITY_SCHEMA = {
+    "benchmark": pl.String,
+    "analysis": pl.String,  # resilience (rephrasing) | consistency (resampling)
+    "rubric": pl.String,
+    "kind": pl.String,  # grade | expected
+    "rater": pl.String,  # "jury" or a judge's name
+    "mean_scaled_variance": pl.Float64,
+    "ratio_to_jury": pl.Float64,
+    "n": pl.Int64,  # answers with a finite scaled variance
+}
+
+RATINGS_SCHEMA = {
+    "model": pl.String,
+    "benchmark": pl.String,
+    "id": pl.String,
+    "criterion": pl.String,
+    "rating": pl.Float64,
+    "rater": pl.String,
+}
+
+RATER_AGREEMENT_SCHEMA = {
+    "benchmark": pl.String,
+    "criterion": pl.String,
+    "statistic": pl.String,
+    "raters": pl.String,
+    "value": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "n": pl.Int64,
+}
+
+HUMAN_AGREEMENT_SCHEMA = {
+    "benchmark": pl.String,
+    "criterion": pl.String,
+    "metric": pl.String,
+    "statistic": pl.String,  # spearman | icc_2_1_standardised
+    "value": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "n": pl.Int64,
+}

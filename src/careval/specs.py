@@ -142,6 +142,34 @@ class JudgeJob(JobSpec):
 
 
 @job_spec
+class JuryJob(JobSpec):
+    """jury, jury_repeats: the jury's grades from its judges' (careval.metrics.jury)."""
+
+    judges: tuple[str, ...]  # in config order: the first judge's rows give the jury's row order
+    aggregate: str  # mean | median | majority
+
+
+# The jury report's tables, results/summary/<name>.parquet (careval.jobs.jury_report; the report draws them).
+JURY_REPORT_TABLES = ("judge_agreement", "judge_bias", "jury_stability", "human_rater_agreement", "human_agreement")
+
+
+@job_spec
+class JuryReportJob(JobSpec):
+    """jury_report: the jury's agreement, bias and stability tables, and the agreement with people's ratings."""
+
+    judges: tuple[str, ...]  # () under a single judge: only the human-ratings tables have rows
+    own_models: dict[str, tuple[str, ...]]  # judge -> the evaluated models of its self-preference check
+    length_bias_flag: float | None  # None where metrics.judge is not set (no jury)
+    one_grade_flag: float | None
+    models: tuple[str, ...]  # the evaluated models a rating may name
+    rating_range: tuple[float, float]
+    # analysis.bootstrap (resamples 0: no intervals)
+    resamples: int
+    confidence: float
+    seed: int
+
+
+@job_spec
 class AggregateJob(JobSpec):
     """aggregate_scores: the tidy summary of every score file."""
 

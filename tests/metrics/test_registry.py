@@ -79,7 +79,9 @@ def test_a_familys_config_keys_are_exactly_its_schema_section(family):
     keys = spec.options + spec.execution_options + spec.plan_options
     assert len(set(keys)) == len(keys)
     assert set(keys) == set((section or {}).get("properties", {}))
-    assert set(spec.plan_options) <= {"benchmarks", "model"}
+    # a jury's keys (careval.metrics.jury, careval.jobs.jury_report) are read by the plan, never by a scorer
+    jury = {"models", "aggregate", "same_family", "length_bias_flag", "one_grade_flag"}
+    assert set(spec.plan_options) <= {"benchmarks", "model"} | jury
 
 
 def test_the_schema_has_a_section_only_for_registered_families():
@@ -155,3 +157,12 @@ def test_value_options_keep_only_what_changes_a_value():
         "model": "m",
         "max_length": 8,
     }
+
+
+def test_a_jury_judges_metric_has_its_jury_metrics_facts():
+    from careval.metrics.registry import metric_spec
+
+    grade, expected = metric_spec("judge_helpfulness@prometheus"), metric_spec("judge_helpfulness_expected@prometheus")
+    assert (grade.family, grade.higher_is_better, grade.bounds) == ("judge", True, (1.0, 5.0))
+    assert grade.label == "judge: helpfulness [prometheus]"
+    assert expected.label == "judge: helpfulness (expected) [prometheus]"

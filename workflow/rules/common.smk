@@ -213,6 +213,8 @@ def analysis_inputs(wildcards):
     # the paired comparisons' and cost pages (comparisons.smk)
     inputs["comparisons"] = f"{RESULTS}/summary/comparisons.parquet"
     inputs["cost"] = f"{RESULTS}/summary/cost.parquet"
+    if JURY_REPORT:  # jury.smk: the jury's and the human-agreement tables
+        inputs.update({key: f"{RESULTS}/summary/{key}.parquet" for key in JURY_REPORT_OUTPUTS})
     return inputs
 
 

@@ -3,7 +3,7 @@
 # its own) decides the job's resources. Planned only when some benchmark is judged. No science here.
 
 
-if PLAN.judge is not None:
+if PLAN.judge is not None and not PLAN.judges:
 
     rule judge:
         input:
@@ -34,7 +34,7 @@ if PLAN.judge is not None:
             "../scripts/judge.py"
 
 
-if PLAN.judge is not None:
+if PLAN.judge is not None and not PLAN.judges:
 
     # Every rephrasing (resilience) and every sampled answer (self-consistency) graded by the judge,
     # the first `limit` samples with all their repeats; resilience/consistency read these beside the text metrics.

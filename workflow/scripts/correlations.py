@@ -9,11 +9,21 @@ from pathlib import Path
 from careval.canonical import job_of
 from careval.joblog import job_log
 from careval.jobs.analysis_report import write_analysis_report
+from careval.specs import JURY_REPORT_TABLES
 
 with job_log(snakemake.log[0], snakemake.output):
     inputs = {
         key: Path(snakemake.input[key]) if key in snakemake.input.keys() else None
-        for key in ("summary", "samples", "resilience", "consistency", "elo", "comparisons", "cost")
+        for key in (
+            "summary",
+            "samples",
+            "resilience",
+            "consistency",
+            "elo",
+            "comparisons",
+            "cost",
+            *JURY_REPORT_TABLES,
+        )
         # the CareQA statistics' tables (report_tables.careqa_tables), where the report shows Table 4 and figures 5-7
         + ("careqa_table4", "careqa_table4_md", "careqa_categories", "careqa_review")
     }

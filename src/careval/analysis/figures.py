@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 from matplotlib.backends.backend_pdf import PdfPages
 
-from careval.analysis import careqa_figures, comparison_figures
+from careval.analysis import careqa_figures, comparison_figures, jury_figures
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.consistency import cv_excluded_metrics
 from careval.analysis.correlations import square
@@ -507,6 +507,20 @@ DRAW = {
         job.cost["metric"],
         job.cost["cost"],
         job.model_sets.get("all") or tuple(tables.summary["model"].unique().sort()),
+    ),
+    # a jury of judges and people's ratings (careval.analysis.jury_figures)
+    "jury": lambda tables, job, figure: jury_figures.jury_figure(tables.summary, figure.benchmark),
+    "judge_agreement": lambda tables, job, figure: jury_figures.judge_agreement_figure(
+        tables.jury["judge_agreement"], figure.benchmark
+    ),
+    "judge_bias": lambda tables, job, figure: jury_figures.judge_bias_figure(
+        tables.jury["judge_bias"], figure.benchmark
+    ),
+    "jury_stability": lambda tables, job, figure: jury_figures.jury_stability_figure(
+        tables.jury["jury_stability"], figure.benchmark
+    ),
+    "human_agreement": lambda tables, job, figure: jury_figures.human_agreement_figure(
+        tables.jury["human_agreement"], tables.jury["human_rater_agreement"]
     ),
 }
 

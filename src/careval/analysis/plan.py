@@ -38,14 +38,20 @@ FIGURE_KINDS = {
     "consistency": ("consistency.rst", "5. Self-consistency"),
     "consistency_cv": ("consistency_cv.rst", "5. Self-consistency"),
     # appendix A: Table 4, figures 5-6 (closed, open), figure 7 (careval.careqa.statistics, analysis.careqa_figures)
-    "careqa_table4": ("careqa_table4.rst", "8. CareQA"),
-    "careqa_categories": ("careqa_categories.rst", "8. CareQA"),
-    "careqa_review": ("careqa_review.rst", "8. CareQA"),
-    "paper_table": ("paper_table.rst", "9. Appendix E tables"),
-    "comparisons": ("comparisons.rst", "6. Paired comparisons"),
-    "comparison_groups": ("comparison_groups.rst", "6. Paired comparisons"),
-    "adjacent_pairs": ("adjacent_pairs.rst", "6. Paired comparisons"),
-    "cost": ("cost.rst", "7. Cost"),
+    "careqa_table4": ("careqa_table4.rst", "10. CareQA"),
+    "careqa_categories": ("careqa_categories.rst", "10. CareQA"),
+    "careqa_review": ("careqa_review.rst", "10. CareQA"),
+    "paper_table": ("paper_table.rst", "11. Appendix E tables"),
+    "comparisons": ("comparisons.rst", "8. Paired comparisons"),
+    "comparison_groups": ("comparison_groups.rst", "8. Paired comparisons"),
+    "adjacent_pairs": ("adjacent_pairs.rst", "8. Paired comparisons"),
+    "cost": ("cost.rst", "9. Cost"),
+    # a jury of judges (careval.metrics.jury, careval.analysis.jury_figures)
+    "jury": ("jury.rst", "6. Judge jury"),
+    "judge_agreement": ("judge_agreement.rst", "6. Judge jury"),
+    "judge_bias": ("judge_bias.rst", "6. Judge jury"),
+    "jury_stability": ("jury_stability.rst", "6. Judge jury"),
+    "human_agreement": ("human_agreement.rst", "7. Agreement with people"),
 }
 
 
@@ -169,6 +175,9 @@ class AnalysisPlan:
     benchmarks: list[str] = field(kw_only=True, default_factory=list)
     comparisons: dict = field(kw_only=True, default_factory=dict)
     cost: dict = field(kw_only=True, default_factory=dict)
+    # the benchmarks a jury grades (metrics.judge.models; set by careval.plan), and whether people's ratings are given
+    jury_benchmarks: tuple[str, ...] = field(default=(), kw_only=True)
+    human_ratings: bool = field(default=False, kw_only=True)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -206,6 +215,13 @@ class AnalysisPlan:
             figures.append(figure("adjacent_pairs", s))
         if self.cost:
             figures.append(figure("cost"))
+        figures += [
+            figure(kind, benchmark=b)
+            for b in self.jury_benchmarks
+            for kind in ("jury", "judge_agreement", "judge_bias")
+            + (("jury_stability",) if b in self.resilience_benchmarks + self.consistency_benchmarks else ())
+        ]
+        figures += [figure("human_agreement")] if self.human_ratings else []
         return tuple(figures)
 
     def figure_names(self) -> list[str]:

@@ -3,7 +3,7 @@ model set, metric clusters, rankings, and the resilience / self-consistency spre
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -17,6 +17,7 @@ from careval.analysis.plan import ReportJob
 from careval.analysis.rankings import rank_models
 from careval.analysis.significance_groups import outcome as comparison_outcome, ranking_groups
 from careval.schemas import CLUSTER_SCHEMA, SET_RANKING_SCHEMA
+from careval.specs import JURY_REPORT_TABLES
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class AnalysisTables:
     groups: pl.DataFrame | None = None
     adjacent: pl.DataFrame | None = None
     cost: pl.DataFrame | None = None
+    # the jury's and the human-agreement tables (careval.jobs.jury_report), by name; {} where not planned
+    jury: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
 def metric_clusters(correlations: pl.DataFrame, job: ReportJob) -> pl.DataFrame:
@@ -126,6 +129,7 @@ def analysis_tables(inputs: dict[str, Path | None], job: ReportJob) -> AnalysisT
         paper_tables={name: pl.read_csv(Path(tables_dir) / f"{name}.csv") for name in job.paper_tables}
         if tables_dir
         else None,
+        jury={key: pl.read_parquet(inputs[key]) for key in JURY_REPORT_TABLES if inputs.get(key)},
     )
 
 

@@ -237,7 +237,15 @@ FAMILIES: dict[str, MetricFamily] = {
             job="llm",
             repeats=True,
             options=("rubrics", "retries", "max_new_tokens", "temperature", "top_p", "seed", "limit", "repeats_limit"),
-            plan_options=("model", "benchmarks"),
+            plan_options=(
+                "model",
+                "benchmarks",
+                "models",
+                "aggregate",
+                "same_family",
+                "length_bias_flag",
+                "one_grade_flag",
+            ),
         ),
         # No scorer: the relaxed perplexity job (careval.jobs) samples continuations from the evaluated
         # model. Its `benchmarks` are read by the plan (careval.plan), not by a scorer.
@@ -303,6 +311,8 @@ TASK_FAMILIES: dict[str, tuple[str, ...]] = {
 JUDGE_PREFIX = "judge_"
 # judge_<rubric>_expected: the probability-weighted mean of the judge's five score probabilities
 JUDGE_EXPECTED_SUFFIX = "_expected"
+# judge_<rubric>@<judge>: one judge's grade in a jury (careval.metrics.jury); judge_<rubric> is then the jury's
+JUDGE_SEPARATOR = "@"
 RADGRAPH_PREFIX = "f1radgraph_"
 GIVEN_QUESTION = "_given_question"
 
@@ -338,6 +348,13 @@ def metric_spec(name: str) -> MetricSpec:
             base.average,
             base.in_cv,
             f"{base.label} given the question",
+        )
+    if name.startswith(JUDGE_PREFIX) and JUDGE_SEPARATOR in name:
+        # one judge of a jury (careval.metrics.jury): judge_<rubric>[_expected]@<judge>, its jury metric's facts
+        base, _, judge = name.partition(JUDGE_SEPARATOR)
+        spec = metric_spec(base)
+        return MetricSpec(
+            name, spec.family, spec.higher_is_better, spec.bounds, spec.average, spec.in_cv, f"{spec.label} [{judge}]"
         )
     if (
         name.startswith(JUDGE_PREFIX)
