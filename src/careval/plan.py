@@ -377,7 +377,8 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
     )
     # the Appendix E tables the run's benchmarks fill: known once the families of each benchmark are
     tasks = {name: (entry.task, entry.paper_task) for name, entry in benchmarks.items()}
-    plan = replace(plan, analysis=replace(analysis, paper_tables=planned_tables(tasks, plan.families)))
+    analysis = replace(analysis, paper_tables=planned_tables(tasks, plan.families))
+    plan = replace(plan, analysis=analysis)
     anchor = analysis.relaxed_perplexity_anchor
     if anchor is not None and "relaxed_perplexity" not in plan.families(anchor):
         raise ConfigError(

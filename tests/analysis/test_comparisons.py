@@ -360,7 +360,7 @@ def test_the_demo_plans_every_pair_of_its_sets_and_the_pages():
     names = plan.analysis.figure_names()
     for benchmark in plan.benchmarks:
         assert f"comparisons_demo_{benchmark}" in names and f"comparison_groups_demo_{benchmark}" in names
-    assert "adjacent_pairs_demo" in names and names[-1] == "cost"
+    assert "adjacent_pairs_demo" in names and "cost" in names
     report = plan.analysis.report_job
     assert (report.comparison_alpha, report.comparison_adjust) == (0.05, "holm")
     assert report.cost == {"benchmark": "mcqa_weighted_average", "metric": "acc", "cost": "gpu_seconds"}

@@ -248,7 +248,8 @@ def test_no_judge_is_loaded_when_nothing_is_gradable(frames):
 
 def test_demo_config_judge_section(demo_config):
     judge = demo_config["metrics"]["judge"]
-    assert judge["model"] in demo_config["models"]
+    # the demo's jury: each judge a model of the run (a single `model:` stays valid: tests/test_plan_jury.py)
+    assert judge["models"] and all(name in demo_config["models"] for name in judge["models"])
     assert judge["top_p"] == 0.9 and judge["temperature"] == 1.0  # prometheus-eval's defaults, filled by the schema
 
 

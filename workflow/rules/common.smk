@@ -254,3 +254,44 @@ def careqa_local_documents(wildcards):
 def repeats_judged(benchmark):
     """Whether the judge grades this benchmark's repeats too: wherever it grades its answers (paper 3.4-3.5)."""
     return PLAN.judge is not None and "judge" in PLAN.families(benchmark)
+
+
+def comparison_repeats(wildcards):
+    """The scored sampled answers of the self-consistency analysis, where the two-level bootstrap reads them."""
+    if not PLAN.comparisons_job().two_level:
+        return []
+    benchmarks = PLAN.analysis.consistency_benchmarks
+    return [f"{RESULTS}/consistency_scores/{m}/{b}.parquet" for m in MODELS for b in benchmarks] + [
+        f"{RESULTS}/consistency_judge/{m}/{b}.parquet" for m in MODELS for b in benchmarks if repeats_judged(b)
+    ]
+
+
+def cost_inputs(wildcards):
+    """Every inference output (whose tokens are counted) and the analysis tables, after whose jobs every job time
+    under results/benchmarks is written."""
+    inputs = {k: v for k, v in analysis_inputs(wildcards).items() if k not in ("elo", "comparisons", "cost")}
+    for model in MODELS:
+        for benchmark, entry in BENCHMARKS.items():
+            inputs[f"loglik/{model}/{benchmark}"] = f"{RESULTS}/loglik/{model}/{benchmark}.parquet"
+            if entry.generates:
+                inputs[f"generations/{model}/{benchmark}"] = f"{RESULTS}/generations/{model}/{benchmark}.parquet"
+    return inputs
+
+
+def jury_report_inputs(wildcards):
+    """The per-sample table, the judged answers (their lengths), the repeats' spreads, the ratings and sample ids."""
+    judged = [b for b in PLAN.open_benchmarks if "judge" in PLAN.families(b)] if PLAN.judges else []
+    inputs = {
+        "samples": f"{RESULTS}/summary/sample_scores.parquet",
+        "generations": [f"{RESULTS}/generations/{m}/{b}.parquet" for m in MODELS for b in judged],
+        "datasets": [],
+    }
+    if PLAN.judges and PLAN.analysis.resilience_benchmarks:
+        inputs["resilience"] = f"{RESULTS}/summary/resilience.parquet"
+    if PLAN.judges and PLAN.analysis.consistency_benchmarks:
+        inputs["consistency"] = f"{RESULTS}/summary/consistency.parquet"
+    if ANALYSIS["human_ratings"] is not None:
+        # like analysis.elo_csv: from the working directory, else the repository (where the demo's ships)
+        inputs["ratings"] = str(resolve_elo_path(ANALYSIS["human_ratings"]))
+        inputs["datasets"] = [f"{DATASETS_DIR}/{b}.parquet" for b in BENCHMARKS]
+    return inputs

@@ -3,16 +3,6 @@
 # (careval.analysis.cost). The report (analysis.smk) draws both.
 
 
-def comparison_repeats(wildcards):
-    """The scored sampled answers of the self-consistency analysis, where the two-level bootstrap reads them."""
-    if not PLAN.comparisons_job().two_level:
-        return []
-    benchmarks = PLAN.analysis.consistency_benchmarks
-    return [f"{RESULTS}/consistency_scores/{m}/{b}.parquet" for m in MODELS for b in benchmarks] + [
-        f"{RESULTS}/consistency_judge/{m}/{b}.parquet" for m in MODELS for b in benchmarks if repeats_judged(b)
-    ]
-
-
 rule comparisons:
     input:
         samples=f"{RESULTS}/summary/sample_scores.parquet",
@@ -37,18 +27,6 @@ rule comparisons:
         job=JobParam(PLAN.comparisons_job()),
     script:
         "../scripts/comparisons.py"
-
-
-def cost_inputs(wildcards):
-    """Every inference output (whose tokens are counted) and the analysis tables, after whose jobs every job time
-    under results/benchmarks is written."""
-    inputs = {k: v for k, v in analysis_inputs(wildcards).items() if k not in ("elo", "comparisons", "cost")}
-    for model in MODELS:
-        for benchmark, entry in BENCHMARKS.items():
-            inputs[f"loglik/{model}/{benchmark}"] = f"{RESULTS}/loglik/{model}/{benchmark}.parquet"
-            if entry.generates:
-                inputs[f"generations/{model}/{benchmark}"] = f"{RESULTS}/generations/{model}/{benchmark}.parquet"
-    return inputs
 
 
 rule cost:

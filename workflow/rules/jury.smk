@@ -11,25 +11,6 @@ JURY_REPORT = bool(PLAN.judges) or ANALYSIS["human_ratings"] is not None
 JURY_REPORT_OUTPUTS = JURY_REPORT_TABLES
 
 
-def jury_report_inputs(wildcards):
-    """The per-sample table, the judged answers (their lengths), the repeats' spreads, the ratings and sample ids."""
-    judged = [b for b in PLAN.open_benchmarks if "judge" in PLAN.families(b)] if PLAN.judges else []
-    inputs = {
-        "samples": f"{RESULTS}/summary/sample_scores.parquet",
-        "generations": [f"{RESULTS}/generations/{m}/{b}.parquet" for m in MODELS for b in judged],
-        "datasets": [],
-    }
-    if PLAN.judges and PLAN.analysis.resilience_benchmarks:
-        inputs["resilience"] = f"{RESULTS}/summary/resilience.parquet"
-    if PLAN.judges and PLAN.analysis.consistency_benchmarks:
-        inputs["consistency"] = f"{RESULTS}/summary/consistency.parquet"
-    if ANALYSIS["human_ratings"] is not None:
-        # like analysis.elo_csv: from the working directory, else the repository (where the demo's ships)
-        inputs["ratings"] = str(resolve_elo_path(ANALYSIS["human_ratings"]))
-        inputs["datasets"] = [f"{DATASETS_DIR}/{b}.parquet" for b in BENCHMARKS]
-    return inputs
-
-
 if PLAN.judges:
 
     wildcard_constraints:
