@@ -314,6 +314,8 @@ CATALOGUE: list[Benchmark] = [
                 "You are a medical doctor. A patient presents the following diagnosis or complains: "
                 "{question}. What would you prescribe in this case? \nChoices: \n{context}\nAnswer:"
             ),
+            # an empty diagnosis ("" is not their "NA", so they would ask "complains: .") is dropped and counted
+            on_bad_row="skip",
             description=f"Prescription writing ({level}): pick the prescribed medicine among 4 (lm-eval med_prescriptions_{level})",
         )
         for level in ("easy", "hard")
