@@ -21,7 +21,7 @@ from careval.models.spec import ModelSpec
 
 # The keys of a benchmark's config entry each kind of job reads (the rest of the entry is read elsewhere:
 # `limit` by normalisation, `max_new_tokens` and `stop` through the job's effective sampling).
-DATA_KEYS = ("path", "format", "on_bad_row", "select")  # how the source is read and normalised
+DATA_KEYS = ("path", "format", "on_bad_row", "select", "fraction")  # how the source is read and normalised
 PROMPT_KEYS = ("format", "prompt", "mcqa_style", "mode")  # how a model is prompted and scored on it
 
 

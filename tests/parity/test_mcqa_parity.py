@@ -17,8 +17,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-import yaml
-from lm_eval_reference import task_file
+from lm_eval_reference import write_local_task
 
 from careval.backends import load_backend
 from careval.datasets.normalise import normalise
@@ -86,28 +85,6 @@ def _rows(shared_data: Path, case: Case) -> list[dict]:
     return rows
 
 
-def _task_yaml(name: str, benchmark: str, data_file: Path, folder: Path) -> None:
-    """lm-eval's task file, included unchanged but for its dataset (the local rows as the test split)."""
-    task = {
-        "include": str(task_file(benchmark)),
-        "task": name,
-        "tag": [],
-        "dataset_path": "json",
-        "dataset_name": None,
-        "dataset_kwargs": {"data_files": {"test": str(data_file)}},
-        "test_split": "test",
-        "validation_split": None,
-        "training_split": None,
-        "fewshot_split": None,
-        # acc_norm too where the file reports acc only (pubmedqa, mmlu): lm-eval computes both the same way
-        "metric_list": [
-            {"metric": "acc", "aggregation": "mean", "higher_is_better": True},
-            {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True},
-        ],
-    }
-    (folder / f"{name}.yaml").write_text(yaml.safe_dump(task, sort_keys=False), encoding="utf-8")
-
-
 @pytest.fixture(scope="module")
 def runs(shared_data, demo_model_dirs, tmp_path_factory):
     """benchmark -> (careval's samples and log-likelihoods, lm-eval's logged samples, seconds of each)."""
@@ -121,7 +98,7 @@ def runs(shared_data, demo_model_dirs, tmp_path_factory):
     for benchmark, case in CASES.items():
         data_file = folder / f"{benchmark}.jsonl"
         data_file.write_text("".join(json.dumps(case.to_doc(row)) + "\n" for row in raw[benchmark]), encoding="utf-8")
-        _task_yaml(f"careval_parity_{benchmark}", benchmark, data_file, folder)
+        write_local_task(f"careval_parity_{benchmark}", benchmark, data_file, folder)
 
     ours = load_backend({"name": "smollm2", "path": str(model_dir), "dtype": "float32", "batch_size": BATCH_SIZE})
     theirs = HFLM(pretrained=str(model_dir), backend="causal", device="cpu", dtype="float32", batch_size=BATCH_SIZE)

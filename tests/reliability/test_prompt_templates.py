@@ -17,27 +17,27 @@ from careval.tasks.prompts import PromptTemplateError, fill_prompt
         (
             "demo_open_qa",
             "Question: {qustion}\nAnswer:",
-            "benchmarks.demo_open_qa.prompt: unknown placeholder {qustion} (known: {question}, {context}, {options}; a literal brace is '{{' or '}}')",
+            "benchmarks.demo_open_qa.prompt: unknown placeholder {qustion} (known: {question}, {context}, {options}, {options:spaced}, {options:list}; a literal brace is '{{' or '}}')",
         ),
         (
             "demo_mcqa",
             "Question: {question.upper}\nAnswer:",
-            "benchmarks.demo_mcqa.prompt: unknown placeholder {question.upper} (known: {question}, {context}, {options}; a literal brace is '{{' or '}}')",
+            "benchmarks.demo_mcqa.prompt: unknown placeholder {question.upper} (known: {question}, {context}, {options}, {options:spaced}, {options:list}; a literal brace is '{{' or '}}')",
         ),
         (
             "demo_mcqa",
             "Question: {question!r:>10}",
-            "benchmarks.demo_mcqa.prompt: unknown placeholder {question!r:>10} (known: {question}, {context}, {options}; a literal brace is '{{' or '}}')",
+            "benchmarks.demo_mcqa.prompt: unknown placeholder {question!r:>10} (known: {question}, {context}, {options}, {options:spaced}, {options:list}; a literal brace is '{{' or '}}')",
         ),
         (
             "demo_mcqa",
             "Q {0}: {question}",
-            "benchmarks.demo_mcqa.prompt: unknown placeholder {0} (known: {question}, {context}, {options}; a literal brace is '{{' or '}}')",
+            "benchmarks.demo_mcqa.prompt: unknown placeholder {0} (known: {question}, {context}, {options}, {options:spaced}, {options:list}; a literal brace is '{{' or '}}')",
         ),
         (
             "demo_mcqa",
             'JSON like {"q": 1} {question}',
-            "benchmarks.demo_mcqa.prompt: unknown placeholder {\"q\": 1} (known: {question}, {context}, {options}; a literal brace is '{{' or '}}')",
+            "benchmarks.demo_mcqa.prompt: unknown placeholder {\"q\": 1} (known: {question}, {context}, {options}, {options:spaced}, {options:list}; a literal brace is '{{' or '}}')",
         ),
         (
             "demo_mcqa",
@@ -62,7 +62,8 @@ from careval.tasks.prompts import PromptTemplateError, fill_prompt
         (
             "prescription_easy",
             "Diagnosis: {question}. Prescribe:",
-            "benchmarks.prescription_easy.prompt: no {options} placeholder, but a prescription prompt lists the options",
+            # the options a prescription prompt lists are the authors' other draw, in the sample's context
+            "benchmarks.prescription_easy.prompt: no {context} placeholder, so the samples' context is never shown",
         ),
         (
             "demo_note",
@@ -83,3 +84,10 @@ def test_good_overrides_and_every_catalogue_prompt_pass():
     entry = get_benchmark("demo_mcqa", {"prompt": "Q: {question}\nChoices:\n{options}\nLiteral {{braces}}.\nA:"})
     sample = {"question": "q?", "context": None, "options": ["x", "y"]}
     assert fill_prompt(entry.prompt, sample) == "Q: q?\nChoices:\nA. x\nB. y\nLiteral {braces}.\nA:"
+    # the authors' two other ways of listing options: lines ending in a space, and a Python list
+    spaced = get_benchmark("demo_mcqa", {"prompt": "Q: {question} \nChoices: \n{options:spaced}\n Answer:"})
+    assert fill_prompt(spaced.prompt, sample) == "Q: q? \nChoices: \nA. x \nB. y \n Answer:"
+    listed = get_benchmark("demo_mcqa", {"prompt": "Q: {question}\nChoices: {options:list}\n Answer:"})
+    assert (
+        fill_prompt(listed.prompt, {**sample, "options": [" x", "y's"]}) == "Q: q?\nChoices: [' x', \"y's\"]\n Answer:"
+    )

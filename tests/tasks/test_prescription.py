@@ -1,17 +1,22 @@
 """Prescription writing: rows parsed as lm-eval's med_prescriptions reads them, 4 options, seeded distractors."""
 
+import random
+
 import polars as pl
+import pytest
 
 from careval.datasets import get_benchmark, normalise
 from careval.tasks.prescription import (
     FAKE_DURATIONS,
     FAKE_FREQUENCIES,
+    choices,
     diagnosis,
     easy_rows,
     hard_rows,
     medicines,
     parse_results,
 )
+from careval.tasks.prescription_pool import FULL_MED_LIST
 
 ROWS = [
     {
@@ -71,23 +76,55 @@ def test_diagnosis_and_medicine_lines_by_hand():
     assert medicines(parsed[2]) == ["Ascoril, 10 ml"]
 
 
-def test_easy_rows_four_options_with_the_gold_once_and_seeded():
+def test_easy_rows_four_options_from_the_authors_list_and_seeded():
     rows = easy_rows(ROWS)
     assert [r["id"] for r in rows] == ["0", "1", "2"]  # rows 3-5 dropped, as lm-eval's `keep`
-    pool = {line for p in map(parse_results, ROWS[:3]) for line in medicines(p)}
     for row, raw in zip(rows, ROWS):
         gold = row["options"][row["gold_position"]]
         assert gold in medicines(parse_results(raw))
-        assert row["options"].count(gold) == 1 and set(row["options"]) <= pool
+        distractors = [o for i, o in enumerate(row["options"]) if i != row["gold_position"]]
+        assert len(distractors) == 3 and set(distractors) <= set(FULL_MED_LIST)
     assert rows == easy_rows(ROWS)  # the same questions on every run
+    # a row is asked the same whatever rows come after it
+    assert easy_rows(ROWS[:1]) == rows[:1]
+
+
+def test_the_pool_is_the_authors_list_in_order():
+    utils = pytest.importorskip("lm_eval.tasks.med_prescriptions.utils")
+    assert list(FULL_MED_LIST) == utils.full_med_list  # order and duplicates: seeded draws pick by position
+    assert (tuple(utils.durations_list), tuple(utils.frequencies_list)) == (FAKE_DURATIONS, FAKE_FREQUENCIES)
+
+
+@pytest.mark.parametrize("n_lines", [1, 2, 3, 4])
+def test_hard_distractors_draw_for_draw_as_the_authors(n_lines):
+    """The authors' doc_to_choice_hard and ours, each on a random.Random of the same seed, over many seeds."""
+    utils = pytest.importorskip("lm_eval.tasks.med_prescriptions.utils")
+    lines = [f"Med{i}, before food, {i} days" for i in range(n_lines)]
+    gold, position = lines[-1], 2
+    results = str(
+        {
+            "medicine_details": [
+                {"medicine_name": f"Med{i}", "medicine_frequency": "before food", "course_duration": f"{i} days"}
+                for i in range(n_lines)
+            ]
+        }
+    )
+    real = utils.random
+    try:
+        for seed in range(60):
+            utils.random = random.Random(seed)
+            theirs = utils.doc_to_choice_hard({"gold": gold, "gold_position": position, "results": results})
+            ours = choices(gold, position, lines, True, random.Random(seed))
+            assert ours == theirs, seed
+    finally:
+        utils.random = real
 
 
 def test_hard_distractors_are_made_up_lines_of_prescribed_names():
     for row, raw in zip(hard_rows(ROWS), ROWS):
         names = {line.split(",")[0] for line in medicines(parse_results(raw))}
-        gold = row["options"][row["gold_position"]]
         distractors = [o for i, o in enumerate(row["options"]) if i != row["gold_position"]]
-        assert len(row["options"]) == 4 and gold not in distractors
+        assert len(row["options"]) == 4
         for line in distractors:
             name, frequency, duration = line.split(", ")
             assert name in names and frequency in FAKE_FREQUENCIES and duration in FAKE_DURATIONS

@@ -75,6 +75,9 @@ class Benchmark:
     mode: str = "loglik"  # classification: the label by option log-likelihood, or parsed from a generation
     on_bad_row: str = "error"  # or "skip": a malformed row is dropped and counted
     select: dict[str, str] = field(default_factory=dict)  # keep rows whose field equals the value
+    # keep the first int(fraction * n) of the n (selected) source rows, in file order, before any
+    # transform: the authors' process_docs "first 10%" (not `limit`, which counts valid samples)
+    fraction: float | None = None
     formats: dict[str, dict] = field(default_factory=dict)
     # families with job "extra" in careval.metrics.registry this benchmark is scored with too (F1-RadGraph)
     extra_metrics: tuple[str, ...] = ()

@@ -66,57 +66,59 @@ MEDICAL_ABSTRACT_CLASSES = (
     "cardiovascular diseases",
     "general pathological conditions",
 )
-# The 40 MTSamples specialties as lm-eval's med_text_classification_hard lists them (without
-# the source's leading space, which our continuation delimiter adds back).
+# The 40 MTSamples specialties as lm-eval's med_text_classification_hard lists them: each with the
+# source's leading space, which their prompt shows (the list's repr) and their continuation keeps
+# (target_delimiter " " + " Urology").
 MTSAMPLES_SPECIALTIES = (
-    "Bariatrics",
-    "Allergy / Immunology",
-    "Dentistry",
-    "Cardiovascular / Pulmonary",
-    "Urology",
-    "Hospice - Palliative Care",
-    "Radiology",
-    "Pediatrics - Neonatal",
-    "Neurology",
-    "Neurosurgery",
-    "Emergency Room Reports",
-    "IME-QME-Work Comp etc.",
-    "Office Notes",
-    "Surgery",
-    "Letters",
-    "Ophthalmology",
-    "Hematology - Oncology",
-    "Endocrinology",
-    "Cosmetic / Plastic Surgery",
-    "Diets and Nutritions",
-    "Rheumatology",
-    "Nephrology",
-    "Physical Medicine - Rehab",
-    "Podiatry",
-    "Chiropractic",
-    "Lab Medicine - Pathology",
-    "Orthopedic",
-    "Autopsy",
-    "Psychiatry / Psychology",
-    "Speech - Language",
-    "ENT - Otolaryngology",
-    "Sleep Medicine",
-    "Dermatology",
-    "SOAP / Chart / Progress Notes",
-    "General Medicine",
-    "Consult - History and Phy.",
-    "Obstetrics / Gynecology",
-    "Gastroenterology",
-    "Pain Management",
-    "Discharge Summary",
+    " Bariatrics",
+    " Allergy / Immunology",
+    " Dentistry",
+    " Cardiovascular / Pulmonary",
+    " Urology",
+    " Hospice - Palliative Care",
+    " Radiology",
+    " Pediatrics - Neonatal",
+    " Neurology",
+    " Neurosurgery",
+    " Emergency Room Reports",
+    " IME-QME-Work Comp etc.",
+    " Office Notes",
+    " Surgery",
+    " Letters",
+    " Ophthalmology",
+    " Hematology - Oncology",
+    " Endocrinology",
+    " Cosmetic / Plastic Surgery",
+    " Diets and Nutritions",
+    " Rheumatology",
+    " Nephrology",
+    " Physical Medicine - Rehab",
+    " Podiatry",
+    " Chiropractic",
+    " Lab Medicine - Pathology",
+    " Orthopedic",
+    " Autopsy",
+    " Psychiatry / Psychology",
+    " Speech - Language",
+    " ENT - Otolaryngology",
+    " Sleep Medicine",
+    " Dermatology",
+    " SOAP / Chart / Progress Notes",
+    " General Medicine",
+    " Consult - History and Phy.",
+    " Obstetrics / Gynecology",
+    " Gastroenterology",
+    " Pain Management",
+    " Discharge Summary",
 )
+# The authors' med_text_classification prompts (utils.py doc_to_text_easy / _hard), whitespace included.
 CLASSIFICATION_PROMPT = (
-    "Classify the topic of the following medical text into one of the following choices.\n"
-    "Text: {question}\nChoices:\n{options}\nAnswer:"
+    "Classify the topic of the following medical text into one of the following choices. \n"
+    "Text: {question} \nChoices: \n{options:spaced}\n Answer:"
 )
 SPECIALTY_PROMPT = (
-    "Select the medical specialty the following text is talking about among the following choices.\n"
-    "Text: {question}\nChoices:\n{options}\nAnswer:"
+    "Select the medical specialty the following text is talking about among the following choices. \n"
+    "Text: {question} \nChoices: {options:list}\n Answer:"
 )
 BIORED_PROMPT = (
     "Extract every relation between biomedical entities stated in the following PubMed abstract. "
@@ -310,12 +312,22 @@ CATALOGUE: list[Benchmark] = [
             task="prescription",
             paper_task="prescriptions_writing",
             source=HFSource("devlocalhost/prescription-full", split="train"),
-            fields={"id": "id", "question": "diagnosis", "options": "options", "answer": "gold_position"},
+            # `listed`: the options the authors' prompt lists, their other draw (tasks/prescription.py)
+            fields={
+                "id": "id",
+                "question": "diagnosis",
+                "context": "listed",
+                "options": "options",
+                "answer": "gold_position",
+            },
             transform=f"prescription_{level}",
+            # the authors' med_prescriptions doc_to_text, whitespace included
             prompt=(
                 "You are a medical doctor. A patient presents the following diagnosis or complains: "
-                "{question}. What would you prescribe in this case?\nChoices:\n{options}\nAnswer:"
+                "{question}. What would you prescribe in this case? \nChoices: \n{context}\nAnswer:"
             ),
+            # an empty diagnosis ("" is not their "NA", so they would ask "complains: .") is dropped and counted
+            on_bad_row="skip",
             description=f"Prescription writing ({level}): pick the prescribed medicine among 4 (lm-eval med_prescriptions_{level})",
         )
         for level in ("easy", "hard")
@@ -324,8 +336,24 @@ CATALOGUE: list[Benchmark] = [
         name="medical_text_classification",
         task="classification",
         paper_task="medical_text_classification",
-        source=HFSource("TimSchopf/medical_abstracts", split="test"),
-        fields={"question": "medical_abstract", "answer": "condition_label"},
+        # the authors' med_text_classification_easy reads a CSV (class, text) of the Kaggle "Medical
+        # Text" train file and keeps its first 10% of rows (process_docs)
+        source=LocalSource(
+            "data/med_text_class_train.csv",
+            hint="the paper's Medical Text is Kaggle's 'Medical Text' (chaitanyakck/medical-text) train.dat "
+            "(class<TAB>text) written as a CSV with columns class,text; point the benchmark's `path:` at it, "
+            "or at Schopf et al.'s medical_tc_train.csv with `format: medical_abstracts`",
+        ),
+        fields={"question": "text", "answer": "class"},
+        fraction=0.1,
+        # Schopf et al.'s re-release (TimSchopf/medical_abstracts, sebischair/Medical-Abstracts-TC-Corpus):
+        # the same abstracts and classes under other column names
+        formats={
+            "medical_abstracts": {
+                "source": HFSource("TimSchopf/medical_abstracts", split="train"),
+                "fields": {"question": "medical_abstract", "answer": "condition_label"},
+            }
+        },
         choices=MEDICAL_ABSTRACT_CLASSES,
         answer_format="index1",
         prompt=CLASSIFICATION_PROMPT,
@@ -344,7 +372,8 @@ CATALOGUE: list[Benchmark] = [
         choices=MTSAMPLES_SPECIALTIES,
         answer_format="text",
         prompt=SPECIALTY_PROMPT,
-        # the Kaggle file has rows with an empty transcription: they are dropped and counted
+        # the Kaggle file has rows with an empty transcription: they are dropped and counted (lm-eval
+        # would send "nan")
         on_bad_row="skip",
         description="Medical Transcriptions (MTSamples): transcription -> one of 40 specialties",
         meta_fields={"sample_name": "sample_name"},

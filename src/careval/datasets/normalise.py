@@ -149,8 +149,9 @@ def _answer(value, answer_format: str, options: list[str], field: str) -> int:
     elif answer_format == "letter":
         if isinstance(value, str) and len(value.strip()) == 1 and value.strip().upper() in string.ascii_uppercase:
             answer = string.ascii_uppercase.index(value.strip().upper())
-    elif isinstance(value, str):  # text: case-insensitive, as PubMedQA's "yes" and MTSamples' " Urology"
-        matches = [i for i, option in enumerate(options) if option.casefold() == value.strip().casefold()]
+    elif isinstance(value, str):
+        # text: case-insensitive, edge spaces aside, as PubMedQA's "yes" and MTSamples' " Urology"
+        matches = [i for i, option in enumerate(options) if option.strip().casefold() == value.strip().casefold()]
         if len(matches) > 1:
             raise _RowError(
                 f"field '{field}' = {_show(value)} matches {len(matches)} options, so the gold is ambiguous"
@@ -215,13 +216,19 @@ def _selected(rows: list[dict], select: dict[str, str]) -> list[dict]:
     return [row for row in rows if all(str(resolve(row, key)) == str(value) for key, value in select.items())]
 
 
+def first_fraction(rows: list, fraction: float | None) -> list:
+    """The first int(fraction * n) rows, in file order: the authors' process_docs
+    `dataset.select(range(int(0.1 * len(dataset))))`; all of them without a fraction."""
+    return rows if fraction is None else rows[: int(fraction * len(rows))]
+
+
 @dataclass
 class Normalisation:
     """A benchmark's samples and how they came from its source rows (what the report and the summary count)."""
 
     samples: pl.DataFrame
     n_read: int  # rows the source holds
-    n_selected: int  # rows `select` kept
+    n_selected: int  # rows `select` kept, and of them the first `fraction`
     n_rows: int  # rows after the transform: each became a sample, was skipped, or lay past `limit`
     skipped: list[str]  # one message per row dropped by `on_bad_row: skip`
 
@@ -243,6 +250,9 @@ def _why_empty(
 ) -> str:
     if not rows:
         return "the source has no rows"
+    if not selected and entry.fraction is not None and _selected(rows, entry.select):
+        n = len(_selected(rows, entry.select))
+        return f"fraction: the first {entry.fraction} of {n} rows is none of them (int({entry.fraction} * {n}) = 0)"
     if not selected:
         for key, value in entry.select.items():
             seen = {str(found) for found in (resolve(row, key) for row in rows) if found is not _MISSING}
@@ -262,7 +272,8 @@ def normalise_report(rows: list[dict], entry: Benchmark, limit: int | None = Non
 
     With `on_bad_row: error` the first malformed row stops the benchmark with its one-line message
     naming the benchmark, the place (`<file>:<line>`, 1-based; `row <n>` for rows given without a
-    file) and the field. `limit` keeps the first `limit` valid samples. No sample at all is an
+    file) and the field. `fraction` keeps the first int(fraction * n) of the n selected source rows,
+    before the transform; `limit` keeps the first `limit` valid samples. No sample at all is an
     EmptyBenchmarkError saying why: a benchmark must not vanish from the summary unexplained.
     """
     if entry.on_bad_row not in ("error", "skip"):
@@ -275,7 +286,7 @@ def normalise_report(rows: list[dict], entry: Benchmark, limit: int | None = Non
         row if isinstance(row, SourceRow) else SourceRow(row, f"row {number}")
         for number, row in enumerate(rows, start=1)
     ]
-    selected = _selected(rows, entry.select)
+    selected = first_fraction(_selected(rows, entry.select), entry.fraction)
     transformed = apply_transform(entry.transform, selected)
     samples: list[dict] = []
     skipped: list[str] = []

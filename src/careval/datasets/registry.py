@@ -34,6 +34,8 @@ def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
     for key in ("prompt", "max_new_tokens", "mode", "on_bad_row", "select"):
         if overrides.get(key):
             entry = replace(entry, **{key: overrides[key]})
+    if overrides.get("fraction") is not None:
+        entry = replace(entry, fraction=_fraction(overrides["fraction"], f"benchmarks.{name}.fraction"))
     if overrides.get("stop") is not None:  # [] is a setting too: no stop string
         entry = replace(entry, stop=tuple(overrides["stop"]))
     # checked here, where the config is read, not by a KeyError inside inference after the model loads
@@ -47,6 +49,12 @@ def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
         mcqa_style=entry.mcqa_style,
     )
     return entry
+
+
+def _fraction(value, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise UnknownBenchmarkError(f"{key}: {value!r} is not a fraction of the rows (a number in (0, 1])")
+    return float(value)
 
 
 def _with_style(entry: Benchmark, style: str, name: str) -> Benchmark:

@@ -1,14 +1,17 @@
 """Prescription writing (the paper's task, lm-eval med_prescriptions): pick the prescribed medicine among four.
 
-The paper's scoring (lm-eval `med_prescriptions_easy/hard`, output_type multiple_choice, metric
-acc) is 4-option multiple choice by log-likelihood: the gold is one medicine line of the
-prescription ("name, frequency, duration"), put at a random position among three distractors.
-Easy distractors are other prescriptions' medicine lines (lm-eval draws them from a fixed list of
-such lines; we draw from the dataset's own lines, the same kind of pool). Hard distractors keep
-medicine names of the same prescription (or the gold's own name) with a made-up frequency and
-duration. lm-eval draws without a seed; here every draw is seeded by the row, so a rerun asks the
-same questions. Rows without a diagnosis or without medicines are dropped (lm-eval's `keep`), as
-are rows in an Indian script (lm-eval filters those too). Scoring is MCQA's (tasks/mcqa.py).
+As the authors' lm-eval 0.4.13 files (med_prescriptions/utils.py) build it, step for step: a row is
+kept when it has a diagnosis and medicine lines ("name, frequency, duration") and neither is in an
+Indian script; the gold is one of its lines (random.choice) at a random position (randint(0, 3))
+among three distractors. Easy distractors are three lines sampled from the authors' fixed list
+(prescription_pool.FULL_MED_LIST); hard ones keep medicine names of the same prescription (or the
+gold's own) with a made-up frequency and duration, by the authors' branches and draws. Their
+doc_to_choice draws anew on every call, so the options their prompt lists ("A. ... \n") are one
+draw and the continuations scored another (the gold alone is the same, at the same position):
+careval keeps both draws, the listed ones rendered into the sample's context. The authors draw from
+Python's unseeded global `random`; here each draw is a random.Random seeded by SEED, the draw's
+purpose (gold, listed, scored) and the row's position in the file, so a rerun asks the same
+questions and the same row is asked the same whatever rows surround it. Scoring is MCQA's acc.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ import ast
 import random
 import re
 
-# lm-eval's lists of made-up durations and frequencies for the hard distractors.
+from careval.tasks.prescription_pool import FULL_MED_LIST
+from careval.tasks.prompts import render_options
+
+# The authors' lists of made-up durations and frequencies for the hard distractors (order matters: seeded draws).
 FAKE_DURATIONS = ("1 week", "1 month", "3 days", "5 days", "2 weeks", "10 days", "3 weeks", "2 months", "once")
 FAKE_FREQUENCIES = ("before breakfast", "before breakfast and dinner", "after food", "before food")
 N_OPTIONS = 4
@@ -61,33 +67,44 @@ def diagnosis(results: dict) -> str:
 
 
 def _lines(items: list[dict], keys: tuple[str, ...]) -> list[str]:
-    return [", ".join([str(item[keys[0]])] + [str(item[k]).lower() for k in keys[1:]]) for item in items]
+    # the name as formatted, the rest lower-cased: a value that is not text (None) spoils the prescription
+    return [", ".join([f"{item[keys[0]]}"] + [item[k].lower() for k in keys[1:]]) for item in items]
+
+
+def _first_of(attempts) -> list[str]:
+    """The lines of the first attempt that reads every item; [] when none does (the authors' nested try)."""
+    for attempt in attempts:
+        try:
+            return attempt()
+        except (KeyError, TypeError, AttributeError):
+            continue
+    return []
 
 
 def medicines(results: dict) -> list[str]:
-    """The prescription's medicine lines "name, frequency, duration" (as much of it as was written)."""
+    """The prescription's medicine lines "name, frequency, duration" (as much of it as was written), read
+    as the authors' get_medicines_list reads them, layout by layout."""
     lines: list[str] = []
     details = results.get("medicine_details")
-    prescribed = results.get("Medicines Prescribed")
-    try:
-        if details:
-            first = details[0]
-            detailed = [item for item in details if len(item) > 1]
-            if "medicine_frequency" in first:
-                if "course_duration" in first:
-                    lines = _lines(detailed, ("medicine_name", "medicine_frequency", "course_duration"))
-                else:
-                    lines = _lines(detailed, ("medicine_name", "medicine_frequency"))
-            elif "medicine_dosage" in first:
-                lines = _lines(details, ("medicine_name", "medicine_dosage"))
-        elif prescribed:
-            first = prescribed[0]
-            for key in ("Duration", "Dosage"):
-                if key in first:
-                    lines = _lines(prescribed, ("Name", key))
-                    break
-    except (KeyError, TypeError, AttributeError):
-        lines = []  # one malformed item spoils the prescription, as in lm-eval
+    if details and isinstance(details, list):
+        first = details[0] if isinstance(details[0], dict) else {}
+        detailed = [item for item in details if isinstance(item, dict) and len(item) > 1]
+        if "medicine_frequency" in first:
+            fallback = []
+            if "course_duration" not in first:  # their fallback when the three-field lines fail
+                fallback = [lambda: _lines(detailed, ("medicine_name", "medicine_frequency"))]
+            lines = _first_of(
+                [lambda: _lines(detailed, ("medicine_name", "medicine_frequency", "course_duration")), *fallback]
+            )
+        elif "medicine_dosage" in first:
+            lines = _first_of([lambda: _lines(details, ("medicine_name", "medicine_dosage"))])
+    elif isinstance(results.get("Medicines Prescribed"), list) and results["Medicines Prescribed"]:
+        prescribed = results["Medicines Prescribed"]
+        first = prescribed[0] if isinstance(prescribed[0], dict) else {}
+        for key in ("Duration", "Dosage"):
+            if key in first:
+                lines = _first_of([lambda key=key: _lines(prescribed, ("Name", key))])
+                break
     for filler in FILLERS:
         lines = [line.replace(filler, "") for line in lines]
     lines = [line for line in lines if len(line) > 1]
@@ -104,50 +121,69 @@ def _usable(row: dict) -> tuple[str, list[str]] | None:
     return (diag, lines) if diag != "NA" and lines else None
 
 
-def _fake_line(name: str, rng: random.Random) -> str:
-    return f"{name}, {rng.choice(FAKE_FREQUENCIES)}, {rng.choice(FAKE_DURATIONS)}"
+def _fake_lines(names: list[str], rng: random.Random, k: int) -> list[str]:
+    durations, frequencies = rng.choices(FAKE_DURATIONS, k=k), rng.choices(FAKE_FREQUENCIES, k=k)
+    return [f"{name}, {frequency}, {duration}" for name, frequency, duration in zip(names, frequencies, durations)]
 
 
 def hard_distractors(gold: str, lines: list[str], rng: random.Random) -> list[str]:
-    """Names of the same prescription (or the gold's own, half of the time first) with made-up frequency and duration."""
-    gold_name = gold.split(",")[0]
-    names = [line.split(",")[0] for line in lines if line != gold]
-    bases = ([gold_name] if rng.randint(0, 1) == 0 else []) + names
-    bases = (bases + [names[0] if names else gold_name] * N_OPTIONS)[: N_OPTIONS - 1]
-    distractors = []
-    for base in bases:
-        line = _fake_line(base, rng)
-        for _ in range(20):  # a made-up line equal to the gold would make two right answers
-            if line != gold and line not in distractors:
-                break
-            line = _fake_line(base, rng)
-        distractors.append(line)
-    return distractors
+    """The authors' doc_to_choice_hard, draw for draw: half of the time the gold's name with a made-up
+    frequency and duration first, then names of the prescription's other lines (repeated, or the gold's,
+    where there are too few), each with made-up ones."""
+    name = gold.split(",")[0]
+    others = [line.split(",")[0] for line in lines if line != gold]
+    if rng.randint(0, 1) == 0:
+        duration, frequency = rng.sample(FAKE_DURATIONS, 1), rng.sample(FAKE_FREQUENCIES, 1)
+        first = [f"{name}, {frequency[0]}, {duration[0]}"]
+        names = others[:2] if len(others) >= 2 else (others * 2 if others else [name, name])
+        return first + _fake_lines(names, rng, 2)
+    if len(others) >= 3:
+        names = others[:3]
+    elif len(others) == 2:
+        names = [others[0], others[0], others[1]]
+    else:
+        names = (others or [name]) * 3
+    return _fake_lines(names, rng, 3)
+
+
+def easy_distractors(rng: random.Random) -> list[str]:
+    """The authors' doc_to_choice_easy: three lines of their fixed list (the gold's own line may be one)."""
+    return rng.sample(FULL_MED_LIST, N_OPTIONS - 1)
+
+
+def draw(purpose: str, index: int) -> random.Random:
+    """The seeded source of one of a row's draws (gold, listed, scored), as the authors' `random` once per call."""
+    return random.Random(f"{SEED}:{purpose}:{index}")
+
+
+def choices(gold: str, position: int, lines: list[str], hard: bool, rng: random.Random) -> list[str]:
+    distractors = hard_distractors(gold, lines, rng) if hard else easy_distractors(rng)
+    return distractors[:position] + [gold] + distractors[position:]
 
 
 def indexed_rows(rows: list[dict], hard: bool) -> list[tuple[int, dict]]:
-    """(index of the source row, question row) for each usable row."""
-    usable = [(index, found) for index, found in ((i, _usable(row)) for i, row in enumerate(rows)) if found]
-    pool = sorted({line for _, (_, lines) in usable for line in lines})
+    """(index of the source row, question row) for each usable row: the diagnosis, the options scored,
+    the gold's position and `listed`, the options the prompt lists (the authors' other draw)."""
     out = []
-    for index, (diag, lines) in usable:
-        rng = random.Random(f"{SEED}:{index}")
-        gold = rng.choice(lines)
-        position = rng.randrange(N_OPTIONS)
-        if hard:
-            distractors = hard_distractors(gold, lines, rng)
-        else:
-            candidates = [line for line in pool if line != gold]
-            distractors = rng.sample(candidates, min(N_OPTIONS - 1, len(candidates)))
-        options = distractors[:position] + [gold] + distractors[position:]
+    for index, row in enumerate(rows):
+        found = _usable(row)
+        if found is None:
+            continue
+        diag, lines = found
+        gold_draw = draw("gold", index)
+        gold = gold_draw.choice(lines)
+        position = gold_draw.randint(0, N_OPTIONS - 1)
+        listed = choices(gold, position, lines, hard, draw("listed", index))
         out.append(
             (
                 index,
                 {
-                    "id": str(rows[index].get("id", index)),
+                    "id": str(row.get("id", index)),
                     "diagnosis": diag,
-                    "options": options,
-                    "gold_position": options.index(gold),
+                    "options": choices(gold, position, lines, hard, draw("scored", index)),
+                    "gold_position": position,
+                    # the authors' "A. {} \n" lines: a space ends each option
+                    "listed": render_options(listed, spaced=True),
                 },
             )
         )

@@ -6,26 +6,45 @@ import string
 
 # Every placeholder a template may use; fill_prompt fills exactly these.
 PLACEHOLDERS = ("question", "context", "options")
-# Tasks whose prompt must list the options: the paper's (lm-eval's) classification and prescription
-# prompts show the choices; without them the model is asked a different question.
-OPTIONS_LISTED_TASKS = ("classification", "prescription")
+# How {options} may be written: "{options}" lettered lines "A. ..."; "{options:spaced}" the same lines
+# each ending in a space (the authors' "A. {} \n" in med_text_classification_easy and med_prescriptions);
+# "{options:list}" the options as a Python list (the authors' MTSamples prompt formats its list of choices).
+OPTIONS_FORMATS = ("", "spaced", "list")
+# Tasks whose prompt must list the options: the paper's (lm-eval's) classification prompts show the
+# choices; without them the model is asked a different question. (Prescription prompts list the
+# authors' other draw of options, which the transform puts in {context}: tasks/prescription.py.)
+OPTIONS_LISTED_TASKS = ("classification",)
 
 
 class PromptTemplateError(ValueError):
     """A prompt template that would fill wrongly; one line naming the config key."""
 
 
-def render_options(options: list[str] | None) -> str:
-    """Options as lettered lines ("A. ...") for templates that list them ({options}); past 26, as "- ..." lines."""
+def render_options(options: list[str] | None, spaced: bool = False) -> str:
+    """Options as lettered lines ("A. ...") for templates that list them ({options}); past 26, as "- ..." lines.
+    `spaced`: each line ends in a space ({options:spaced})."""
     options = options or []
+    end = " " if spaced else ""
     if len(options) > 26:
-        return "\n".join(f"- {option}" for option in options)
-    return "\n".join(f"{chr(ord('A') + i)}. {option}" for i, option in enumerate(options))
+        return "\n".join(f"- {option}{end}" for option in options)
+    return "\n".join(f"{chr(ord('A') + i)}. {option}{end}" for i, option in enumerate(options))
+
+
+class _Options:
+    """A sample's options as str.format writes them for each of OPTIONS_FORMATS."""
+
+    def __init__(self, options: list[str] | None) -> None:
+        self.options = list(options or [])
+
+    def __format__(self, spec: str) -> str:
+        if spec == "list":
+            return str(self.options)  # Python's list repr, as the authors' "{}".format(choices)
+        return render_options(self.options, spaced=spec == "spaced")
 
 
 def fill_prompt(template: str, sample: dict) -> str:
     return template.format(
-        question=sample["question"], context=sample.get("context") or "", options=render_options(sample.get("options"))
+        question=sample["question"], context=sample.get("context") or "", options=_Options(sample.get("options"))
     )
 
 
@@ -38,9 +57,9 @@ def _placeholders(template: str, key: str) -> list[str]:
     for _, name, spec, conversion in parsed:
         if name is None:
             continue
-        if name not in PLACEHOLDERS or spec or conversion:
+        if name not in PLACEHOLDERS or conversion or (spec and not (name == "options" and spec in OPTIONS_FORMATS)):
             shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
-            known = ", ".join("{" + known + "}" for known in PLACEHOLDERS)
+            known = ", ".join(["{" + known + "}" for known in PLACEHOLDERS] + ["{options:spaced}", "{options:list}"])
             raise PromptTemplateError(
                 f"{key}: unknown placeholder {shown} (known: {known}; a literal brace is '{{{{' or '}}}}')"
             )
