@@ -35,7 +35,7 @@ OPEN, MCQA = "demo_open_qa", "demo_mcqa"
 
 # The rules after each stage: what a remade output of that stage makes Snakemake run again.
 # the paired comparisons and the cost read the per-sample table (comparisons.smk); the cost waits on every table
-SUMMARY = {"aggregate_scores", "correlations", "comparisons", "cost"}
+SUMMARY = {"aggregate_scores", "correlations", "comparisons", "cost", "paper_tables"}
 RESILIENCE = {"score_rephrase", "resilience", "correlations", "cost"}
 CONSISTENCY = {"score_consistency", "consistency", "correlations", "cost"}
 JUDGED_REPEATS = {"resilience", "consistency", "correlations", "cost"}
@@ -202,9 +202,12 @@ CASES = [
     Case(("analysis", "cluster_min_correlation"), 0.5, {"correlations"}),
     Case(("analysis", "clusters"), 2, {"correlations"}),
     Case(("analysis", "relaxed_perplexity_anchor"), None, FIGURES),
-    Case(("analysis", "mcqa_average"), [], {"aggregate_scores", "correlations"}, {"comparisons", "cost"}),
+    Case(
+        ("analysis", "mcqa_average"), [], {"aggregate_scores", "paper_tables", "correlations"}, {"comparisons", "cost"}
+    ),
     Case(("analysis", "comparisons", "resamples"), 50, {"comparisons"}, {"correlations"}),
     Case(("analysis", "cost", "metric"), "acc_norm", {"correlations"}),
+    Case(("analysis", "metric_view"), "all", {"correlations"}),  # the report's figures draw other metrics
     # k and r: the figures' titles say them too
     Case(("analysis", "resilience", "k"), 3, {"rephrase", "correlations"}, {"judge_repeats"} | RESILIENCE),
     Case(("analysis", "resilience", "limit"), 2, {"rephrase"}, {"judge_repeats"} | RESILIENCE),
@@ -222,13 +225,13 @@ CASES = [
         ("metrics", "judge", "benchmarks"),
         [],
         NOTHING,
-        {"aggregate_scores", "resilience", "consistency", "correlations", "comparisons", "cost"},
+        {"aggregate_scores", "paper_tables", "resilience", "consistency", "correlations", "comparisons", "cost"},
     ),
     Case(
         ("metrics", "relaxed_perplexity", "benchmarks"),
         [],
         FIGURES,  # the anchor of figure 17 goes with it
-        {"aggregate_scores", "comparisons", "cost"},
+        {"aggregate_scores", "paper_tables", "comparisons", "cost"},
         also=((("analysis", "relaxed_perplexity_anchor"), None),),
     ),
     # the cost waits on the resilience and self-consistency tables: one fewer input
@@ -380,6 +383,10 @@ NOT_CHANGED = {
     ("datasets_dir",): "where files lie",
     ("results_dir",): "where files lie",
     ("careqa",): "the CareQA build is not part of the target (two cases show it plans nothing)",
+    ("metrics", "judge", "models"): "the slice grades with one judge (a jury's plan: tests/test_plan_jury.py)",
+    ("analysis", "human_ratings"): "the demo's ratings name its three models, the slice has two "
+    "(tests/analysis/test_human_ratings.py, test_jury_report_job.py)",
+    ("analysis", "human_rating_range"): "read only with people's ratings (above)",
 }
 
 

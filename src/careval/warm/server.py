@@ -121,6 +121,9 @@ class Worker:
         # load jobs' hf models before forking them: not on a GPU machine (a fork cannot share CUDA)
         self.models = not gpu_visible()
         self.threads_warned = ""
+        # a stop is honoured from the moment the socket appears (start() returns then, and a SIGTERM before serve()
+        # would otherwise kill the worker without removing its socket)
+        signal.signal(signal.SIGTERM, self._request_stop)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # bound before the imports, so a job that starts meanwhile queues instead of running without the worker
         self.listener.bind(path + ".new")
