@@ -124,7 +124,7 @@ CASES = [
     Case(("models", LOCAL, "threads"), 2, NOTHING),
     Case(("models", LOCAL, "mem_mb"), 5000, NOTHING),
     Case(("models", LOCAL, "runtime"), 90, NOTHING),
-    Case(("models", LOCAL, "gpus"), 1, NOTHING),
+    Case(("models", LOCAL, "gpus"), 1, {"cost"}),  # GPU-seconds: the job's GPUs x its wall time
     Case(("models", LOCAL, "size"), "small", NOTHING),  # with model_sizes below: resources only
     # --- benchmarks: what is read and how the model is prompted
     Case(("benchmarks", OPEN, "limit"), 3, {"normalise_benchmark"}, ALL_RULES - {"infer_closed", "score_mcqa"}),
@@ -182,7 +182,13 @@ CASES = [
     Case(("metrics", "judge", "max_new_tokens"), 40, {"judge", "judge_repeats"}, SUMMARY | JUDGED_REPEATS),
     Case(("metrics", "judge", "temperature"), 0.5, {"judge", "judge_repeats"}, SUMMARY | JUDGED_REPEATS),
     Case(("metrics", "judge", "seed"), 7, {"judge", "judge_repeats"}, SUMMARY | JUDGED_REPEATS),
-    Case(("metrics", "judge", "rubrics"), ["helpfulness"], {"judge", "judge_repeats"}, SUMMARY | JUDGED_REPEATS),
+    # the Appendix E tables name the rubrics (Prometheus tables show each, the main one first)
+    Case(
+        ("metrics", "judge", "rubrics"),
+        ["helpfulness"],
+        {"judge", "judge_repeats", "paper_tables"},
+        SUMMARY | JUDGED_REPEATS,
+    ),
     Case(("metrics", "judge", "limit"), 1, {"judge"}, SUMMARY),  # the repeats are bound by repeats_limit
     Case(("metrics", "judge", "repeats_limit"), 2, {"judge_repeats"}, JUDGED_REPEATS),
     Case(("metrics", "judge", "model"), LOCAL, {"judge", "judge_repeats"}, SUMMARY | JUDGED_REPEATS),
@@ -196,9 +202,11 @@ CASES = [
     # --- analyses
     # a setting that changes which figures are drawn is read by figure_index too (the report's list of figures)
     Case(("analysis", "methods"), ["pearson"], FIGURES),
-    Case(("analysis", "bootstrap", "resamples"), 20, {"correlations"}),
-    Case(("analysis", "bootstrap", "seed"), 7, {"correlations"}),
-    Case(("analysis", "bootstrap", "confidence"), 0.9, {"correlations"}),
+    # the bootstrap of the correlations and of the Appendix E tables' intervals
+    # (the cost job waits on every table of the report, the Appendix E tables among them)
+    Case(("analysis", "bootstrap", "resamples"), 20, {"correlations", "paper_tables"}, {"cost"}),
+    Case(("analysis", "bootstrap", "seed"), 7, {"correlations", "paper_tables"}, {"cost"}),
+    Case(("analysis", "bootstrap", "confidence"), 0.9, {"correlations", "paper_tables"}, {"cost"}),
     Case(("analysis", "cluster_min_correlation"), 0.5, {"correlations"}),
     Case(("analysis", "clusters"), 2, {"correlations"}),
     Case(("analysis", "relaxed_perplexity_anchor"), None, FIGURES),
@@ -224,7 +232,7 @@ CASES = [
     Case(
         ("metrics", "judge", "benchmarks"),
         [],
-        NOTHING,
+        FIGURES | {"paper_tables"},  # no benchmark judged: no Prometheus table (11) and its page
         {"aggregate_scores", "paper_tables", "resilience", "consistency", "correlations", "comparisons", "cost"},
     ),
     Case(

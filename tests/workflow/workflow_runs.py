@@ -40,14 +40,17 @@ def reduced_config(repo: Path, models: list[str], benchmarks: dict[str, dict | N
     # no CareQA statistics (Table 4, figures 5-7): their tokenizer is a demo model these runs may not keep, and the
     # DAGs these runs check are the evaluation's (tests/careqa/test_careqa_statistics.py covers the statistics)
     config.get("careqa", {}).pop("statistics", None)
-    # the demo's jury keeps its members this run has; with one left it is that single judge (a `model:`)
+    # the demo's jury keeps its members this run has; with one left it is that single judge (a `model:`), with
+    # none its first member (SmolLM2, the demo's judge before the jury: a caller adds that model, as the
+    # rerun-scope slice does, or sets its own judge)
     judge = config["metrics"].get("judge") or {}
     if "models" in judge:
-        kept = [m for m in judge.pop("models") if m in models]
+        members = judge.pop("models")
+        kept = [m for m in members if m in models]
         if len(kept) >= 2:
             judge["models"] = kept
         else:
-            judge["model"] = kept[0] if kept else models[0]
+            judge["model"] = (kept or members)[0]
     # the demo's ratings name all three models: a run without one of them has no ratings to check
     if set(models) != set(sets.get("demo", models)):
         config["analysis"]["human_ratings"] = None
