@@ -124,7 +124,7 @@ CASES = [
     Case(("models", LOCAL, "threads"), 2, NOTHING),
     Case(("models", LOCAL, "mem_mb"), 5000, NOTHING),
     Case(("models", LOCAL, "runtime"), 90, NOTHING),
-    Case(("models", LOCAL, "gpus"), 1, {"cost"}),  # GPU-seconds: the job's GPUs x its wall time
+    Case(("models", LOCAL, "gpus"), 1, {"cost"}, {"correlations"}),  # GPU-seconds: the job's GPUs x its wall time
     Case(("models", LOCAL, "size"), "small", NOTHING),  # with model_sizes below: resources only
     # --- benchmarks: what is read and how the model is prompted
     Case(("benchmarks", OPEN, "limit"), 3, {"normalise_benchmark"}, ALL_RULES - {"infer_closed", "score_mcqa"}),
