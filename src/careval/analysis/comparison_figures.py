@@ -14,17 +14,10 @@ import polars as pl
 from matplotlib.colors import ListedColormap
 
 from careval.analysis.cost import efficiency_frontier, model_totals
+from careval.analysis.empty_page import empty_page
 from careval.metrics.registry import higher_is_better
 
 OUTCOME_COLOURS = ListedColormap(["#d6604d", "#e0e0e0", "#4d9221"])  # loss, tie, win
-
-
-def _empty(title: str, message: str):
-    fig, ax = plt.subplots(figsize=(8, 3))
-    ax.axis("off")
-    ax.set_title(title, fontsize=11)
-    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=9, wrap=True)
-    return fig
 
 
 def _short(name: str, width: int = 18) -> str:
@@ -37,7 +30,7 @@ def win_tie_loss_figure(outcomes: pl.DataFrame, members: tuple[str, ...], benchm
     block = outcomes.filter(pl.col("benchmark") == benchmark)
     title = f"Paired comparisons on {benchmark}, model set '{set_name}'"
     if block.is_empty():
-        return _empty(title, "no comparisons (fewer than two models scored here)")
+        return empty_page(title, "no comparisons (fewer than two models scored here)")
     metrics = block["metric"].unique(maintain_order=True).to_list()
     models = [m for m in members if m in set(block["model_a"]) | set(block["model_b"])]
     at = {m: i for i, m in enumerate(models)}
@@ -84,7 +77,7 @@ def groups_figure(groups: pl.DataFrame, adjacent: pl.DataFrame, benchmark: str, 
     block = groups.filter(pl.col("benchmark") == benchmark)
     title = f"Rankings with statistically tied groups on {benchmark}, model set '{set_name}'"
     if block.is_empty():
-        return _empty(title, "no rankings")
+        return empty_page(title, "no rankings")
     metrics = block["metric"].unique(maintain_order=True).to_list()
     width = int(block["position"].max())
     counts = {
@@ -120,7 +113,7 @@ def adjacent_figure(adjacent: pl.DataFrame, set_name: str, rule: str):
     """Per benchmark x metric: the share of adjacent ranks that differ significantly (text: count / pairs)."""
     title = f"Adjacent ranks that differ significantly, model set '{set_name}' ({rule})"
     if adjacent.is_empty():
-        return _empty(title, "no rankings")
+        return empty_page(title, "no rankings")
     benchmarks = adjacent["benchmark"].unique(maintain_order=True).to_list()
     metrics = adjacent["metric"].unique(maintain_order=True).to_list()
     share = np.full((len(benchmarks), len(metrics)), np.nan)
@@ -145,7 +138,7 @@ def adjacent_figure(adjacent: pl.DataFrame, set_name: str, rule: str):
 def cost_figure(summary: pl.DataFrame, cost: pl.DataFrame, benchmark: str, metric: str, axis: str, members):
     """The chosen quality against each model's summed cost; the efficiency frontier joined by a line."""
     if cost is None:
-        return _empty("Quality against cost", "no cost table was given (results/summary/cost.parquet)")
+        return empty_page("Quality against cost", "no cost table was given (results/summary/cost.parquet)")
     totals = model_totals(cost.filter(pl.col("model").is_in(list(members))))
     label = {"gpu_seconds": "GPU-seconds", "wall_seconds": "wall seconds", "tokens": "tokens (prompt + generated)"}
     if axis == "gpu_seconds" and not (totals["gpu_seconds"].fill_null(0) > 0).any():
@@ -156,7 +149,7 @@ def cost_figure(summary: pl.DataFrame, cost: pl.DataFrame, benchmark: str, metri
     table = totals.join(quality.select("model", "value"), on="model", how="left").sort("model")
     title = f"Quality against cost: {metric} on {benchmark} vs {label[axis]} of all the model's jobs"
     if table.is_empty() or table["value"].null_count() == table.height:
-        return _empty(title, f"no {metric} on {benchmark} in scores.parquet (analysis.cost.benchmark / metric)")
+        return empty_page(title, f"no {metric} on {benchmark} in scores.parquet (analysis.cost.benchmark / metric)")
     x = table[axis].cast(pl.Float64).fill_null(np.nan).to_numpy()
     y = table["value"].fill_null(np.nan).to_numpy()
     best = higher_is_better(metric)

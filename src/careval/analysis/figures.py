@@ -21,6 +21,7 @@ from careval.analysis import careqa_figures, comparison_figures, jury_figures
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.consistency import cv_excluded_metrics
 from careval.analysis.correlations import square
+from careval.analysis.empty_page import empty_page
 from careval.analysis.metric_view import paper_clusters
 from careval.analysis.paper_table_files import table_figure
 from careval.analysis.plan import FigureSpec, ReportJob
@@ -121,14 +122,6 @@ def _squares(block: pl.DataFrame, order: list[str] | None = None):
     return labels, r, low, high, p
 
 
-def _empty_page(title: str, message: str):
-    fig, ax = plt.subplots(figsize=(8, 3))
-    ax.axis("off")
-    ax.set_title(title, fontsize=11)
-    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=9, wrap=True)
-    return fig
-
-
 CI_NOTE = "Cells: r, [bootstrap 95% CI over resampled benchmark samples], p-value (across models)."
 
 
@@ -171,7 +164,7 @@ def _grid_figure(block: pl.DataFrame, methods: list[str], title: str, note: str,
     benchmarks = sorted(block["benchmark"].unique().to_list())
     metrics = sorted(block["y"].unique().to_list())
     if not benchmarks:
-        return _empty_page(title, empty)
+        return empty_page(title, empty)
     width = max(12.0, 0.62 * len(metrics) + 4.0)
     fig, axes = plt.subplots(
         len(methods), 1, figsize=(width, 2.6 + (1.9 + 0.9 * len(benchmarks)) * len(methods)), squeeze=False
@@ -271,7 +264,7 @@ def benchmark_matrix_figure(table: pl.DataFrame, method: str, models: str):
     metrics = sorted(block["metric"].unique().to_list())
     title = f"Benchmark x benchmark correlation per metric ({method}, {models})"
     if not metrics:
-        return _empty_page(title, "needs at least two open-ended benchmarks scored with the same metric")
+        return empty_page(title, "needs at least two open-ended benchmarks scored with the same metric")
     columns = min(3, len(metrics))
     rows = math.ceil(len(metrics) / columns)
     side = matrix_inches(block["x"].n_unique())

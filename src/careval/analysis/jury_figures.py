@@ -12,18 +12,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
+from careval.analysis.empty_page import empty_page
 from careval.metrics.jury import split_judge
 from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX
 
 JURY_COLOUR = "black"
-
-
-def _empty(title: str, message: str):
-    fig, ax = plt.subplots(figsize=(8, 3))
-    ax.axis("off")
-    ax.set_title(title, fontsize=11)
-    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=9, wrap=True)
-    return fig
 
 
 def _ci(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -46,7 +39,7 @@ def jury_figure(summary: pl.DataFrame, benchmark: str):
     block = summary.filter((pl.col("benchmark") == benchmark) & pl.col("metric").str.starts_with(JUDGE_PREFIX))
     rubrics = _rubrics_of(block["metric"].to_list())
     if not rubrics:
-        return _empty(f"Judge jury on {benchmark}", "no judge grades in results/summary/scores.parquet")
+        return empty_page(f"Judge jury on {benchmark}", "no judge grades in results/summary/scores.parquet")
     judges = sorted({j for _, j in map(split_judge, block["metric"].to_list()) if j})
     models = sorted(block["model"].unique().to_list())
     raters = ["jury", *judges]
@@ -79,7 +72,7 @@ def judge_agreement_figure(table: pl.DataFrame, benchmark: str):
     """Every agreement statistic per rubric with its bootstrap interval (results/summary/judge_agreement.parquet)."""
     block = table.filter(pl.col("benchmark") == benchmark)
     if block.is_empty():
-        return _empty(f"Agreement between judges on {benchmark}", "fewer than two judges: no agreement to measure")
+        return empty_page(f"Agreement between judges on {benchmark}", "fewer than two judges: no agreement to measure")
     rubrics = block["rubric"].unique(maintain_order=True).to_list()
     fig, axes = plt.subplots(
         1, len(rubrics), figsize=(max(8, 5.2 * len(rubrics)), 1.6 + 0.42 * block.height / len(rubrics)), squeeze=False
@@ -115,7 +108,7 @@ def judge_bias_figure(table: pl.DataFrame, benchmark: str):
     """Length bias, self-preference and grade distribution per judge and rubric (results/summary/judge_bias.parquet)."""
     block = table.filter(pl.col("benchmark") == benchmark)
     if block.is_empty():
-        return _empty(f"Judge bias checks on {benchmark}", "no judge grades")
+        return empty_page(f"Judge bias checks on {benchmark}", "no judge grades")
     fig, axes = plt.subplots(1, 3, figsize=(15, 5))
     length = block.filter(pl.col("check") == "length_spearman")
     labels = [f"{j}\n{r}" for j, r in length.select("judge", "rubric").iter_rows()]
@@ -182,7 +175,7 @@ def jury_stability_figure(table: pl.DataFrame, benchmark: str):
     """Mean scaled variance under rephrasing (resilience) and resampling (consistency): jury vs each judge."""
     block = table.filter(pl.col("benchmark") == benchmark)
     if block.is_empty():
-        return _empty(f"Jury stability on {benchmark}", "no judged repeats")
+        return empty_page(f"Jury stability on {benchmark}", "no judged repeats")
     analyses = block["analysis"].unique(maintain_order=True).to_list()
     fig, axes = plt.subplots(1, len(analyses), figsize=(max(8, 6 * len(analyses)), 4.6), squeeze=False)
     for ax, analysis in zip(axes[0], analyses):
@@ -221,7 +214,7 @@ def jury_stability_figure(table: pl.DataFrame, benchmark: str):
 def human_agreement_figure(metrics: pl.DataFrame, raters: pl.DataFrame):
     """Which metrics agree with people: each metric's Spearman with the raters' mean, per benchmark x criterion."""
     if metrics.is_empty():
-        return _empty("Which metrics agree with people", "no human ratings")
+        return empty_page("Which metrics agree with people", "no human ratings")
     rho = metrics.filter(pl.col("statistic") == "spearman")
     groups = rho.select("benchmark", "criterion").unique(maintain_order=True)
     tallest = max(
