@@ -101,3 +101,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.demo_models)
         if not any(True for _ in item.iter_markers("xdist_group")):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook, called on the controller with each worker's collection
+def pytest_xdist_node_collection_finished(node, ids):
+    """Under `--dist loadgroup` every test id must carry its group, or the scheduler hands the tests of one file to
+    several workers: their module fixtures run on each, and two workers drive the single SLURM at once. pytest 9.2
+    no longer takes the suffix pytest-xdist 3.8 writes (so pyproject pins pytest below it); stop, rather than run so."""
+    if node.config.getoption("dist") == "loadgroup":
+        ungrouped = [nodeid for nodeid in ids if "@" not in nodeid]
+        if ungrouped:
+            pytest.exit(
+                f"pytest {pytest.__version__} with --dist loadgroup: {ungrouped[0]} has no xdist_group in its id "
+                "(see the pytest pin in pyproject.toml)",
+                returncode=pytest.ExitCode.USAGE_ERROR,
+            )

@@ -232,7 +232,6 @@ class Plan:
             judge: tuple(dict.fromkeys(([judge] if judge in self.models else []) + list(family.get(judge, []))))
             for judge in self.judges
         }
-        boot = self.analysis.bootstrap
         return JuryReportJob(
             judges=tuple(self.judges),
             own_models={judge: models for judge, models in own.items() if models},
@@ -240,9 +239,7 @@ class Plan:
             one_grade_flag=settings.get("one_grade_flag"),
             models=tuple(self.models),
             rating_range=tuple(self.config["analysis"]["human_rating_range"]),
-            resamples=boot.resamples if boot is not None else 0,
-            confidence=boot.confidence if boot is not None else 0.0,
-            seed=boot.seed if boot is not None else 0,
+            bootstrap=self.analysis.bootstrap,
         )
 
     def aggregate_job(self) -> AggregateJob:

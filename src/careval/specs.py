@@ -154,19 +154,26 @@ JURY_REPORT_TABLES = ("judge_agreement", "judge_bias", "jury_stability", "human_
 
 
 @job_spec
+class Bootstrap(JobSpec):
+    """analysis.bootstrap where it is on (resamples > 0): the seeded resampling behind every interval of the
+    analyses (correlations, the Appendix E tables, the jury's agreement and bias)."""
+
+    resamples: int
+    confidence: float
+    seed: int
+
+
+@job_spec
 class JuryReportJob(JobSpec):
     """jury_report: the jury's agreement, bias and stability tables, and the agreement with people's ratings."""
 
     judges: tuple[str, ...]  # () under a single judge: only the human-ratings tables have rows
     own_models: dict[str, tuple[str, ...]]  # judge -> the evaluated models of its self-preference check
-    length_bias_flag: float | None  # None where metrics.judge is not set (no jury)
+    length_bias_flag: float | None  # None where metrics.judge is not set (human ratings alone)
     one_grade_flag: float | None
     models: tuple[str, ...]  # the evaluated models a rating may name
     rating_range: tuple[float, float]
-    # analysis.bootstrap (resamples 0: no intervals)
-    resamples: int
-    confidence: float
-    seed: int
+    bootstrap: Bootstrap | None  # None: analysis.bootstrap.resamples is 0 (no intervals)
 
 
 @job_spec

@@ -10,7 +10,7 @@ from careval.analysis.human_ratings import HumanRatingsError
 from careval.jobs.jury import run_jury
 from careval.jobs.jury_report import OUTPUTS, write_jury_report
 from careval.schemas import JUDGE_SCORE_SCHEMA, SUMMARY_SAMPLE_SCHEMA
-from careval.specs import JuryJob, JuryReportJob
+from careval.specs import Bootstrap, JuryJob, JuryReportJob
 
 JOB = JuryReportJob(
     judges=("p", "q"),
@@ -19,9 +19,7 @@ JOB = JuryReportJob(
     one_grade_flag=0.8,
     models=("m1", "m2"),
     rating_range=(1.0, 5.0),
-    resamples=20,
-    confidence=0.9,
-    seed=1,
+    bootstrap=Bootstrap(resamples=20, confidence=0.9, seed=1),
 )
 
 

@@ -18,6 +18,7 @@ from careval.datasets.catalogue import CATALOGUE
 from careval.metrics.registry import metric_spec, paper_metrics
 from careval.plan import build_plan
 from careval.schemas import SUMMARY_SAMPLE_SCHEMA, SUMMARY_SCHEMA
+from careval.specs import Bootstrap
 
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,7 +161,9 @@ def test_table_20_leads_with_the_mcqa_average_and_the_files_are_written(tmp_path
         _spec(20, "close_ended", ("mc",), {"mc": "mcqa"}),
         _spec(17, "results", ("qa",), {"qa": "open"}),
     )
-    job = PaperTablesJob(tables=tables, rubrics=(), resamples=50, confidence=0.95, seed=1, mcqa_average=None)
+    job = PaperTablesJob(
+        tables=tables, rubrics=(), bootstrap=Bootstrap(resamples=50, confidence=0.95, seed=1), mcqa_average=None
+    )
     written = write_paper_tables(tmp_path / "scores.parquet", tmp_path / "samples.parquet", job, tmp_path / "t")
     assert sorted(p.name for p in written) == sorted(f"{t.name}.{ext}" for t in tables for ext in ("csv", "md", "tex"))
     csv = pl.read_csv(tmp_path / "t" / f"{tables[0].name}.csv")

@@ -3,6 +3,8 @@
 The prompt lm-eval scores for a zero-shot multiple_choice task is `description + doc_to_text(doc)`
 (ConfigurableTask.fewshot_context) and each choice is `target_delimiter + choice`
 (construct_requests); doc_to_text / doc_to_choice are a !function, a Jinja template or a list.
+`assert_same_documents` holds careval's requests, log-likelihoods, gold and per-sample scores against the
+documents lm-eval logged (`log_samples`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import polars as pl
+import pytest
 import yaml
 
 TASK_FILES = {
@@ -91,3 +95,36 @@ def lm_eval_target(benchmark: str, doc: dict) -> int:
     if isinstance(target, str) and not target.strip().isdigit():  # a choice's text (pubmedqa's "yes")
         return _field(cfg, "doc_to_choice", doc).index(target)
     return int(target)
+
+
+def assert_same_documents(
+    samples: pl.DataFrame,
+    logliks: pl.DataFrame,
+    scores: dict[tuple[str, str], float],
+    logged: list[dict],
+    metrics: tuple[str, ...],
+    tolerance: float,
+) -> float:
+    """Document by document (lm-eval's doc_id = careval's row order): the same (context, continuation) requests,
+    log-likelihoods within `tolerance`, the same gold and the same value of each of `metrics` (careval's `scores`:
+    (id, metric) -> value). Returns the largest |delta loglik|, for the test's printed line."""
+    assert len(logged) == samples.height
+    worst = 0.0
+    for position, (sample, doc) in enumerate(zip(samples.iter_rows(named=True), logged)):
+        assert doc["doc_id"] == position
+        mine = logliks.filter(pl.col("id") == sample["id"]).sort("option")
+        # the request lm-eval scored: (context, target_delimiter + choice) per choice
+        requests = list(zip(mine["context"], mine["continuation"]))
+        assert [tuple(args) for args in doc["arguments"]] == requests, sample["id"]
+        their_ll = [float(resp[0]) for resp in doc["filtered_resps"]]
+        assert mine["loglik"].to_list() == pytest.approx(their_ll, abs=tolerance), sample["id"]
+        worst = max(worst, max(abs(a - b) for a, b in zip(mine["loglik"], their_ll)))
+        # lm-eval's target: the gold index, or the gold choice's text (pubmedqa's final_decision)
+        target = doc["target"]
+        if not isinstance(target, int):
+            target = [args[1] for args in doc["arguments"]].index(" " + target)
+        assert sample["answer"] == target, sample["id"]
+        assert [scores[(sample["id"], metric)] for metric in metrics] == [doc[metric] for metric in metrics], sample[
+            "id"
+        ]
+    return worst

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from lm_eval_reference import task_file, write_local_task
+from lm_eval_reference import assert_same_documents, task_file, write_local_task
 
 from careval.backends import load_backend
 from careval.datasets.loaders import read_source
@@ -216,19 +216,9 @@ def test_same_prompts_logliks_and_predictions_as_lm_eval(runs, benchmark):
     # prescriptions: the 26 rows the authors keep of the 30 (no diagnosis, Indian script, no medicines, template)
     assert len(logged) == samples.height == expected_docs.get(benchmark, 26)
     acc = {r["id"]: r["value"] for r in scores.filter(pl.col("metric") == "acc").iter_rows(named=True)}
-    worst = 0.0
-    for position, (sample, doc) in enumerate(zip(samples.iter_rows(named=True), logged)):
-        assert doc["doc_id"] == position
-        mine = logliks.filter(pl.col("id") == sample["id"]).sort("option")
-        # the request lm-eval scored: (context, target_delimiter + choice) per choice
-        assert [tuple(args) for args in doc["arguments"]] == list(zip(mine["context"], mine["continuation"])), sample[
-            "id"
-        ]
-        their_ll = [float(resp[0]) for resp in doc["filtered_resps"]]
-        assert mine["loglik"].to_list() == pytest.approx(their_ll, abs=TOLERANCE), sample["id"]
-        worst = max(worst, max(abs(a - b) for a, b in zip(mine["loglik"], their_ll)))
-        assert sample["answer"] == doc["target"], sample["id"]
-        assert acc[sample["id"]] == doc["acc"], sample["id"]
+    worst = assert_same_documents(
+        samples, logliks, {(i, "acc"): v for i, v in acc.items()}, logged, ("acc",), TOLERANCE
+    )
     ours = sum(acc.values()) / len(acc)
     theirs = sum(d["acc"] for d in logged) / len(logged)
     print(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from lm_eval_reference import write_local_task
+from lm_eval_reference import assert_same_documents, write_local_task
 
 from careval.backends import load_backend
 from careval.datasets.normalise import normalise
@@ -133,28 +133,8 @@ def test_same_prompts_logliks_and_predictions_as_lm_eval(runs, benchmark):
     samples, logliks, logged, careval_s, lm_eval_s = runs[benchmark]
     assert len(logged) == samples.height == N_ROWS
     scores = score_mcqa(samples, logliks)
-    acc = {(r["id"], r["metric"]): r["value"] for r in scores.iter_rows(named=True)}
-    worst = 0.0
-    for position, (sample, doc) in enumerate(zip(samples.iter_rows(named=True), logged)):
-        assert doc["doc_id"] == position
-        mine = logliks.filter(pl.col("id") == sample["id"]).sort("option")
-        # the request lm-eval scored: (context, target_delimiter + choice) per choice
-        assert [tuple(args) for args in doc["arguments"]] == list(zip(mine["context"], mine["continuation"])), sample[
-            "id"
-        ]
-        their_ll = [float(resp[0]) for resp in doc["filtered_resps"]]
-        assert mine["loglik"].to_list() == pytest.approx(their_ll, abs=TOLERANCE), sample["id"]
-        worst = max(worst, max(abs(a - b) for a, b in zip(mine["loglik"], their_ll)))
-        # lm-eval's target: the gold index, or the gold choice's text (pubmedqa's final_decision)
-        target = (
-            doc["target"]
-            if isinstance(doc["target"], int)
-            else [a[1] for a in doc["arguments"]].index(" " + doc["target"])
-        )
-        assert sample["answer"] == target, sample["id"]
-        assert (acc[(sample["id"], "acc")], acc[(sample["id"], "acc_norm")]) == (doc["acc"], doc["acc_norm"]), sample[
-            "id"
-        ]
+    values = {(r["id"], r["metric"]): r["value"] for r in scores.iter_rows(named=True)}
+    worst = assert_same_documents(samples, logliks, values, logged, ("acc", "acc_norm"), TOLERANCE)
     ours = {m: scores.filter(pl.col("metric") == m)["value"].mean() for m in ("acc", "acc_norm")}
     theirs = {m: sum(d[m] for d in logged) / len(logged) for m in ("acc", "acc_norm")}
     print(

@@ -12,7 +12,9 @@ import subprocess
 import time
 from pathlib import Path
 
+import polars as pl
 import pytest
+from pypdf import PdfReader
 from workflow_runs import ENV, SNAKEMAKE, make_workdir, reduced_config, snakemake
 
 pytestmark = pytest.mark.slow
@@ -31,17 +33,40 @@ def _config(repo: Path) -> dict:
     return config
 
 
+# what two runs of one DAG cannot share: the jobs' wall times (results/benchmarks), and what the cost job draws from
+# them (results/summary/cost.parquet's seconds, its figure, the report's cost page)
+TIMED_COLUMNS = ("wall_seconds", "gpu_seconds")
+TIMED_FIGURE = "cost"
+
+
 def _outputs(work: Path) -> dict[str, str]:
-    """sha256 of every result (logs and timings aside; the PDF without its creation date)."""
+    """sha256 of every result, logs and timings aside: the cost table without its seconds, the PDF as the text of
+    each page but the cost page (the PDF's bytes hold its creation date and the cost page's plotted seconds)."""
     digests = {}
     for path in sorted((work / "results").rglob("*")):
         relative = str(path.relative_to(work))
-        if path.is_file() and not re.match(r"results/(logs|benchmarks)/", relative):
+        if not path.is_file() or re.match(r"results/(logs|benchmarks)/", relative):
+            continue
+        if relative == f"results/figures/{TIMED_FIGURE}.png":
+            continue
+        if relative == "results/summary/cost.parquet":
+            frame = pl.read_parquet(path)
+            assert set(TIMED_COLUMNS) <= set(frame.columns)
+            data = frame.drop(TIMED_COLUMNS).write_csv().encode()
+        elif path.suffix == ".pdf":
+            data = "\f".join(_untimed_pages(work, path)).encode()
+        else:
             data = path.read_bytes()
-            if path.suffix == ".pdf":
-                data = re.sub(rb"/CreationDate \(D:\d+Z\)", b"", data)
-            digests[relative] = hashlib.sha256(data).hexdigest()
+        digests[relative] = hashlib.sha256(data).hexdigest()
     return digests
+
+
+def _untimed_pages(work: Path, pdf: Path) -> list[str]:
+    """The text of each page of the report but the cost page (the figure index gives the pages' order)."""
+    names = pl.read_csv(work / "results" / "figures" / "index.tsv", separator="\t")["name"].to_list()
+    pages = PdfReader(pdf).pages
+    assert len(pages) == len(names) and TIMED_FIGURE in names
+    return [page.extract_text() for name, page in zip(names, pages) if name != TIMED_FIGURE]
 
 
 @pytest.fixture(scope="module")

@@ -269,7 +269,6 @@ def compare_block(
         noise = noise(draws, common)
     if noise is not None:
         boot = boot + noise
-    low, high = percentile_interval(boot, job.confidence)
 
     # a plain mean (unit weights, arithmetic): the standardized paired difference of the per-sample differences;
     # a weighted or geometric (corpus) statistic: its bootstrap standard error scaled to one sample
@@ -280,11 +279,7 @@ def compare_block(
             var = (np.sum(d * d, -1) - n * diff**2) / (n - 1)
         spread = np.sqrt(np.clip(var, 0, None))
     else:
-        with np.errstate(invalid="ignore"):
-            spread = np.nanstd(boot, axis=1, ddof=1) * np.sqrt(n) if boot.shape[1] > 1 else np.full(len(n), np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        effect = np.where(spread > 0, diff / np.where(spread > 0, spread, 1.0), np.where(diff == 0, 0.0, np.nan))
-    mde = np.array([detectable_effect(int(k), job.alpha, job.power) for k in n]) * spread
+        spread = _bootstrap_spread(boot, n)
 
     p = np.full(len(pairs), np.nan)
     test = np.full(len(pairs), "", dtype=object)
@@ -312,7 +307,24 @@ def compare_block(
         p = np.minimum(1.0, 2 * np.minimum(below, above))
         test[:] = "two_level_bootstrap"
         resamples[:] = job.resamples
-    p = np.where(n > 0, p, np.nan)
+    return _pair_columns(job, n, present, diff, boot, spread, p, test, resamples)
+
+
+def _bootstrap_spread(boot: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """A weighted or corpus statistic's per-sample spread: its bootstrap standard error scaled to one sample."""
+    if boot.shape[1] < 2:
+        return np.full(len(n), np.nan)
+    with np.errstate(invalid="ignore"):
+        return np.nanstd(boot, axis=1, ddof=1) * np.sqrt(n)
+
+
+def _pair_columns(job, n, present, diff, boot, spread, p, test, resamples) -> dict[str, np.ndarray]:
+    """The comparison columns of every pair: the bootstrap interval, the effect size (diff over the per-sample
+    spread) and the minimum detectable difference at the job's alpha and power; no p-value where no sample is shared."""
+    low, high = percentile_interval(boot, job.confidence)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        effect = np.where(spread > 0, diff / np.where(spread > 0, spread, 1.0), np.where(diff == 0, 0.0, np.nan))
+    mde = np.array([detectable_effect(int(k), job.alpha, job.power) for k in n]) * spread
     return {
         "n": n,
         "n_dropped": present.sum(-1) - n,
@@ -321,7 +333,7 @@ def compare_block(
         "ci_high": high,
         "effect_size": effect,
         "mde": mde,
-        "p_value": p,
+        "p_value": np.where(n > 0, p, np.nan),
         "test": test,
         "resamples": resamples,
     }
@@ -358,11 +370,6 @@ def compare_corpus_block(corpus: CorpusBlock, pairs: np.ndarray, job: Comparison
     total_a, total_b = flat_a.sum(0, keepdims=True), flat_b.sum(0, keepdims=True)
     diff = (value(total_a) - value(total_b))[:, 0]
     boot = value(draws.counts @ flat_a) - value(draws.counts @ flat_b)
-    low, high = percentile_interval(boot, job.confidence)
-    spread = np.nanstd(boot, axis=1, ddof=1) * np.sqrt(n) if boot.shape[1] > 1 else np.full(len(n), np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        effect = np.where(spread > 0, diff / np.where(spread > 0, spread, 1.0), np.where(diff == 0, 0.0, np.nan))
-    mde = np.array([detectable_effect(int(x), job.alpha, job.power) for x in n]) * spread
     p = np.full(len(pairs), np.nan)
     test = np.full(len(pairs), "", dtype=object)
     resamples = np.zeros(len(pairs), np.int64)
@@ -385,18 +392,7 @@ def compare_corpus_block(corpus: CorpusBlock, pairs: np.ndarray, job: Comparison
         p[large] = (1 + _exceeds(t[large], diff[large])) / (job.permutations + 1)
         test[large], resamples[large] = "permutation_monte_carlo", job.permutations
     present = corpus.ok[a] | corpus.ok[b]
-    return {
-        "n": n,
-        "n_dropped": present.sum(-1) - n,
-        "diff": diff,
-        "ci_low": low,
-        "ci_high": high,
-        "effect_size": effect,
-        "mde": mde,
-        "p_value": np.where(n > 0, p, np.nan),
-        "test": test,
-        "resamples": resamples,
-    }
+    return _pair_columns(job, n, present, diff, boot, _bootstrap_spread(boot, n), p, test, resamples)
 
 
 def adjust(p: np.ndarray, method: str) -> np.ndarray:

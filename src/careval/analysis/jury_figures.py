@@ -220,7 +220,10 @@ def human_agreement_figure(metrics: pl.DataFrame, raters: pl.DataFrame):
     tallest = max(
         rho.filter((pl.col("benchmark") == b) & (pl.col("criterion") == c)).height for b, c in groups.iter_rows()
     )
-    fig, axes = plt.subplots(1, groups.height, figsize=(max(9, 8 * groups.height), 2.6 + 0.26 * tallest), squeeze=False)
+    # constrained layout: the judges' long labels (`judge_<rubric>_expected@<judge>`) get their width on every panel
+    fig, axes = plt.subplots(
+        1, groups.height, figsize=(max(9, 8 * groups.height), 2.6 + 0.26 * tallest), squeeze=False, layout="constrained"
+    )
     for ax, (benchmark, criterion) in zip(axes[0], groups.iter_rows()):
         rows = rho.filter((pl.col("benchmark") == benchmark) & (pl.col("criterion") == criterion)).sort(
             pl.col("value").fill_nan(None), nulls_last=False
@@ -258,5 +261,4 @@ def human_agreement_figure(metrics: pl.DataFrame, raters: pl.DataFrame):
         "Which metrics agree with people (black: the jury, orange: one judge, blue: other metrics; 95% bootstrap CI)",
         fontsize=9,
     )
-    fig.tight_layout()
     return fig

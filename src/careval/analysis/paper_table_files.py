@@ -40,9 +40,9 @@ def table_columns(summary: pl.DataFrame, spec: TableSpec, rubrics: tuple[str, ..
     return groups
 
 
-def _interval(resampled: Resampled | None, key: tuple[str, str], model: str, confidence: float):
+def _interval(resampled: Resampled | None, key: tuple[str, str], model: str, confidence: float | None):
     values = None if resampled is None else resampled.get(key)
-    if values is None or resampled is None or model not in resampled.models:
+    if values is None or resampled is None or confidence is None or model not in resampled.models:
         return float("nan"), float("nan")
     return percentile_interval(values[1:, resampled.models.index(model)], confidence)
 
@@ -52,9 +52,10 @@ def build_table(
     spec: TableSpec,
     rubrics: tuple[str, ...],
     resampled: Resampled | None = None,
-    confidence: float = 0.95,
+    confidence: float | None = None,
 ) -> pl.DataFrame:
-    """The wide table of `spec`: one row per model (by name), the value, interval, n and n_failed columns."""
+    """The wide table of `spec`: one row per model (by name), the value, interval (where `resampled` and its
+    `confidence` are given; NaN otherwise), n and n_failed columns."""
     groups = table_columns(summary, spec, rubrics)
     cells = {
         (m, b, metric): (value, n, failed)
@@ -198,16 +199,16 @@ def to_latex(table: pl.DataFrame, caption: str, label: str, note: str) -> str:
 def write_paper_tables(summary_path: Path, samples_path: Path, job: PaperTablesJob, out_dir: Path) -> list[Path]:
     """Job: every planned table as CSV, Markdown and LaTeX under `out_dir` (results/tables/)."""
     summary = pl.read_parquet(summary_path)
-    resampled = None
-    if job.resamples:
+    resampled, boot = None, job.bootstrap
+    if boot is not None:
         samples = pl.read_parquet(samples_path)
         average = None if job.mcqa_average is None else list(job.mcqa_average)
-        resampled = resample_model_scores(samples, job.resamples, job.seed, average)
+        resampled = resample_model_scores(samples, boot.resamples, boot.seed, average)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    note = NOTE(job.confidence) if resampled is not None else "Cells: value (no bootstrap: resamples 0)."
+    note = "Cells: value (no bootstrap: resamples 0)." if boot is None else NOTE(boot.confidence)
     for spec in job.tables:
-        table = build_table(summary, spec, job.rubrics, resampled, job.confidence)
+        table = build_table(summary, spec, job.rubrics, resampled, None if boot is None else boot.confidence)
         caption = _caption(spec)
         paths = {fmt_: out_dir / f"{spec.name}.{fmt_}" for fmt_ in FORMATS}
         table.write_csv(paths["csv"])

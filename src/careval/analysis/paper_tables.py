@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from careval.canonical import JobSpec, job_spec
 from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, METRICS, metric_spec
+from careval.specs import Bootstrap
 
 # The paper's tasks (Table 1), in its order: four close-ended, then six open-ended.
 PAPER_TASKS = {
@@ -139,13 +140,11 @@ class TableSpec(JobSpec):
 class PaperTablesJob(JobSpec):
     """paper_tables: every planned table, the judge's rubrics (the main one first) and the bootstrap settings.
 
-    resamples 0: no intervals. mcqa_average: the members of mcqa_weighted_average (None: every mcqa benchmark)."""
+    bootstrap None: no intervals. mcqa_average: the members of mcqa_weighted_average (None: every mcqa benchmark)."""
 
     tables: tuple[TableSpec, ...]
     rubrics: tuple[str, ...]
-    resamples: int
-    confidence: float
-    seed: int
+    bootstrap: Bootstrap | None
     mcqa_average: tuple[str, ...] | None
 
 

@@ -13,6 +13,7 @@ from careval.analysis.paper_tables import PaperTablesJob, TableSpec
 from careval.canonical import JobSpec, job_spec
 from careval.metrics.registry import paper_metrics
 from careval.schema import with_schema_defaults
+from careval.specs import Bootstrap
 
 # The reserved model-set name: every evaluated model (the schema's default set of every figure family).
 ALL = "all"
@@ -78,15 +79,6 @@ def figure(kind: str, model_set: str | None = None, benchmark: str | None = None
     caption, category = FIGURE_KINDS[kind]
     name = "_".join(part for part in (kind, model_set, benchmark, method) if part is not None)
     return FigureSpec(name, kind, caption, category, model_set, benchmark, method)
-
-
-@job_spec
-class Bootstrap(JobSpec):
-    """analysis.bootstrap where it is on (resamples > 0): the intervals of every correlation."""
-
-    resamples: int
-    confidence: float
-    seed: int
 
 
 @job_spec
@@ -263,13 +255,10 @@ class AnalysisPlan:
     @cached_property
     def paper_tables_job(self) -> PaperTablesJob:
         """The paper_tables job's spec: its tables, the judge's rubrics and the bootstrap of the intervals."""
-        boot = self.bootstrap
         return PaperTablesJob(
             tables=self.paper_tables,
             rubrics=self.rubrics,
-            resamples=0 if boot is None else boot.resamples,
-            confidence=0.95 if boot is None else boot.confidence,
-            seed=0 if boot is None else boot.seed,
+            bootstrap=self.bootstrap,
             mcqa_average=None if self.mcqa_average is None else tuple(self.mcqa_average),
         )
 

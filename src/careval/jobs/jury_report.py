@@ -4,7 +4,6 @@ each written as a summary table (the analysis report draws them: careval.analysi
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import polars as pl
 
@@ -18,6 +17,7 @@ from careval.analysis.human_ratings import (
 from careval.analysis.judge_agreement import judge_agreement
 from careval.analysis.judge_bias import answer_lengths, judge_bias
 from careval.analysis.jury_stability import jury_stability
+from careval.schemas import JUDGE_BIAS_SCHEMA
 from careval.specs import JURY_REPORT_TABLES, JuryReportJob
 
 OUTPUTS = JURY_REPORT_TABLES  # the rule's outputs carry these names
@@ -32,17 +32,18 @@ def write_jury_report(inputs: dict, outputs: dict[str, Path], job: JuryReportJob
     """inputs: samples (per-sample table), generations (list of the judged benchmarks' generation files),
     resilience / consistency (tables or None), ratings (CSV or None), datasets (normalised benchmark parquets)."""
     samples = pl.read_parquet(inputs["samples"])
-    bootstrap = (
-        SimpleNamespace(resamples=job.resamples, confidence=job.confidence, seed=job.seed) if job.resamples else None
-    )
+    bootstrap = job.bootstrap
     judges = list(job.judges)
     tables: dict[str, pl.DataFrame] = {}
     tables["judge_agreement"] = judge_agreement(samples, judges, bootstrap)
     lengths = answer_lengths({generations_key(Path(p)): pl.read_parquet(p) for p in inputs["generations"]})
     own = {judge: list(models) for judge, models in job.own_models.items()}
-    tables["judge_bias"] = judge_bias(
-        samples, lengths, judges, own, job.length_bias_flag or 0.0, job.one_grade_flag or 1.0, bootstrap
-    )
+    if job.length_bias_flag is None or job.one_grade_flag is None:  # no metrics.judge: nothing was graded
+        tables["judge_bias"] = pl.DataFrame(schema=JUDGE_BIAS_SCHEMA)
+    else:
+        tables["judge_bias"] = judge_bias(
+            samples, lengths, judges, own, job.length_bias_flag, job.one_grade_flag, bootstrap
+        )
     spreads = {key: pl.read_parquet(inputs[key]) if inputs.get(key) else None for key in ("resilience", "consistency")}
     tables["jury_stability"] = jury_stability(spreads)
     if inputs.get("ratings"):
