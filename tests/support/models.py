@@ -3,6 +3,7 @@
 pytest-xdist runs tests in several processes, each with its own session fixtures; on a fresh clone two of them
 could download and convert the same model into resources/models at once. A lock file outside the models
 folder (it may be read-only) serialises preparation: the second process waits, then finds the folder up to date.
+`python -m support.models` (from tests/) prepares the demo's models ahead, as .ci/run does while the type check runs.
 """
 
 from __future__ import annotations
@@ -32,3 +33,24 @@ def prepare(name: str, entry: dict, dest: Path, cache: Path) -> Path:
 
     with preparation_lock(cache.parent):
         return prepare_model(name, entry, dest, cache)
+
+
+def prepare_demo_models(repo: Path, config: dict) -> dict[str, Path]:
+    """Every model of the demo's config (`config`), prepared into its models_dir as `snakemake` would: name -> folder."""
+    from careval.models import needs_preparation
+
+    models_dir = repo / config["models_dir"]
+    dirs = {}
+    for name, entry in config["models"].items():
+        if needs_preparation(entry):
+            prepare(name, entry, models_dir / name, models_dir / ".cache")
+        dirs[name] = models_dir / name
+    return dirs
+
+
+if __name__ == "__main__":
+    from careval.config import load_config
+
+    REPO = Path(__file__).resolve().parents[2]
+    for name, folder in prepare_demo_models(REPO, load_config(REPO / "config" / "config.yaml")).items():
+        print(f"prepared {name}: {folder}")
