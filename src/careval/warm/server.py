@@ -136,8 +136,7 @@ class Worker:
 
     def serve(self) -> None:
         signal.set_wakeup_fd(self.wake_w)
-        signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.signal(signal.SIGTERM, self._request_stop)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # SIGTERM: handled since __init__
         self.selector.register(self.listener, selectors.EVENT_READ, None)
         self.selector.register(self.wake_r, selectors.EVENT_READ, None)
         # one module at a time, between requests: a job that needs none of them (normalisation) starts at once
