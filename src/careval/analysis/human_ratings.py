@@ -153,7 +153,9 @@ def metric_human_statistics(metric: np.ndarray, human: np.ndarray) -> dict[str, 
 def human_agreement(samples: pl.DataFrame, ratings: pl.DataFrame, bootstrap=None) -> pl.DataFrame:
     """HUMAN_AGREEMENT_SCHEMA rows per benchmark x criterion x metric: every metric of the per-sample table
     (the judges' and the jury's included) against the raters' mean rating of each answer."""
-    mean = ratings.group_by("model", "benchmark", "id", "criterion").agg(human=pl.col("rating").mean())
+    mean = ratings.group_by("model", "benchmark", "id", "criterion", maintain_order=True).agg(
+        human=pl.col("rating").mean()
+    )
     valued = samples.filter(pl.col("status").is_in(VALUED_STATUSES)).select(
         "model", "benchmark", "id", "metric", "value"
     )
