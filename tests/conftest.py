@@ -82,6 +82,19 @@ def tiny_spec(tiny_llama_dir) -> dict:
 DEMO_MODEL_FIXTURES = {"demo_model_dirs", "smollm2_dir", "gemma_dir"}
 
 
+def pytest_configure(config):
+    """Under pytest-xdist each worker's torch computes on its share of the cores. torch's default (every core in
+    each worker) puts two workers' OpenMP threads on the same cores, where they wait for one another: measured on
+    2 cores, the closed-task parity and shared-prefix files took 577 CPU-seconds so and 447 with one thread each.
+    A test that sets its own count (a backend's `threads`) still does; the workflow runs' jobs are processes of
+    their own, with Snakemake's thread counts."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if "PYTEST_XDIST_WORKER" in os.environ and workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Mark the tests that load a demo model `demo_models` (the fast tier, `bash run.sh test-fast`, leaves them
@@ -96,8 +109,11 @@ def pytest_collection_modifyitems(config, items):
     # The groups with slow tests first (a workflow run, an engine, a parity run: minutes each), the quick ones after:
     # the workers take groups in this order (run.sh passes --no-loadscope-reorder, whose default would queue the
     # groups with the most tests first), so the quick tests fill the end instead of one slow file running alone.
+    # Of the slow groups, those without a demo model go first: on a clean clone the models are still being
+    # prepared then (.ci/run prepares them in the background; the fixture waits for that under its lock).
     slow_groups = {_group(item) for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: _group(item) not in slow_groups)
+    model_groups = {_group(item) for item in items if item.get_closest_marker("demo_models")}
+    items.sort(key=lambda item: (_group(item) not in slow_groups, _group(item) in model_groups))
 
 
 def _group(item) -> str:

@@ -1,6 +1,7 @@
 """One-model and one-benchmark changes rerun only their own jobs and the aggregate downstream:
 every other model's (benchmark's) generations, log-likelihoods and scores stay byte-identical
-and are not rewritten (same sha256, same mtime). Each case starts from a copy of one base run."""
+and are not rewritten (same sha256, same mtime). Each case starts from a copy of one base run (the two-model
+run of conftest.py, which test_warm_worker_run.py shares)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,20 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from workflow_runs import file_states, jobs_run, make_workdir, reduced_config, snakemake, write_config
+from workflow_runs import (
+    SCORES as TARGET,
+    TWO_BENCHMARKS as BENCHMARKS,
+    TWO_MODEL_GROUP,
+    TWO_MODELS,
+    file_states,
+    jobs_run,
+    snakemake,
+    write_config,
+)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(TWO_MODEL_GROUP)]
 
-TARGET = "results/summary/scores.parquet"
-KEPT, CHANGED = "smollm2-135m-instruct", "gemma3-270m"
-BENCHMARKS = {"demo_mcqa": {"limit": 2}, "demo_open_qa": {"limit": 2}}
+KEPT, CHANGED = TWO_MODELS
 STAGES = ("generations", "loglik", "scores")
 
 
@@ -41,15 +49,13 @@ def _states(work: Path, model: str, benchmarks=None) -> dict:
 
 
 @pytest.fixture(scope="module")
-def base_run(repo_root, tmp_path_factory, demo_model_dirs):
-    config = reduced_config(repo_root, [KEPT, CHANGED], dict(BENCHMARKS))
-    work = make_workdir(repo_root, tmp_path_factory.mktemp("base") / "careval", config)
-    result = snakemake(["--cores", "2", TARGET], work, timeout=900)
-    assert result.returncode == 0, result.stderr[-5000:]
+def base_run(two_model_run):
+    """The shared two-model run (conftest.py) and the jobs it ran."""
+    work = two_model_run.work
     assert len(_states(work, KEPT)) >= 2 + 2 + 2  # both benchmarks: generations, loglik, scores
-    jobs = jobs_run(result.stdout + result.stderr)
+    jobs = jobs_run(two_model_run.log)
     assert len(_jobs_of(jobs, KEPT)) >= 4  # an inference and a scoring job per benchmark
-    return work, config, jobs
+    return work, two_model_run.config, jobs
 
 
 @pytest.fixture

@@ -6,27 +6,16 @@ from __future__ import annotations
 import re
 
 import pytest
-from workflow_runs import file_states, make_workdir, reduced_config, snakemake
+from workflow_runs import TWO_MODEL_GROUP, TWO_MODELS, file_states, run_two_models
 
-pytestmark = pytest.mark.slow
-
-MODELS = ["smollm2-135m-instruct", "gemma3-270m"]
-BENCHMARKS = {"demo_mcqa": {"limit": 3}, "demo_open_qa": {"limit": 3}}
-TARGET = "results/summary/scores.parquet"
-
-
-def _run(repo_root, tmp_path_factory, warm: bool):
-    config = reduced_config(repo_root, MODELS, dict(BENCHMARKS))
-    config["resources"]["warm_worker"] = warm
-    work = make_workdir(repo_root, tmp_path_factory.mktemp("warm" if warm else "cold") / "careval", config)
-    result = snakemake(["--cores", "2", TARGET], work, timeout=900)
-    assert result.returncode == 0, result.stderr[-5000:]
-    return work, result.stdout + result.stderr
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(TWO_MODEL_GROUP)]
 
 
 @pytest.fixture(scope="module")
-def runs(repo_root, tmp_path_factory, demo_model_dirs):
-    return _run(repo_root, tmp_path_factory, warm=True), _run(repo_root, tmp_path_factory, warm=False)
+def runs(repo_root, tmp_path_factory, two_model_run):
+    """(the shared two-model run with the warm worker, the same run without it): (work, snakemake's log) each."""
+    cold = run_two_models(repo_root, tmp_path_factory.mktemp("cold"), warm=False)
+    return (two_model_run.work, two_model_run.log), (cold.work, cold.log)
 
 
 def test_the_warm_run_writes_the_bytes_of_a_run_without_the_worker(runs):
@@ -45,7 +34,7 @@ def test_every_job_of_the_warm_run_ran_in_the_worker_on_models_it_loaded_once(ru
     assert len(re.findall(r": started \(pid \d+\)$", worker, re.MULTILINE)) == jobs
     assert len(re.findall(r": ended with status 0 after", worker)) == jobs
     loads = re.findall(r": model (\S+) \(.*\) ready in", worker)
-    assert sorted(set(loads)) == sorted(MODELS)
+    assert sorted(set(loads)) == sorted(TWO_MODELS)
     assert "; 1 thread(s): " in worker and "warning" not in worker  # nothing but the thread that forks
     # what the worker imported ahead, no job forked after its warm-up imported again
     for line in re.findall(r"imported by the job itself: (.*);", worker.partition("warmed up in")[2]):

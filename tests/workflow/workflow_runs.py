@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -83,6 +84,32 @@ def snakemake(args: list[str], cwd: Path, timeout: int) -> subprocess.CompletedP
     and the test sees exit status 124 instead of hanging CI."""
     command = ["timeout", "-k", "10", str(timeout), SNAKEMAKE, *args]
     return subprocess.run(command, cwd=cwd, env={**os.environ, **ENV}, capture_output=True, text=True)
+
+
+# The two-model run that test_reruns.py and test_warm_worker_run.py share (the fixture two_model_run, conftest.py):
+# both files are in this xdist group, so one worker runs them and builds it once.
+TWO_MODEL_GROUP = "two_model_run"
+TWO_MODELS = ("smollm2-135m-instruct", "gemma3-270m")
+TWO_BENCHMARKS = {"demo_mcqa": {"limit": 2}, "demo_open_qa": {"limit": 2}}
+SCORES = "results/summary/scores.parquet"
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    work: Path  # the working directory: what a clone holds, plus results/ and .snakemake/
+    config: dict  # its config/config.yaml
+    log: str  # snakemake's stdout and stderr
+
+
+def run_two_models(repo: Path, folder: Path, warm: bool) -> FinishedRun:
+    """The demo's two hf models (SmolLM2, Gemma-3) on an MCQA and an open benchmark of two samples each, run to the
+    summary table; `warm`: with the warm worker (the local default) or every job a process of its own."""
+    config = reduced_config(repo, list(TWO_MODELS), {name: dict(entry) for name, entry in TWO_BENCHMARKS.items()})
+    config["resources"]["warm_worker"] = warm
+    work = make_workdir(repo, folder / "careval", config)
+    result = snakemake(["--cores", "2", SCORES], work, timeout=900)
+    assert result.returncode == 0, result.stderr[-5000:]
+    return FinishedRun(work, config, result.stdout + result.stderr)
 
 
 _JOB = re.compile(r"^(?:local)?rule (\w+):\n((?:    .*\n)*)", re.MULTILINE)
