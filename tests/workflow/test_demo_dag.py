@@ -109,7 +109,12 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     config = _raw_demo_config(repo_root)
     # the same DAG on a few samples; the models are the ones prepared once under resources/models
     config["models_dir"] = str(repo_root / "resources" / "models")
-    config["limit"] = 4
+    # a few samples of each benchmark (a benchmark's own limit wins over the global one); demo_open_qa's 6 are the
+    # samples resources/demo/human_ratings.csv rates
+    limits = {"demo_mcqa": 4, "demo_open_qa": 6, "demo_note": 4}
+    config["benchmarks"] = {
+        name: {**(entry or {}), "limit": limits[name]} for name, entry in config["benchmarks"].items()
+    }
     config["generation"]["max_new_tokens"] = 12
     # the LLM-based metrics and reruns on 2 samples with short outputs: every job kind still runs
     config["metrics"]["judge"].update(limit=2, max_new_tokens=16)
