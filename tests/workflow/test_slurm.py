@@ -1,6 +1,10 @@
 """The project's slurm profile against a live single-node SLURM cluster (tests/slurm/cluster.sh):
 a reduced demo DAG goes through sbatch job by job, asks for GPUs where a model is loaded, gives
-the same results as a local run, and a failing job stops the run naming its rule, log and state."""
+the same results as a local run, and a failing job stops the run naming its rule, log and state.
+
+The local run is the workflow tests' shared two-model run (conftest.py): its SmolLM2 jobs are this DAG's
+(same benchmarks, limits and judge), so its files of SmolLM2, and its tables' SmolLM2 rows, are what
+SLURM must write."""
 
 from __future__ import annotations
 
@@ -15,14 +19,15 @@ import polars as pl
 import pytest
 import yaml
 from polars.testing import assert_frame_equal
-from workflow_runs import jobs_run, make_workdir, reduced_config, snakemake
+from workflow_runs import TWO_BENCHMARKS, TWO_MODEL_GROUP, TWO_MODELS, jobs_run, make_workdir, reduced_config, snakemake
 
-# xdist_group: one single-node SLURM on the machine (fixed ports, one state folder)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
+# xdist_group: one single-node SLURM on the machine (fixed ports, one state folder); the group of the shared
+# two-model run, this file's local run (its worker builds that run once)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(TWO_MODEL_GROUP)]
 
 CLUSTER = Path(__file__).resolve().parents[1] / "slurm" / "cluster.sh"
 TARGET = "results/summary/scores.parquet"
-MODEL = "smollm2-135m-instruct"
+MODEL = TWO_MODELS[0]  # SmolLM2
 # A size class with one GPU: the test node advertises one (a /dev/null-backed GRES), so the
 # inference jobs' --gpus=1 is scheduled as on a GPU node while the model runs on the CPU.
 GPU_SIZE = {"gpu_node": {"gpus": 1, "mem_mb": 3100, "runtime": 20}}  # 3100: no CPU rule asks for that
@@ -51,7 +56,7 @@ def slurm_cluster():
 
 
 def _test_config(repo: Path) -> dict:
-    config = reduced_config(repo, [MODEL], {"demo_mcqa": {"limit": 2}, "demo_open_qa": {"limit": 2}})
+    config = reduced_config(repo, [MODEL], {name: dict(entry) for name, entry in TWO_BENCHMARKS.items()})
     config["model_sizes"] = GPU_SIZE
     config["models"][MODEL]["size"] = "gpu_node"
     return config
@@ -89,15 +94,21 @@ def _scontrol(jobid: str) -> dict[str, str]:
 
 
 def _results(work: Path) -> dict[str, pl.DataFrame]:
-    return {str(p.relative_to(work)): pl.read_parquet(p) for p in sorted((work / "results").rglob("*.parquet"))}
+    """MODEL's result files, and its rows of the tables of every model (a `model` column)."""
+    others = set(TWO_MODELS) - {MODEL}
+    results = {}
+    for path in sorted((work / "results").rglob("*.parquet")):
+        if others & set(path.relative_to(work).parts):
+            continue
+        frame = pl.read_parquet(path)
+        results[str(path.relative_to(work))] = frame.filter(pl.col("model") == MODEL) if "model" in frame else frame
+    return results
 
 
 @pytest.fixture(scope="module")
-def local_run(repo_root, tmp_path_factory, demo_model_dirs):
-    work = make_workdir(repo_root, tmp_path_factory.mktemp("local") / "careval", _test_config(repo_root))
-    result = snakemake(["--cores", "2", TARGET], work, timeout=900)
-    assert result.returncode == 0, result.stderr[-5000:]
-    return work, jobs_run(result.stdout + result.stderr)
+def local_run(two_model_run):
+    """The shared local run (warm worker, no size class: a CPU machine's run) and the jobs it ran."""
+    return two_model_run.work, jobs_run(two_model_run.log)
 
 
 @pytest.fixture(scope="module")

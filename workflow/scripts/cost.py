@@ -1,5 +1,9 @@
 """The cost of every model x benchmark result: results/summary/cost.parquet."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.analysis.cost import write_cost
