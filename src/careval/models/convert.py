@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 from careval.models.source import ModelSourceError
 
@@ -62,7 +63,7 @@ def _one_reader_per_file() -> Iterator[None]:
     real = gguf.GGUFReader
     readers: dict[tuple[str, str], object] = {}
 
-    def reader(path, mode="r"):
+    def reader(path, mode: Literal["r", "r+", "c"] = "r"):
         key = (str(Path(path).resolve()), mode)
         if key not in readers:
             readers[key] = real(path, mode)
