@@ -8,12 +8,12 @@ that closes a cycle still ties the two modules together. LAYERS is the module ma
 from __future__ import annotations
 
 import ast
+import json
 import os
 import random
 import subprocess
 import sys
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -236,35 +236,116 @@ def test_module_map(capsys):
     assert all(layer(m) >= 0 for m in MODULES)  # every module has a layer
 
 
-def _import(modules: list[str]) -> subprocess.CompletedProcess:
-    code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+def top_level_imports(src: Path, root: str = "careval") -> list[tuple[str, tuple[str, ...]]]:
+    """(module, names) of every import of another package at the top level of a module of `root` (not inside a
+    function or a class): what importing that module loads anyway. `from m import a, b` gives (m, (a, b)), and
+    `import m` gives (m, ())."""
+    found: dict[tuple[str, tuple[str, ...]], None] = {}
+    for name, path in module_files(src).items():
+        if name.split(".")[0] != root:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Import):
+                imports = [(alias.name, ()) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                imports = [(node.module, tuple(alias.name for alias in node.names))]
+            else:
+                continue
+            found.update(dict.fromkeys(i for i in imports if i[0].split(".")[0] != root))
+    return list(found)
+
+
+# The interpreter that imports the orders: first every other package careval's modules import at their top level
+# (torch, transformers, polars, ...: what each order would load anyway, 1-2 s of each fresh interpreter), no careval
+# module; then each order in a fork of its own, so each starts with no careval module imported. A careval module
+# that fails alone, or in an order, fails there as in a fresh interpreter. A fork that does not end within
+# ORDER_TIMEOUT_S is killed and reported.
+ORDER_TIMEOUT_S = 240
+_IMPORTER = """
+import importlib, json, os, signal, sys, traceback
+
+preload, orders, timeout = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+for module, names in preload:
+    try:
+        imported = importlib.import_module(module)
+        for name in names:
+            getattr(imported, name, None)
+    except Exception:  # e.g. vllm, not installed: the careval module importing it fails in its own fork
+        pass
+for order in orders:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        signal.alarm(timeout)
+        error = ""
+        for name in order:
+            try:
+                importlib.import_module(name)
+            except BaseException:
+                error = traceback.format_exc()
+                break
+        os.write(write, error.encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        error = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if not error and status:
+        error = f"the fork importing {order} ended with wait status {status} (killed after {timeout} s?)"
+    print(json.dumps(error or None), flush=True)
+"""
+
+
+def import_orders(orders: list[list[str]], preload: bool = True) -> list[str | None]:
+    """For each order of modules, the traceback of the first import that failed in it (None: all imported);
+    `preload`: the other packages imported first (see above)."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
         "OMP_NUM_THREADS": "1",
     }
-    return subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, env=env, timeout=300)
+    arguments = [json.dumps(top_level_imports(SRC) if preload else []), json.dumps(orders), str(ORDER_TIMEOUT_S)]
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORTER, *arguments], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    errors = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert len(errors) == len(orders), result.stdout[-3000:]
+    return errors
 
 
 def test_import_check_reports_a_failing_module():
-    result = _import(["careval.schemas", "careval.no_such_module"])
-    assert result.returncode != 0 and "careval.no_such_module" in result.stderr
+    ok, missing = import_orders([["careval.schemas"], ["careval.schemas", "careval.no_such_module"]], preload=False)
+    assert ok is None and missing is not None and "careval.no_such_module" in missing
 
 
-@pytest.mark.slow  # ~75 fresh interpreters, ~30 s on 2 cores
+def test_the_import_check_starts_each_order_without_careval(tmp_path, monkeypatch):
+    """An order sees no careval module that an earlier order imported, so a module fails alone as it would."""
+    package = tmp_path / "src" / "careval"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "first.py").write_text("import json\nVALUE = 1\n")
+    # imports alone only after careval.first (it reads sys.modules instead of importing it)
+    (package / "second.py").write_text("import sys\nVALUE = sys.modules['careval.first'].VALUE\n")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path / "src")
+    errors = import_orders([["careval.first", "careval.second"], ["careval.second"]])
+    assert errors[0] is None
+    assert errors[1] is not None and "KeyError: 'careval.first'" in errors[1]
+
+
+@pytest.mark.slow  # ~75 forks of an interpreter that imported torch, polars, transformers, ...: ~10 s on 2 cores
 def test_every_module_imports_alone():
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        results = dict(zip(MODULES, pool.map(lambda m: _import([m]), MODULES)))
-    failed = {m: r.stderr.strip().splitlines()[-1] for m, r in results.items() if r.returncode != 0}
+    errors = import_orders([[module] for module in MODULES])
+    failed = {m: error.strip().splitlines()[-1] for m, error in zip(MODULES, errors) if error}
     assert failed == {}
 
 
-# slow: each order loads torch, transformers and the metric packages in a fresh interpreter (~10-30 s);
-# the ast checks above, which catch the cycles that make an order fail, stay in the quick loop.
+# slow: the import check's interpreter loads torch, transformers and the metric packages first (~10 s); the ast
+# checks above, which catch the cycles that make an order fail, stay in the quick loop.
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_all_modules_import_in_a_shuffled_order(seed):
-    order = list(MODULES)
-    random.Random(seed).shuffle(order)
-    result = _import(order)
-    assert result.returncode == 0, f"order (seed {seed}): {order}\n{result.stderr[-2000:]}"
+def test_all_modules_import_in_shuffled_orders():
+    orders = [random.Random(seed).sample(MODULES, len(MODULES)) for seed in (0, 1, 2)]
+    errors = import_orders(orders)
+    failed = {seed: (order, error[-2000:]) for seed, (order, error) in enumerate(zip(orders, errors)) if error}
+    assert failed == {}
