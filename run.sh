@@ -38,7 +38,7 @@ export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
 export TOKENIZERS_PARALLELISM=false
 # Imports write their .pyc files (under __pycache__/, ignored by git), as Python does by default: with
 # PYTHONDONTWRITEBYTECODE=1 (some machines and images set it) every process of a run, every job and test worker,
-# would compile torch and transformers anew (13 s of CPU each time here).
+# would compile torch and transformers anew (13 s of CPU for what a model job imports, measured here).
 unset PYTHONDONTWRITEBYTECODE
 
 case "${1:-}" in

@@ -19,6 +19,7 @@ import argparse
 import atexit
 import os
 import pickle
+import select
 import selectors
 import shutil
 import signal
@@ -282,8 +283,15 @@ class Worker:
                 _signal_group(pid, signal.SIGKILL)
 
     def _shutdown(self) -> None:
-        for pid in self.jobs:
-            _signal_group(pid, signal.SIGTERM)
+        # A job sends its status to its script, then exits: the script, then the run, can end in between (the run's
+        # last job, on a busy machine), and the job's SIGTERM would log a finished job as ended by a signal. So the
+        # scripts' DONE still unread is read first, and only the jobs without an answered script are stopped.
+        for pid, job in list(self.jobs.items()):
+            if job.listening and select.select([job.conn], [], [], 0)[0]:
+                self._script_done_or_gone(pid)
+        for pid, job in self.jobs.items():
+            if not job.answered:
+                _signal_group(pid, signal.SIGTERM)
         deadline = time.perf_counter() + STOP_GRACE_S
         while self.jobs and time.perf_counter() < deadline:
             self._reap()
