@@ -297,15 +297,15 @@ for order in orders:
 """
 
 
-def import_orders(orders: list[list[str]], preload: bool = True) -> list[str | None]:
-    """For each order of modules, the traceback of the first import that failed in it (None: all imported);
-    `preload`: the other packages imported first (see above)."""
+def import_orders(orders: list[list[str]], src: Path = SRC, preload: bool = True) -> list[str | None]:
+    """For each order of modules of `src`, the traceback of the first import that failed in it (None: all
+    imported); `preload`: the other packages imported first (see above)."""
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]),
         "OMP_NUM_THREADS": "1",
     }
-    arguments = [json.dumps(top_level_imports(SRC) if preload else []), json.dumps(orders), str(ORDER_TIMEOUT_S)]
+    arguments = [json.dumps(top_level_imports(src) if preload else []), json.dumps(orders), str(ORDER_TIMEOUT_S)]
     result = subprocess.run(
         [sys.executable, "-c", _IMPORTER, *arguments], capture_output=True, text=True, env=env, timeout=900
     )
@@ -320,7 +320,7 @@ def test_import_check_reports_a_failing_module():
     assert ok is None and missing is not None and "careval.no_such_module" in missing
 
 
-def test_the_import_check_starts_each_order_without_careval(tmp_path, monkeypatch):
+def test_the_import_check_starts_each_order_without_careval(tmp_path):
     """An order sees no careval module that an earlier order imported, so a module fails alone as it would."""
     package = tmp_path / "src" / "careval"
     package.mkdir(parents=True)
@@ -328,8 +328,7 @@ def test_the_import_check_starts_each_order_without_careval(tmp_path, monkeypatc
     (package / "first.py").write_text("import json\nVALUE = 1\n")
     # imports alone only after careval.first (it reads sys.modules instead of importing it)
     (package / "second.py").write_text("import sys\nVALUE = sys.modules['careval.first'].VALUE\n")
-    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path / "src")
-    errors = import_orders([["careval.first", "careval.second"], ["careval.second"]])
+    errors = import_orders([["careval.first", "careval.second"], ["careval.second"]], src=tmp_path / "src")
     assert errors[0] is None
     assert errors[1] is not None and "KeyError: 'careval.first'" in errors[1]
 

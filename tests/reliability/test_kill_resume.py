@@ -17,6 +17,8 @@ pytestmark = pytest.mark.slow
 
 MODEL = "smollm2-135m-instruct"
 N_SAMPLES, BATCH = 8, 2  # 4 generation batches of 2 prompts, 16 new tokens each: seconds apiece on 2 cores
+# The job computes on one thread: beside another test worker, two threads spun waiting for each other (the
+# test took 48 s so, 30 s on one thread, with one other busy process on 2 cores)
 N_BATCHES = N_SAMPLES // BATCH
 JOB = f"""
 import sys

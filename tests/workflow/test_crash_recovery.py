@@ -29,9 +29,9 @@ def _config(repo: Path) -> dict:
     config = reduced_config(repo, [MODEL], {"demo_mcqa": {"limit": 2}, "demo_open_qa": {"limit": 2}})
     config["metrics"]["judge"].update(limit=1, repeats_limit=1)
     config["metrics"]["relaxed_perplexity"].update(limit=1, max_tokens=8)
-    # no rephrasings or sampled answers: their jobs are more of the same kinds (an LLM job, its grades, a scoring
-    # job, a table), a third of the run's time, and this DAG runs twice (tests/workflow/test_rerun_scope.py and
-    # test_demo_dag.py run them)
+    # no rephrasings or sampled answers: their jobs are more of the job kinds this DAG has (an LLM job, its grades,
+    # a scoring job, a table), a third of its time, and it runs twice here (test_rerun_scope.py and test_demo_dag.py
+    # run those jobs)
     config["analysis"]["resilience"]["benchmarks"] = []
     config["analysis"]["consistency"]["benchmarks"] = []
     return config

@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 import yaml
 from polars.testing import assert_frame_equal
-from workflow_runs import TWO_BENCHMARKS, TWO_MODEL_GROUP, TWO_MODELS, jobs_run, make_workdir, reduced_config, snakemake
+from workflow_runs import TWO_MODEL_GROUP, TWO_MODELS, jobs_run, make_workdir, snakemake, two_model_config
 
 # xdist_group: one single-node SLURM on the machine (fixed ports, one state folder); the group of the shared
 # two-model run, this file's local run (its worker builds that run once)
@@ -56,7 +56,7 @@ def slurm_cluster():
 
 
 def _test_config(repo: Path) -> dict:
-    config = reduced_config(repo, [MODEL], {name: dict(entry) for name, entry in TWO_BENCHMARKS.items()})
+    config = two_model_config(repo, (MODEL,))
     config["model_sizes"] = GPU_SIZE
     config["models"][MODEL]["size"] = "gpu_node"
     return config

@@ -101,10 +101,16 @@ class FinishedRun:
     log: str  # snakemake's stdout and stderr
 
 
+def two_model_config(repo: Path, models: tuple[str, ...] = TWO_MODELS) -> dict:
+    """The shared run's config; with a subset of its models, the config whose jobs of those models are the shared
+    run's (tests/workflow/test_slurm.py runs SmolLM2's on SLURM)."""
+    return reduced_config(repo, list(models), {name: dict(entry) for name, entry in TWO_BENCHMARKS.items()})
+
+
 def run_two_models(repo: Path, folder: Path, warm: bool) -> FinishedRun:
     """The demo's two hf models (SmolLM2, Gemma-3) on an MCQA and an open benchmark of two samples each, run to the
     summary table; `warm`: with the warm worker (the local default) or every job a process of its own."""
-    config = reduced_config(repo, list(TWO_MODELS), {name: dict(entry) for name, entry in TWO_BENCHMARKS.items()})
+    config = two_model_config(repo)
     config["resources"]["warm_worker"] = warm
     work = make_workdir(repo, folder / "careval", config)
     result = snakemake(["--cores", "2", SCORES], work, timeout=900)

@@ -290,7 +290,7 @@ class Worker:
             if job.listening and select.select([job.conn], [], [], 0)[0]:
                 self._script_done_or_gone(pid)
         for pid, job in self.jobs.items():
-            if not job.answered:
+            if not job.answered and job.stop_at is None:
                 _signal_group(pid, signal.SIGTERM)
         deadline = time.perf_counter() + STOP_GRACE_S
         while self.jobs and time.perf_counter() < deadline:
