@@ -81,6 +81,10 @@ class Plan:
     entries: dict[str, dict] = field(default_factory=dict)
     # the Elo CSV's names that match no configured model, or configured models without an Elo (one line)
     elo_warning: str | None = None
+    # config `studies:` (careval.studies): each study's variants, each a plan of its own
+    studies: dict[str, Any] = field(default_factory=dict)
+    # the models of a study only (careval.studies, section `models`): name -> spec
+    study_models: dict[str, ModelSpec] = field(default_factory=dict)
 
     @property
     def results_dir(self) -> str:
@@ -118,6 +122,10 @@ class Plan:
             for family in TASK_FAMILIES[task]
             if FAMILIES[family].job == "score" and family not in self.skipped_families
         ]
+
+    def repeats_judged(self, benchmark: str) -> bool:
+        """Whether the judge grades this benchmark's repeats too: wherever it grades its answers (paper 3.4-3.5)."""
+        return self.judge is not None and "judge" in self.families(benchmark)
 
     def repeat_families(self) -> list[str]:
         """The open-ended families recomputed on every rephrasing and sampled answer, by the repeats' scoring job."""
@@ -301,6 +309,7 @@ class Plan:
             *self.judges.values(),
             self.rephraser,
             *self.careqa_llms.values(),
+            *self.study_models.values(),
         ):
             if spec is not None and spec.name == name:
                 return spec
@@ -309,6 +318,36 @@ class Plan:
 
 def build_plan(config: dict, schema: dict | None = None) -> Plan:
     """Validate `config` (raw, as read from YAML) and build its plan; ConfigError names the key."""
+    plan = _build_run_plan(config, schema)
+    if not plan.config["studies"]:
+        return plan
+    # a study's variants are plans of this function's own making (careval.studies imports this module)
+    from careval.studies import build_studies
+
+    studies = build_studies(config, plan, lambda variant_config: _build_run_plan(variant_config, schema))
+    own = {
+        spec.name: spec
+        for study in studies.values()
+        for variant in study.variants.values()
+        for spec in variant.plan.models.values()
+        if spec.name not in plan.models and spec.name not in plan.entries
+    }
+    entries = {
+        name: entry
+        for study in studies.values()
+        for v in study.variants.values()
+        for name, entry in v.plan.entries.items()
+    }
+    analysis = replace(
+        plan.analysis,
+        studies=tuple(study.page() for study in studies.values()),
+        table6=any(study.examples for study in studies.values()),
+    )
+    return replace(plan, analysis=analysis, studies=studies, study_models=own, entries={**entries, **plan.entries})
+
+
+def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
+    """The plan of the run itself (every part but its studies)."""
     config = prepare_config(config, schema)
     sizes, resources, models_dir = config["model_sizes"], config["resources"], config["models_dir"]
 
