@@ -36,7 +36,7 @@ def test_a_grid_names_every_combination_and_the_run_s_own_is_each_model_s_baseli
         demo_raw, grid={"sweep": {"metrics.relaxed_perplexity": {"l": [2, 3], "s": [3, 4], "stride": [8, 4]}}}
     )
     study = plan.studies["grid"]
-    assert study.swept == [f"l={l},s={s},stride={t}" for l in (2, 3) for s in (3, 4) for t in (8, 4)]
+    assert study.swept == [f"l={k},s={s},stride={t}" for k in (2, 3) for s in (3, 4) for t in (8, 4)]
     assert study.kind == "metric" and study.benchmarks == ("demo_open_qa",)
     # the run's own setting (l 2, s 3, stride 8) is every model's baseline: its files are the run's
     assert study.baselines == dict.fromkeys(plan.models, "l=2,s=3,stride=8")
