@@ -63,6 +63,7 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/comparisons.smk"
 include: "workflow/rules/careqa.smk"
 include: "workflow/rules/careqa_statistics.smk"
+include: "workflow/rules/studies.smk"
 
 
 onstart:

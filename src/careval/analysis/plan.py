@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from careval.analysis.paper_tables import PaperTablesJob, TableSpec
+from careval.analysis.studies import StudyPage
 from careval.canonical import JobSpec, job_spec
 from careval.metrics.registry import paper_metrics
 from careval.schema import with_schema_defaults
@@ -53,6 +54,9 @@ FIGURE_KINDS = {
     "judge_bias": ("judge_bias.rst", "6. Judge jury"),
     "jury_stability": ("jury_stability.rst", "6. Judge jury"),
     "human_agreement": ("human_agreement.rst", "7. Agreement with people"),
+    # config `studies:` (careval.studies, careval.analysis.study_figures): a page per study, and paper Table 6
+    "study": ("study.rst", "12. Studies"),
+    "table6": ("table6.rst", "12. Studies"),
 }
 
 
@@ -72,13 +76,20 @@ class FigureSpec(JobSpec):
     model_set: str | None = None
     benchmark: str | None = None
     method: str | None = None
+    study: str | None = None
 
 
-def figure(kind: str, model_set: str | None = None, benchmark: str | None = None, method: str | None = None):
-    """The figure of `kind` over these: named <kind>[_<model_set>][_<benchmark>][_<method>]."""
+def figure(
+    kind: str,
+    model_set: str | None = None,
+    benchmark: str | None = None,
+    method: str | None = None,
+    study: str | None = None,
+):
+    """The figure of `kind` over these: named <kind>[_<model_set>][_<benchmark>][_<method>][_<study>]."""
     caption, category = FIGURE_KINDS[kind]
-    name = "_".join(part for part in (kind, model_set, benchmark, method) if part is not None)
-    return FigureSpec(name, kind, caption, category, model_set, benchmark, method)
+    name = "_".join(part for part in (kind, model_set, benchmark, method, study) if part is not None)
+    return FigureSpec(name, kind, caption, category, model_set, benchmark, method, study)
 
 
 @job_spec
@@ -113,6 +124,8 @@ class ReportJob(JobSpec):
     comparison_alpha: float | None = None
     comparison_adjust: str | None = None
     cost: dict[str, str] | None = None
+    # the study pages (config `studies:`): what each page says of its study
+    studies: tuple[StudyPage, ...] = ()
 
     def of_kind(self, kind: str) -> list[FigureSpec]:
         return [f for f in self.figures if f.kind == kind]
@@ -170,6 +183,9 @@ class AnalysisPlan:
     # the benchmarks a jury grades (metrics.judge.models; set by careval.plan), and whether people's ratings are given
     jury_benchmarks: tuple[str, ...] = field(default=(), kw_only=True)
     human_ratings: bool = field(default=False, kw_only=True)
+    # the studies (set by careval.plan once they are planned) and whether one writes paper Table 6
+    studies: tuple[StudyPage, ...] = field(default=(), kw_only=True)
+    table6: bool = field(default=False, kw_only=True)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -214,6 +230,8 @@ class AnalysisPlan:
             + (("jury_stability",) if b in self.resilience_benchmarks + self.consistency_benchmarks else ())
         ]
         figures += [figure("human_agreement")] if self.human_ratings else []
+        figures += [figure("study", study=page.name) for page in self.studies]
+        figures += [figure("table6")] if self.table6 else []
         return tuple(figures)
 
     def figure_names(self) -> list[str]:
@@ -243,6 +261,7 @@ class AnalysisPlan:
             comparison_alpha=self.comparisons.get("alpha"),
             comparison_adjust=self.comparisons.get("adjust"),
             cost=dict(self.cost) or None,
+            studies=self.studies,
         )
 
     @property
