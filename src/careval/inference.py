@@ -56,11 +56,9 @@ def model_pair(backend: Backend, context: str, continuation: str, chat_template:
     """A conditional request as this model is sent it. The context is a prompt, so it becomes what a generation
     prompt becomes (the model's system prompt, its chat template: lm-eval's --apply_chat_template wraps a
     multiple-choice context too); under a chat template the continuation loses the target delimiter, as lm-eval's
-    construct_requests drops it (the assistant's turn starts the answer). A backend without `format` (a served
-    model's template is the server's) is sent the context as it is."""
-    formatter = getattr(backend, "format", None)
-    if formatter is not None:
-        context = formatter(context)
+    construct_requests drops it (the assistant's turn starts the answer). A served model's template is the server's:
+    its backend's `format` gives the context as it is."""
+    context = backend.format(context)
     if chat_template:
         continuation = continuation.removeprefix(TARGET_DELIMITER)
     return context, continuation
@@ -128,9 +126,7 @@ def checkpointed_logliks(
     checkpoint = Checkpoint(output, key, label)
     frame = checkpoint.run(
         batches,
-        lambda batch: score_logliks(
-            backend(), requests.filter(pl.col("id").is_in(batch)), bool(backend.spec.get("chat_template"))
-        ),
+        lambda batch: score_logliks(backend(), requests.filter(pl.col("id").is_in(batch)), backend.spec.chat_template),
         LOGLIK_SCHEMA,
     )
     return frame, checkpoint

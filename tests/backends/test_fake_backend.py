@@ -65,6 +65,7 @@ def fake_config(tmp_path: Path, backend: str = "fake", benchmarks: dict | None =
     analysis = config["analysis"]
     analysis.update(human_ratings=None, elo_csv=None, model_sets={"demo": ["fake-model"]})
     analysis["resilience"]["rephraser"] = "fake-model"
+    config.pop("studies", None)  # the demo's studies name its own models
     config["careqa"] = {key: value for key, value in config["careqa"].items() if key in ("editions", "review")}
     return config
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
-from careval.backends import load_backend
+from careval.backends import Backend, load_backend
 from careval.jobs.relaxed_perplexity import relaxed_perplexity_targets
 from careval.metrics.relaxed_perplexity import NICE_TO_HAVE
+from careval.models.spec import ModelSpec
 from careval.specs import Example, ExamplesJob
 
 MUST_HAVE = "must_have"
@@ -50,7 +50,7 @@ def example_sample(samples: pl.DataFrame, example: Example, where: str) -> pl.Da
     return found.with_columns(meta=pl.lit(json.dumps(meta)))
 
 
-def score_examples(backend: Any, job: ExamplesJob, datasets: dict[str, Path]) -> pl.DataFrame:
+def score_examples(backend: Backend, job: ExamplesJob, datasets: dict[str, Path]) -> pl.DataFrame:
     """Per example and target: RELAXED_PERPLEXITY_TARGET_SCHEMA with the example's position and benchmark."""
     frames = []
     for position, example in enumerate(job.examples):
@@ -65,7 +65,7 @@ def score_examples(backend: Any, job: ExamplesJob, datasets: dict[str, Path]) ->
     return pl.concat(frames)
 
 
-def run_examples(job: ExamplesJob, spec: dict, datasets: list[str], output: Path) -> None:
+def run_examples(job: ExamplesJob, spec: ModelSpec, datasets: list[str], output: Path) -> None:
     """Job: check every example first (a missing one is one line, before the model loads), then score them."""
     by_benchmark = {Path(path).stem: Path(path) for path in datasets}
     for position, example in enumerate(job.examples):
@@ -73,6 +73,6 @@ def run_examples(job: ExamplesJob, spec: dict, datasets: list[str], output: Path
     start = time.perf_counter()
     backend = load_backend(spec)
     rows = score_examples(backend, job, by_benchmark)
-    print(f"relaxed perplexity of {spec['name']} on {len(job.examples)} examples in {time.perf_counter() - start:.1f}s")
+    print(f"relaxed perplexity of {spec.name} on {len(job.examples)} examples in {time.perf_counter() - start:.1f}s")
     output.parent.mkdir(parents=True, exist_ok=True)
     rows.write_parquet(output)

@@ -197,9 +197,7 @@ def run_consistency(
         loglik_output,
         f"{benchmark.name} consistency log-likelihoods",
         loglik_batches,
-        lambda batch: consistency_logliks(
-            backend(), samples[batch], benchmark, r, bool(backend.spec.get("chat_template"))
-        ),
+        lambda batch: consistency_logliks(backend(), samples[batch], benchmark, r, backend.spec.chat_template),
         CONSISTENCY_LOGLIK_SCHEMA,
         r=r,
         requests=digest(open_task.loglik_requests(samples, benchmark.prompt).rows()),
