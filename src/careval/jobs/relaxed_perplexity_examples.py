@@ -15,11 +15,11 @@ from typing import Any
 import polars as pl
 
 from careval.backends import load_backend
-from careval.jobs.relaxed_perplexity import relaxed_perplexity_targets
-from careval.metrics.relaxed_perplexity import NICE_TO_HAVE
 from careval.datasets import get_benchmark
 from careval.datasets.loaders import read_source
 from careval.datasets.normalise import normalise
+from careval.jobs.relaxed_perplexity import relaxed_perplexity_targets
+from careval.metrics.relaxed_perplexity import NICE_TO_HAVE
 from careval.specs import Example, ExamplesJob, NormaliseJob
 
 MUST_HAVE = "must_have"
