@@ -44,7 +44,11 @@ SPREAD_METRICS = {
     "judge_helpfulness_expected": (1.0, 5.0),
     "judge_factual_validity": (1.0, 5.0),
 }
-PAPER_VIEW = {"rouge1", "rouge2", "judge_helpfulness"}  # of the above, what the paper's eleven (main rubric: helpfulness) keep
+PAPER_VIEW = {
+    "rouge1",
+    "rouge2",
+    "judge_helpfulness",
+}  # of the above, what the paper's eleven (main rubric: helpfulness) keep
 
 
 def _texts(fig) -> list[str]:

@@ -506,12 +506,12 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool, a
         fontsize=10,
     )
     note = "Closer to 0 = more self-consistent. Perplexity depends on the reference only: it must be exactly 0."
-    if not cv:
-        note = _notes(SCALINGS["variance_range"][1], note, "Unscaled variances: consistency.parquet, `variance`.")
     if cv:
         note += f" Left out (can be negative, as the paper leaves out BLEURT): {', '.join(excluded) or 'none'}."
         undefined = block.filter(pl.col("cv").is_null() & ~pl.col("metric").is_in(excluded)).height
         note += f" {undefined} model x prompt x metric CVs undefined (mean 0) are not shown."
+    else:
+        note = _notes(SCALINGS["variance_range"][1], note, "Unscaled variances: consistency.parquet, `variance`.")
     fig.text(0.01, 0.005, _notes(note, addition_note([benchmark], additions)), fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     return fig
