@@ -173,6 +173,10 @@ def test_a_benchmark_setting_changes_only_the_named_benchmarks(demo_raw):
         ),
         ({"sweep": {"models": ["not-a-model"]}}, r"studies\.s\.sweep\.models: 'not-a-model' is not a key of `models`"),
         (
+            {"sweep": {"metrics.relaxed_perplexity": {"l": [4]}}},
+            r"studies\.s: variant l=4: metrics\.relaxed_perplexity\.l: 4 is more than s \(3\): need l <= s",
+        ),
+        (
             {"sweep": {"model": {"dtype": ["float32"]}}, "examples": [{"benchmark": "demo_mcqa", "id": "x"}]},
             r"studies\.s\.examples\[0\]\.benchmark: 'demo_mcqa' is not an open-ended benchmark",
         ),

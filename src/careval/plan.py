@@ -50,6 +50,7 @@ from careval.specs import (
     ScoreJob,
     overrides_of,
 )
+from careval.studies import build_studies
 from careval.tasks.prompts import PromptTemplateError
 
 __all__ = ["ConfigError", "Plan", "build_plan"]
@@ -321,9 +322,6 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
     plan = _build_run_plan(config, schema)
     if not plan.config["studies"]:
         return plan
-    # a study's variants are plans of this function's own making (careval.studies imports this module)
-    from careval.studies import build_studies
-
     studies = build_studies(config, plan, lambda variant_config: _build_run_plan(variant_config, schema))
     own = {
         spec.name: spec
@@ -420,6 +418,10 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
         additions=tuple(name for name, entry in benchmarks.items() if entry.addition),
     )
     plan = replace(plan, analysis=analysis)
+    relaxed = metrics["relaxed_perplexity"]
+    if any("relaxed_perplexity" in plan.families(b) for b in benchmarks) and relaxed["l"] > relaxed["s"]:
+        # the estimator keeps the l most likely of s sampled continuations (careval.metrics.relaxed_perplexity)
+        raise ConfigError(f"metrics.relaxed_perplexity.l: {relaxed['l']} is more than s ({relaxed['s']}): need l <= s")
     anchor = analysis.relaxed_perplexity_anchor
     if anchor is not None and "relaxed_perplexity" not in plan.families(anchor):
         raise ConfigError(

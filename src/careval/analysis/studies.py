@@ -184,8 +184,8 @@ def kendall(variant: dict[str, float], baseline: dict[str, float]) -> tuple[floa
     models = [m for m in variant if m in baseline and math.isfinite(variant[m]) and math.isfinite(baseline[m])]
     if len(models) < 2:
         return math.nan, math.nan, len(models)
-    result = stats.kendalltau([variant[m] for m in models], [baseline[m] for m in models])
-    return float(result.statistic), float(result.pvalue), len(models)
+    tau, p = stats.kendalltau([variant[m] for m in models], [baseline[m] for m in models])
+    return float(tau), float(p), len(models)
 
 
 def _paired(samples: pl.DataFrame, variant: str, baseline: str, job: ComparisonsJob) -> list[dict]:

@@ -55,6 +55,25 @@ def _label(metric: str) -> str:
     return metric_spec(metric).label or metric
 
 
+def _cell_text(row: dict, alpha: float) -> str:
+    """The difference (a star where Holm's p is below alpha) over its p-value; where no sample was scored under both,
+    how many samples failed under either."""
+    diff, p = row["diff"], row["p_holm"]
+    if not row["n"]:
+        return f"no pairs\n({row['n_dropped']} failed)"
+    text = "n/a" if diff is None or not math.isfinite(diff) else f"{diff:+.3g}"
+    significant = p is not None and math.isfinite(p) and p < alpha
+    return text + ("*" if significant else "") + ("" if p is None or not math.isfinite(p) else f"\np={p:.2g}")
+
+
+def _baselines(page: StudyPage) -> str:
+    variants = set(page.baselines.values())
+    if len(variants) == 1:
+        return f"baseline (the run's own setting) of every model: {next(iter(variants))}"
+    described = "; ".join(f"{page.labels.get(m, m)}: {v}" for m, v in page.baselines.items())
+    return f"baselines (the run's own settings): {described}"
+
+
 def study_grid(ax, rows: pl.DataFrame, page: StudyPage, alpha: float) -> None:
     """The grid of one study's rows (benchmark x metric x variant by model, then Kendall's tau)."""
     models = list(page.baselines)
@@ -65,10 +84,7 @@ def study_grid(ax, rows: pl.DataFrame, page: StudyPage, alpha: float) -> None:
     for row in rows.iter_rows(named=True):
         i, j = at[(row["benchmark"], row["metric"], row["variant"])], models.index(row["model"])
         grid[i, j] = _colour(row["diff"], row["baseline_value"], row["metric"])
-        diff, p = row["diff"], row["p_holm"]
-        text = "n/a" if diff is None or not math.isfinite(diff) else f"{diff:+.3g}"
-        text += "*" if p is not None and math.isfinite(p) and p < alpha else ""
-        ax.text(j, i, text, ha="center", va="center", fontsize=font)
+        ax.text(j, i, _cell_text(row, alpha), ha="center", va="center", fontsize=font)
     taus = rows.group_by("benchmark", "metric", "variant", maintain_order=True).agg(
         pl.col("kendall_tau").first(), pl.col("n_ranked").first()
     )
@@ -123,36 +139,39 @@ def study_figure(rows: pl.DataFrame | None, samples: pl.DataFrame | None, page: 
     family = page.section.split(".", 1)[1] if page.section.startswith("metrics.") else None
     shown = shown_metrics(samples, view, family).select("benchmark", "metric")
     own = rows.filter(pl.col("study") == page.name).join(shown, on=["benchmark", "metric"], how="semi")
-    n_keys = own.select("benchmark", "metric", "variant").n_unique()
+    keys = own.select("benchmark", "metric", "variant").unique().rows()
     analysis = page.kind == "analysis"
-    metrics = (
-        shown.filter(pl.col("metric").str.ends_with(REPHRASE_VARIANCE))["metric"].unique(maintain_order=True).to_list()
-    )
-    grid_height = 1.2 + 0.24 * n_keys
-    heights = [grid_height] + ([3.2] if analysis and metrics else [])
+    metrics = shown.filter(pl.col("metric").str.ends_with(REPHRASE_VARIANCE))["metric"].unique(maintain_order=True)
+    # inches: the grid's rows, figure 13's panel, the header, the model names under the grid, the note
+    heights = [0.42 * len(keys) + 0.3] + ([3.0] if analysis and len(metrics) else [])
+    label_inches = 0.075 * max((len(f"{b} · {_label(m)} · {v}") for b, m, v in keys), default=20) + 0.3
+    width = max(8.0, label_inches + 1.3 * (len(page.baselines) + 1) + 0.5)
+    chars = int(width * 13)
+    description = textwrap.fill(page.description, chars) + "\n" if page.description else ""
+    header = f"{title}\n{description}{textwrap.fill(_baselines(page), chars)}"
+    header_inches, names_inches, note_inches = 0.25 + 0.17 * (header.count("\n") + 1), 1.0, 0.45
+    gaps = names_inches * (len(heights) - 1)
+    height = sum(heights) + header_inches + names_inches + note_inches + gaps
     fig, axes = plt.subplots(
-        len(heights),
-        1,
-        figsize=(max(7.5, 3.8 + 1.1 * (len(page.baselines) + 1)), sum(heights) + 1.6),
-        gridspec_kw={"height_ratios": heights},
-        squeeze=False,
+        len(heights), 1, figsize=(width, height), gridspec_kw={"height_ratios": heights}, squeeze=False
+    )
+    fig.subplots_adjust(
+        left=label_inches / width,
+        right=1 - 0.3 / width,
+        top=1 - header_inches / height,
+        bottom=(names_inches + note_inches) / height,
+        hspace=names_inches / (sum(heights) / len(heights)),
     )
     study_grid(axes[0, 0], own, page, alpha)
-    if analysis and metrics:
-        variance_panel(axes[1, 0], samples, page, metrics)
-    baselines = "; ".join(f"{page.labels.get(m, m)}: {v}" for m, v in page.baselines.items())
-    description = textwrap.fill(page.description, 110) + "\n" if page.description else ""
-    fig.suptitle(f"{title}\n{description}baseline of each model (the run's own setting): {baselines}", fontsize=9)
-    fig.text(
-        0.01,
-        0.005,
-        f"cell: variant - baseline in the metric's unit, * p (Holm within the study) < {alpha:g}; colour: relative "
-        f"change, blue better / red worse (saturated at {SATURATION:.0%}); Kendall's tau of the models' ranking "
-        "under the variant vs the baseline (the models the study leaves alone at their own values).",
-        fontsize=6,
-        wrap=True,
+    if analysis and len(metrics):
+        variance_panel(axes[1, 0], samples, page, metrics.to_list())
+    fig.suptitle(header, fontsize=9)
+    note = (
+        f"cell: variant - baseline in the metric's unit (* p, Holm within the study, < {alpha:g}) over that p; colour: "
+        f"relative change, blue better / red worse (saturated at {SATURATION:.0%}); Kendall's tau of the models' "
+        "ranking under the variant vs the baseline (the models the study leaves alone at their own values)."
     )
-    fig.tight_layout(rect=(0, 0.03, 1, 0.93))
+    fig.text(0.01, 0.005, textwrap.fill(note, int(width * 17)), fontsize=6)
     return fig
 
 
