@@ -136,7 +136,7 @@ def _scaled_by_hand(values: np.ndarray) -> np.ndarray:
     return variance / (variance.max() - variance.min())
 
 
-def test_figures_2_and_13_to_16_draw_the_views_metrics_each_on_its_own_scale(tmp_path, monkeypatch):
+def test_figures_2_and_13_to_16_draw_the_views_metrics_scaled_out_of_their_units(tmp_path, monkeypatch):
     inputs, raw = _spread_inputs(tmp_path, np.random.default_rng(5))
     job = _spread_job("paper")
     tables = analysis_tables(inputs, job)
@@ -284,7 +284,7 @@ def test_the_paper_tables_mark_an_addition_in_markdown_latex_and_on_their_page()
     plt.close(page)
 
 
-def test_every_paper_page_naming_an_addition_marks_it_and_says_why(tmp_path, monkeypatch):
+def test_every_paper_page_naming_an_addition_marks_it_and_says_why(tmp_path):
     """xq (open) and xmc (MCQA) are careval's additions: each paper figure that names one (a label, a title) shows
     it with the dagger, never bare, and the note."""
     rng = np.random.default_rng(3)
