@@ -19,7 +19,8 @@ from careval.checkpoint import (
     input_order,
     write_atomic,
 )
-from careval.datasets.benchmark import CHOICE_TASKS, Benchmark
+from careval.datasets.benchmark import Benchmark
+from careval.models.spec import ModelSpec
 from careval.schemas import GENERATION_SCHEMA, LOGLIK_SCHEMA
 from careval.tasks import mcqa, open as open_task
 from careval.tasks.mcqa import TARGET_DELIMITER
@@ -45,7 +46,7 @@ def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame
     none for tasks scored on the generation alone (relation extraction, generate-mode classification)."""
     if benchmark.task == "open":
         return open_task.loglik_requests(samples, benchmark.prompt)
-    if benchmark.task in CHOICE_TASKS and not benchmark.generates:
+    if benchmark.computes_logliks:  # a choice task scored by log-likelihood
         style = benchmark.mcqa_style if benchmark.task == "mcqa" else "cloze"  # class names are scored as text
         return mcqa.loglik_requests(samples, benchmark.prompt, style)
     return pl.DataFrame(schema={name: dtype for name, dtype in LOGLIK_SCHEMA.items() if name != "loglik"})
@@ -55,11 +56,9 @@ def model_pair(backend: Backend, context: str, continuation: str, chat_template:
     """A conditional request as this model is sent it. The context is a prompt, so it becomes what a generation
     prompt becomes (the model's system prompt, its chat template: lm-eval's --apply_chat_template wraps a
     multiple-choice context too); under a chat template the continuation loses the target delimiter, as lm-eval's
-    construct_requests drops it (the assistant's turn starts the answer). A backend without `format` (a served
-    model's template is the server's) is sent the context as it is."""
-    formatter = getattr(backend, "format", None)
-    if formatter is not None:
-        context = formatter(context)
+    construct_requests drops it (the assistant's turn starts the answer). A served model's template is the server's:
+    its backend's `format` gives the context as it is."""
+    context = backend.format(context)
     if chat_template:
         continuation = continuation.removeprefix(TARGET_DELIMITER)
     return context, continuation
@@ -89,7 +88,7 @@ def score_logliks(backend: Backend, requests: pl.DataFrame, chat_template: bool 
 class OnDemandBackend:
     """The job's backend, loaded at its first use: a job resumed with every batch done loads no model."""
 
-    def __init__(self, spec: dict) -> None:
+    def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
         self._backend: Backend | None = None
 
@@ -99,17 +98,17 @@ class OnDemandBackend:
             self._backend = load_backend(self.spec)
             # one line per load: the logs count how often a model was loaded (README, cluster section)
             print(
-                f"loaded model {self.spec['name']} ({self.spec.get('backend', 'hf')}, gpus={self.spec.get('gpus', 0)}, "
-                f"dtype={self.spec.get('dtype', 'auto')}) "
+                f"loaded model {self.spec.name} ({self.spec.backend}, gpus={self.spec.gpus}, dtype={self.spec.dtype}) "
                 f"in {time.perf_counter() - start:.1f}s"
             )
         return self._backend
 
 
-def model_facts(spec: dict) -> dict:
-    """What of a backend spec decides its outputs (a checkpoint's fingerprint): all but the CPU threads,
-    which a rerun after a crash may well change (`--cores`) without changing a number."""
-    return {key: value for key, value in spec.items() if key != "threads"}
+def model_facts(spec: ModelSpec) -> dict:
+    """What of a model spec decides its outputs (a checkpoint's fingerprint): its identity (careval.canonical),
+    with the dtype the job runs in (ModelSpec.for_job); not its CPU threads, which a rerun after a crash may
+    well change (`--cores`) without changing a number."""
+    return spec.identity()
 
 
 def checkpointed_logliks(
@@ -127,9 +126,7 @@ def checkpointed_logliks(
     checkpoint = Checkpoint(output, key, label)
     frame = checkpoint.run(
         batches,
-        lambda batch: score_logliks(
-            backend(), requests.filter(pl.col("id").is_in(batch)), bool(backend.spec.get("chat_template"))
-        ),
+        lambda batch: score_logliks(backend(), requests.filter(pl.col("id").is_in(batch)), backend.spec.chat_template),
         LOGLIK_SCHEMA,
     )
     return frame, checkpoint
@@ -169,7 +166,7 @@ def checkpointed_generations(
 def run_inference(
     samples_path: Path,
     benchmark: Benchmark,
-    spec: dict,
+    spec: ModelSpec,
     sampling: Sampling | None,
     loglik_path: Path,
     generations_path: Path | None = None,

@@ -20,6 +20,8 @@ from careval.analysis.cost import CostJob
 from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
 from careval.analysis.paper_tables import planned_tables
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
+from careval.backends.base import missing as missing_capability
+from careval.backends.registry import capabilities as backend_capabilities
 from careval.careqa.llm import llm_sampling
 from careval.careqa.statistics import CareqaStatisticsJob
 from careval.config import ConfigError, prepare_config, read_config_file
@@ -448,7 +450,7 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
     analysis = replace(
         analysis, jury_benchmarks=jury_benchmarks, human_ratings=config["analysis"]["human_ratings"] is not None
     )
-    return replace(
+    plan = replace(
         plan,
         analysis=analysis,
         judge=judge,
@@ -457,6 +459,42 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
         careqa_llms=_careqa_llms(config, models, resources),
         entries=entries,
     )
+    _check_capabilities(plan)
+    return plan
+
+
+def _check_capabilities(plan: Plan) -> None:
+    """Every model's backend can do what its jobs will ask of it (its declared careval.backends.Capabilities):
+    one line now, not an error mid-job. A judge without log-probabilities is allowed: it grades without a score
+    distribution (careval.metrics.judge)."""
+    specs = (*plan.models.values(), *plan.judges.values(), plan.judge, plan.rephraser)
+    loaded = {spec.name: spec for spec in specs if spec is not None}
+    loaded.update({f"careqa.{step}": spec for step, spec in plan.careqa_llms.items()})
+    for name, spec in loaded.items():
+        can = backend_capabilities(spec.backend)
+        key = name if name.startswith("careqa.") else f"models.{name}"
+        if spec.chat_template and not can.chat_template:
+            raise ConfigError(
+                f"{key}.chat_template: {missing_capability(spec.backend, 'chat_template')} (the server applies its own)"
+            )
+        if can.max_gpus is not None and spec.gpus > can.max_gpus:
+            raise ConfigError(
+                f"{key}.gpus: backend {spec.backend} runs a model on at most {can.max_gpus} GPU(s), not {spec.gpus}"
+            )
+        if can.prompt_logprobs or name not in plan.models:
+            continue
+        for benchmark, entry in plan.benchmarks.items():
+            needs = [
+                family
+                for family in plan.families(benchmark)
+                if FAMILIES[family].logprobs and (FAMILIES[family].job == "llm" or entry.computes_logliks)
+            ]
+            needs += ["inference"] if entry.computes_logliks and not needs else []
+            needs += ["self-consistency"] if benchmark in plan.analysis.consistency_benchmarks else []
+            if needs:
+                raise ConfigError(
+                    f"{key}: {missing_capability(spec.backend, 'prompt_logprobs', needs[0])} (on {benchmark})"
+                )
 
 
 def inline_model_name(entry: dict) -> str:

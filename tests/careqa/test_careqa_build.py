@@ -562,8 +562,8 @@ def test_careqa_llms_from_config(tmp_path):
     spec = plan.careqa_llms["translator"]
     assert (spec.name, spec.backend, Path(spec.path)) == ("tiny", "hf", tmp_path / "tiny")
     assert spec.chat_template is True and spec.system_prompt == "Translate."
-    endpoint = plan.careqa_llms["rephraser"].backend_kwargs()
-    assert (endpoint["backend"], endpoint["path"], endpoint["base_url"]) == ("openai", "gpt-4", "http://host/v1")
+    endpoint = plan.careqa_llms["rephraser"]
+    assert (endpoint.backend, endpoint.path, endpoint.endpoint["base_url"]) == ("openai", "gpt-4", "http://host/v1")
     with pytest.raises(ConfigError, match=r"careqa.rephraser.model: 'missing' is not a key of `models`"):
         build_plan({**base, "careqa": {"rephraser": {"model": "missing"}}})
     step = plan.config["careqa"]["translator"]

@@ -19,7 +19,7 @@ import pytest
 from lm_eval_reference import write_local_task
 from test_mcqa_prompts import ROWS
 
-from careval.backends import load_backend
+from careval.backends.hf.backend import HFBackend
 from careval.datasets.normalise import normalise
 from careval.datasets.registry import get_benchmark
 from careval.inference import loglik_requests, model_pair
@@ -43,9 +43,7 @@ def chat_model(tiny_llama_dir, tmp_path_factory):
     tokenizer = AutoTokenizer.from_pretrained(folder)
     tokenizer.chat_template = CHATML
     tokenizer.save_pretrained(folder)
-    backend = load_backend(
-        {"name": "chat", "path": str(folder), "dtype": "float32", "chat_template": True, "device": "cpu"}
-    )
+    backend = HFBackend.load("chat", str(folder), dtype="float32", chat_template=True, device="cpu")
     lm = types.SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(folder), chat_template_args={})
     return backend, functools.partial(HFLM.apply_chat_template, lm)
 

@@ -98,7 +98,8 @@ def test_size_classes_reach_every_job_kind(paper_jobs):
 
 def test_careqa_llm_jobs_take_their_models_gpus(tmp_path):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config["models"]["smollm2-135m-instruct"]["gpus"] = 2
+    # a vLLM model (tensor-parallel): the hf backend runs a model on one GPU at most (its declared capabilities)
+    config["models"]["smollm2-135m-instruct"].update(gpus=2, backend="vllm", dtype="bfloat16")
     for edition in config["careqa"]["editions"]:  # the demo exam's files, read from the repository
         edition.update({part: str(REPO / edition[part]) for part in ("booklet", "key")})
     path = tmp_path / "careqa.yaml"

@@ -85,7 +85,10 @@ def test_each_variant_runs_exactly_the_jobs_its_setting_reaches(studies_run):
     assert len(relaxed) == 3
 
 
-def test_the_relaxed_perplexity_variants_equal_the_reference_estimator(studies_run):
+def test_the_relaxed_perplexity_variants_equal_the_definition_at_their_own_settings(studies_run):
+    """Each variant's value, from its own job, is the estimator's on the same question and target at the variant's l,
+    s and stride, and the estimator's terms are the definition's computed plainly (support.reference.relaxed_terms:
+    one forward of question + prefix + target per distinct prefix, no careval code)."""
     import torch
 
     from careval.backends import load_backend
@@ -94,13 +97,14 @@ def test_the_relaxed_perplexity_variants_equal_the_reference_estimator(studies_r
     from careval.metrics.relaxed_perplexity import relaxed_perplexity
     from careval.plan import build_plan
     from careval.tasks.prompts import fill_prompt
+    from support.reference import relaxed_terms
 
     work, _, _ = studies_run
     plan = build_plan(yaml.safe_load((work / "config" / "config.yaml").read_text()))
     study = plan.studies["relaxed_perplexity_grid"]
     samples = _read(work, "resources/datasets/demo_open_qa.parquet")
     torch.set_num_threads(1)
-    backend = load_backend(plan.models[SMOL].for_job(threads=1).backend_kwargs())
+    backend = load_backend(plan.models[SMOL].for_job(threads=1))
     checked = 0
     for variant in study.swept:
         job = study.variants[variant].plan.relaxed_perplexity_job(SMOL, "demo_open_qa")
@@ -116,9 +120,13 @@ def test_the_relaxed_perplexity_variants_equal_the_reference_estimator(studies_r
             )
             for text in sample_target_sets(sample)["reference"]:
                 ids = backend.tokenizer.encode(" " + text.strip(), add_special_tokens=False)
-                expected = relaxed_perplexity(backend.model, question, ids, implementation="reference", **options)
+                expected = relaxed_perplexity(backend, question, ids, **options)
+                terms = relaxed_terms(
+                    backend.model, question, ids, expected.continuations, expected.steps, options["skewed"]
+                )
+                assert expected.cross_entropy == pytest.approx(-sum(terms), abs=1e-3), variant
                 got = targets.filter((pl.col("id") == sample["id"]) & (pl.col("target") == text.strip()))
-                assert got["relaxed_cross_entropy"][0] == pytest.approx(expected.cross_entropy, rel=1e-4), variant
+                assert got["relaxed_cross_entropy"][0] == pytest.approx(expected.cross_entropy, rel=1e-6), variant
                 checked += 1
     assert checked == 4 * 2
     # and the variants differ: each setting reached its job

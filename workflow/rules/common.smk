@@ -114,7 +114,7 @@ def engine_command(spec):
     (an environment with vLLM; careval need not be installed there), else by the python running Snakemake."""
     import careval.backends.vllm_serve as serve
 
-    backend = spec.for_job().backend_kwargs()
+    backend = serve.server_spec(spec.for_job())
     python = spec.engine_python or sys.executable
     return " ".join(shlex.quote(part) for part in (python, serve.__file__, "--spec", json.dumps(backend)))
 

@@ -105,3 +105,9 @@ class Benchmark:
     def generates(self) -> bool:
         """Whether the model generates text on this benchmark (else it is scored by log-likelihood only)."""
         return self.task in GENERATING_TASKS or (self.task == "classification" and self.mode == "generate")
+
+    @property
+    def computes_logliks(self) -> bool:
+        """Whether its inference asks the model for log-likelihoods: the options of a choice task scored by
+        log-likelihood, the reference of an open one (perplexity); none where it is scored on generations alone."""
+        return self.task == "open" or (self.task in CHOICE_TASKS and not self.generates)

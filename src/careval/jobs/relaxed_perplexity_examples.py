@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
-from careval.backends import load_backend
+from careval.backends import Backend, load_backend
 from careval.datasets import get_benchmark
 from careval.datasets.loaders import read_source
 from careval.datasets.normalise import normalise
 from careval.jobs.relaxed_perplexity import relaxed_perplexity_targets
 from careval.metrics.relaxed_perplexity import NICE_TO_HAVE
+from careval.models.spec import ModelSpec
 from careval.specs import Example, ExamplesJob, NormaliseJob
 
 MUST_HAVE = "must_have"
@@ -60,7 +60,7 @@ def benchmark_samples(dataset: NormaliseJob) -> pl.DataFrame:
     return normalise(read_source(entry.source, Path(".")), entry)
 
 
-def score_examples(backend: Any, job: ExamplesJob, samples: dict[str, pl.DataFrame]) -> pl.DataFrame:
+def score_examples(backend: Backend, job: ExamplesJob, samples: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """Per example and target: RELAXED_PERPLEXITY_TARGET_SCHEMA with the example's position, benchmark and question."""
     frames = []
     for position, example in enumerate(job.examples):
@@ -74,7 +74,7 @@ def score_examples(backend: Any, job: ExamplesJob, samples: dict[str, pl.DataFra
     return pl.concat(frames)
 
 
-def run_examples(job: ExamplesJob, spec: dict, output: Path) -> None:
+def run_examples(job: ExamplesJob, spec: ModelSpec, output: Path) -> None:
     """Job: find every example first (a missing one is one line, before the model loads), then score them."""
     samples = {dataset.benchmark: benchmark_samples(dataset) for dataset in job.datasets}
     for position, example in enumerate(job.examples):
@@ -82,6 +82,6 @@ def run_examples(job: ExamplesJob, spec: dict, output: Path) -> None:
     start = time.perf_counter()
     backend = load_backend(spec)
     rows = score_examples(backend, job, samples)
-    print(f"relaxed perplexity of {spec['name']} on {len(job.examples)} examples in {time.perf_counter() - start:.1f}s")
+    print(f"relaxed perplexity of {spec.name} on {len(job.examples)} examples in {time.perf_counter() - start:.1f}s")
     output.parent.mkdir(parents=True, exist_ok=True)
     rows.write_parquet(output)

@@ -93,6 +93,9 @@ class MetricFamily:
     execution_options: tuple[str, ...] = ()
     plan_options: tuple[str, ...] = ()
     scorer: str | None = None
+    # its values come from the evaluated model's log-probabilities (its inference's log-likelihoods, or its own
+    # job's): a backend without them is refused at plan time (careval.plan, the backend's declared capabilities)
+    logprobs: bool = False
 
     def __post_init__(self) -> None:
         if self.job not in JOBS:
@@ -142,6 +145,7 @@ FAMILIES: dict[str, MetricFamily] = {
                 MetricSpec("acc_norm", "accuracy", True, label="accuracy (length-normalised)", binary=True),
             ),
             scorer=f"{_SCORING}:score_accuracy",
+            logprobs=True,
         ),
         MetricFamily(
             "classification",
@@ -149,6 +153,7 @@ FAMILIES: dict[str, MetricFamily] = {
             # acc, with accuracy's spec, and macro-F1 (tasks/classification.py)
             metrics=(MetricSpec("macro_f1", "classification", True, label="macro-F1"),),
             scorer=f"{_SCORING}:score_classification_family",
+            logprobs=True,  # in mode loglik (a generating benchmark computes none: careval.plan)
         ),
         MetricFamily(
             "relation_extraction",
@@ -227,6 +232,7 @@ FAMILIES: dict[str, MetricFamily] = {
                 MetricSpec("bits_per_byte", "perplexity", False, bounds=(0.0, INF), label="bits per byte", paper=True),
             ),
             scorer=f"{_SCORING}:score_perplexity_family",
+            logprobs=True,
         ),
         # judge_<rubric> and judge_<rubric>_expected, one pair per rubric (metric_spec's patterns).
         # No scorer: the judge job (careval.jobs) loads the judge LLM and grades. Its `model` (which LLM)
@@ -253,6 +259,7 @@ FAMILIES: dict[str, MetricFamily] = {
             "relaxed_perplexity",
             "relaxed perplexity",
             job="llm",
+            logprobs=True,
             metrics=(
                 MetricSpec("relaxed_perplexity", "relaxed_perplexity", label="Relaxed Perplexity", **_PERPLEXITY),
                 MetricSpec(
