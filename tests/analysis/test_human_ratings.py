@@ -63,7 +63,7 @@ def test_a_bad_row_is_one_line_naming_file_line_and_field(tmp_path, row, field, 
 
 def test_a_missing_column_is_named(tmp_path):
     path = write(tmp_path, "m1,demo,s1,helpfulness,3\n", header="model,benchmark,id,criterion,rating\n")
-    with pytest.raises(HumanRatingsError, match=r"ratings.csv: line 1: missing column rater"):
+    with pytest.raises(HumanRatingsError, match=r"ratings.csv: line 2: missing column rater"):
         read(path)
 
 
