@@ -53,6 +53,8 @@ FIGURE_KINDS = {
     "judge_bias": ("judge_bias.rst", "6. Judge jury"),
     "jury_stability": ("jury_stability.rst", "6. Judge jury"),
     "human_agreement": ("human_agreement.rst", "7. Agreement with people"),
+    # what this config does not make and why (a paper table whose metrics are skipped), and settings it cannot apply
+    "run_notes": ("run_notes.rst", "0. About this run"),
 }
 
 
@@ -113,6 +115,8 @@ class ReportJob(JobSpec):
     comparison_alpha: float | None = None
     comparison_adjust: str | None = None
     cost: dict[str, str] | None = None
+    # the run notes page (AnalysisPlan.notes): one line each
+    notes: tuple[str, ...] = ()
 
     def of_kind(self, kind: str) -> list[FigureSpec]:
         return [f for f in self.figures if f.kind == kind]
@@ -170,6 +174,9 @@ class AnalysisPlan:
     # the benchmarks a jury grades (metrics.judge.models; set by careval.plan), and whether people's ratings are given
     jury_benchmarks: tuple[str, ...] = field(default=(), kw_only=True)
     human_ratings: bool = field(default=False, kw_only=True)
+    # what the config does not make and why, and its settings that cannot take effect (set by careval.plan): the
+    # report's first page where there are any
+    notes: tuple[str, ...] = field(default=(), kw_only=True)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -181,7 +188,8 @@ class AnalysisPlan:
     @cached_property
     def figures(self) -> tuple[FigureSpec, ...]:
         """Every figure of the report, in its page order: each correlation figure once per model set."""
-        figures = [figure("scores")]
+        figures = [figure("run_notes")] if self.notes else []
+        figures += [figure("scores")]
         figures += [figure("mcqa_vs_open", s) for s in self.sets("mcqa_vs_open")]
         figures += [figure("metric_x_metric", s, b) for s in self.sets("metric_x_metric") for b in self.open_benchmarks]
         figures += [
@@ -243,6 +251,7 @@ class AnalysisPlan:
             comparison_alpha=self.comparisons.get("alpha"),
             comparison_adjust=self.comparisons.get("adjust"),
             cost=dict(self.cost) or None,
+            notes=self.notes,
         )
 
     @property
