@@ -52,6 +52,14 @@ def test_other_bytes_or_a_footer_longer_than_the_file(whole):
     assert parquet_problem(whole) == "cut short (its footer is longer than the file)"
 
 
+def test_a_json_report_cut_short(tmp_path):
+    report = tmp_path / "demo_mcqa.json"
+    report.write_text('{"benchmark": "demo_mcqa", "n_skipped": 0}\n')
+    assert cut_short([str(report)]) == {}
+    report.write_text('{"benchmark": "demo_mcqa", "n_sk')
+    assert cut_short([str(report)]) == {str(report): "not whole JSON (Unterminated string starting at)"}
+
+
 def test_the_files_of_a_results_folder_leave_out_logs_index_report_and_checkpoints(tmp_path):
     for name in (
         "scores/m/b/rouge.parquet",

@@ -10,6 +10,7 @@ knows files and records only: what Snakemake recorded is passed in as a function
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -60,9 +61,19 @@ def result_files(root: Path | str) -> list[str]:
     return sorted(found)
 
 
+def json_problem(path: Path | str) -> str | None:
+    """Why `path` is not a whole JSON document (a normalisation report, the CareQA build's counts), or None."""
+    try:
+        json.loads(Path(path).read_bytes())
+    except (ValueError, UnicodeDecodeError) as error:
+        return f"not whole JSON ({str(error).split(':')[0]})"
+    return None
+
+
 def cut_short(files: Iterable[str]) -> dict[str, str]:
-    """The parquet files of `files` that are not whole: path -> why."""
-    problems = {path: parquet_problem(path) for path in files if path.endswith(".parquet")}
+    """The parquet and JSON files of `files` that are not whole (the intermediates jobs read): path -> why."""
+    checks = {".parquet": parquet_problem, ".json": json_problem}
+    problems = {path: checks[suffix](path) for path in files if (suffix := Path(path).suffix) in checks}
     return {path: why for path, why in problems.items() if why is not None}
 
 

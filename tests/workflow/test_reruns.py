@@ -125,12 +125,12 @@ def test_replacing_a_model_reruns_only_its_jobs(copy_of, repo_root):
 def test_rerunning_one_model_reruns_only_its_jobs(copy_of):
     work, _, base_jobs = copy_of
     kept = _states(work, KEPT)
-    # the README's way: delete every result of the model (`rm -r results/*/<model>`) and force the
-    # aggregate, whose missing inputs are then made again; this also covers the model's jobs that
+    # the README's way: delete every result of the model (`rm -r results/*/<model>`) and type the same command:
+    # the files a job read that are gone are made again (careval.results_check), and with them the model's jobs that
     # read no inference output (relaxed perplexity, consistency samples)
     for folder in (work / "results").glob(f"*/{CHANGED}"):
         shutil.rmtree(folder)
-    jobs = _rerun(work, "--forcerun", "aggregate_scores")
+    jobs = _rerun(work)
     assert jobs == _jobs_of(base_jobs, CHANGED) | {("aggregate_scores", "")}
     assert _states(work, KEPT) == kept
 
@@ -187,6 +187,6 @@ def test_a_deleted_or_cut_short_intermediate_is_made_again_and_a_stale_file_is_m
     index = dict(line.split("\t") for line in (work / "results/index.tsv").read_text().splitlines()[1:])
     assert index[deleted] == index[cut] == index[TARGET] == "made"
     assert index[stale] == "stale" and index[f"results/generations/{KEPT}/demo_open_qa.parquet"] == "kept"
-    # and a second time: nothing to do, the stale file still named
-    again = snakemake(["--cores", "2", TARGET], work, timeout=300)
+    # and a second time: nothing to do (a dry run plans as a run does), the stale file still named
+    again = snakemake(["-n", "--cores", "2", TARGET], work, timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr and "careval: " not in again.stdout + again.stderr
