@@ -69,6 +69,7 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/comparisons.smk"
 include: "workflow/rules/careqa.smk"
 include: "workflow/rules/careqa_statistics.smk"
+include: "workflow/rules/studies.smk"
 
 
 # files cut short are named and remade, files an earlier config left are named (common.smk, check_results)

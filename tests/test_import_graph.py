@@ -55,6 +55,7 @@ LAYERS: dict[str, int] = {
     "careval.analysis": 6,
     # 7 the config -> plan step, and its command line
     "careval.plan": 7,
+    "careval.studies": 7,  # a study's variants, each a plan (careval.plan calls it with its own builder)
     "careval.cli": 8,
     "careval": 9,  # the package itself
 }

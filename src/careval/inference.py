@@ -22,6 +22,7 @@ from careval.checkpoint import (
 from careval.datasets.benchmark import CHOICE_TASKS, Benchmark
 from careval.schemas import GENERATION_SCHEMA, LOGLIK_SCHEMA
 from careval.tasks import mcqa, open as open_task
+from careval.tasks.mcqa import TARGET_DELIMITER
 
 
 def benchmark_settings(benchmark: Benchmark, generation: dict) -> dict:
@@ -50,15 +51,32 @@ def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame
     return pl.DataFrame(schema={name: dtype for name, dtype in LOGLIK_SCHEMA.items() if name != "loglik"})
 
 
-def score_logliks(backend: Backend, requests: pl.DataFrame) -> pl.DataFrame:
-    """Conditional requests go to `loglikelihood`, whole-reference ones to `loglikelihood_rolling`."""
+def model_pair(backend: Backend, context: str, continuation: str, chat_template: bool) -> tuple[str, str]:
+    """A conditional request as this model is sent it. The context is a prompt, so it becomes what a generation
+    prompt becomes (the model's system prompt, its chat template: lm-eval's --apply_chat_template wraps a
+    multiple-choice context too); under a chat template the continuation loses the target delimiter, as lm-eval's
+    construct_requests drops it (the assistant's turn starts the answer). A backend without `format` (a served
+    model's template is the server's) is sent the context as it is."""
+    formatter = getattr(backend, "format", None)
+    if formatter is not None:
+        context = formatter(context)
+    if chat_template:
+        continuation = continuation.removeprefix(TARGET_DELIMITER)
+    return context, continuation
+
+
+def score_logliks(backend: Backend, requests: pl.DataFrame, chat_template: bool = False) -> pl.DataFrame:
+    """Conditional requests go to `loglikelihood` (as :func:`model_pair` sends them), whole-reference ones to
+    `loglikelihood_rolling`. The rows keep each request as the task built it, whatever the model's wrapping."""
     start = time.perf_counter()
     values = [float("nan")] * requests.height
     kinds = requests["kind"].to_list()
     conditional = [i for i, kind in enumerate(kinds) if kind != "reference"]
     rolling = [i for i, kind in enumerate(kinds) if kind == "reference"]
     if conditional:
-        pairs = [(requests["context"][i], requests["continuation"][i]) for i in conditional]
+        pairs = [
+            model_pair(backend, requests["context"][i], requests["continuation"][i], chat_template) for i in conditional
+        ]
         for i, value in zip(conditional, backend.loglikelihood(pairs)):
             values[i] = value
     if rolling:
@@ -108,7 +126,11 @@ def checkpointed_logliks(
     )
     checkpoint = Checkpoint(output, key, label)
     frame = checkpoint.run(
-        batches, lambda batch: score_logliks(backend(), requests.filter(pl.col("id").is_in(batch))), LOGLIK_SCHEMA
+        batches,
+        lambda batch: score_logliks(
+            backend(), requests.filter(pl.col("id").is_in(batch)), bool(backend.spec.get("chat_template"))
+        ),
+        LOGLIK_SCHEMA,
     )
     return frame, checkpoint
 

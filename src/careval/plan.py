@@ -54,6 +54,7 @@ from careval.specs import (
     ScoreJob,
     overrides_of,
 )
+from careval.studies import build_studies
 from careval.tasks.prompts import PromptTemplateError
 
 __all__ = ["ConfigError", "Plan", "build_plan"]
@@ -85,6 +86,10 @@ class Plan:
     entries: dict[str, dict] = field(default_factory=dict)
     # the Elo CSV's names that match no configured model, or configured models without an Elo (one line)
     elo_warning: str | None = None
+    # config `studies:` (careval.studies): each study's variants, each a plan of its own
+    studies: dict[str, Any] = field(default_factory=dict)
+    # the models of a study only (careval.studies, section `models`): name -> spec
+    study_models: dict[str, ModelSpec] = field(default_factory=dict)
     # settings that cannot take effect under this config, one line each naming the key (also the report's notes)
     warnings: tuple[str, ...] = ()
 
@@ -124,6 +129,10 @@ class Plan:
             for family in TASK_FAMILIES[task]
             if FAMILIES[family].job == "score" and family not in self.skipped_families
         ]
+
+    def repeats_judged(self, benchmark: str) -> bool:
+        """Whether the judge grades this benchmark's repeats too: wherever it grades its answers (paper 3.4-3.5)."""
+        return self.judge is not None and "judge" in self.families(benchmark)
 
     def repeat_families(self) -> list[str]:
         """The open-ended families recomputed on every rephrasing and sampled answer, by the repeats' scoring job."""
@@ -308,6 +317,7 @@ class Plan:
             *self.judges.values(),
             self.rephraser,
             *self.careqa_llms.values(),
+            *self.study_models.values(),
         ):
             if spec is not None and spec.name == name:
                 return spec
@@ -316,6 +326,33 @@ class Plan:
 
 def build_plan(config: dict, schema: dict | None = None) -> Plan:
     """Validate `config` (raw, as read from YAML) and build its plan; ConfigError names the key."""
+    plan = _build_run_plan(config, schema)
+    if not plan.config["studies"]:
+        return plan
+    studies = build_studies(config, plan, lambda variant_config: _build_run_plan(variant_config, schema))
+    own = {
+        spec.name: spec
+        for study in studies.values()
+        for variant in study.variants.values()
+        for spec in variant.plan.models.values()
+        if spec.name not in plan.models and spec.name not in plan.entries
+    }
+    entries = {
+        name: entry
+        for study in studies.values()
+        for v in study.variants.values()
+        for name, entry in v.plan.entries.items()
+    }
+    analysis = replace(
+        plan.analysis,
+        studies=tuple(study.page() for study in studies.values()),
+        table6=any(study.examples for study in studies.values()),
+    )
+    return replace(plan, analysis=analysis, studies=studies, study_models=own, entries={**entries, **plan.entries})
+
+
+def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
+    """The plan of the run itself (every part but its studies)."""
     raw_analysis = config.get("analysis") or {}  # what the config sets itself, before the schema's defaults
     config = prepare_config(config, schema)
     sizes, resources, models_dir = config["model_sizes"], config["resources"], config["models_dir"]
@@ -390,6 +427,10 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
     tasks = {name: (entry.task, entry.paper_task) for name, entry in benchmarks.items()}
     analysis = replace(analysis, paper_tables=planned_tables(tasks, plan.families))
     plan = replace(plan, analysis=analysis)
+    relaxed = metrics["relaxed_perplexity"]
+    if any("relaxed_perplexity" in plan.families(b) for b in benchmarks) and relaxed["l"] > relaxed["s"]:
+        # the estimator keeps the l most likely of s sampled continuations (careval.metrics.relaxed_perplexity)
+        raise ConfigError(f"metrics.relaxed_perplexity.l: {relaxed['l']} is more than s ({relaxed['s']}): need l <= s")
     _check_analysis_settings(config, raw_analysis, plan)
     anchor = analysis.relaxed_perplexity_anchor
     if anchor is not None and "relaxed_perplexity" not in plan.families(anchor):

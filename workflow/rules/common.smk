@@ -12,7 +12,9 @@ from careval.canonical import JobParam
 from careval.careqa.acquire import edition_name, is_url
 from careval.datasets.benchmark import TASKS, LocalSource
 from careval.models.prepare import weights_digest
+from careval.metrics.registry import FAMILIES
 from careval.plan import EXTRA_FAMILIES
+from careval.studies import studies_job
 from careval import results_check, runlock
 from careval.warm import server as warm_server
 
@@ -279,6 +281,14 @@ def analysis_inputs(wildcards):
     inputs["cost"] = f"{RESULTS}/summary/cost.parquet"
     if JURY_REPORT:  # jury.smk: the jury's and the human-agreement tables
         inputs.update({key: f"{RESULTS}/summary/{key}.parquet" for key in JURY_REPORT_OUTPUTS})
+    if PLAN.studies:  # studies.smk: every study's tests and per-sample table, and Table 6
+        inputs["studies"] = f"{RESULTS}/summary/studies.parquet"
+        inputs["study_tables"] = [f"{RESULTS}/studies/{study}/sample_scores.parquet" for study in PLAN.studies]
+        sheets = [name for name, study in PLAN.studies.items() if study.has_review_sheet]
+        if sheets:  # made with the report (the study pages say where they are)
+            inputs["review_sheets"] = [f"{RESULTS}/studies/{name}/review_sheet.csv" for name in sheets]
+    if PLAN.analysis.table6:
+        inputs["table6"] = f"{RESULTS}/tables/table6_relaxed_perplexity_examples.csv"
     return inputs
 
 
@@ -315,25 +325,24 @@ def careqa_local_documents(wildcards):
     return [edition[part] for part in ("booklet", "key") if not is_url(edition[part])]
 
 
-def repeats_judged(benchmark):
-    """Whether the judge grades this benchmark's repeats too: wherever it grades its answers (paper 3.4-3.5)."""
-    return PLAN.judge is not None and "judge" in PLAN.families(benchmark)
-
-
 def comparison_repeats(wildcards):
     """The scored sampled answers of the self-consistency analysis, where the two-level bootstrap reads them."""
     if not PLAN.comparisons_job().two_level:
         return []
     benchmarks = PLAN.analysis.consistency_benchmarks
     return [f"{RESULTS}/consistency_scores/{m}/{b}.parquet" for m in MODELS for b in benchmarks] + [
-        f"{RESULTS}/consistency_judge/{m}/{b}.parquet" for m in MODELS for b in benchmarks if repeats_judged(b)
+        f"{RESULTS}/consistency_judge/{m}/{b}.parquet" for m in MODELS for b in benchmarks if PLAN.repeats_judged(b)
     ]
 
 
 def cost_inputs(wildcards):
     """Every inference output (whose tokens are counted) and the analysis tables, after whose jobs every job time
     under results/benchmarks is written."""
-    inputs = {k: v for k, v in analysis_inputs(wildcards).items() if k not in ("elo", "comparisons", "cost")}
+    inputs = {
+        k: v
+        for k, v in analysis_inputs(wildcards).items()
+        if k not in ("elo", "comparisons", "cost", "studies", "study_tables", "review_sheets", "table6")
+    }
     for model in MODELS:
         for benchmark, entry in BENCHMARKS.items():
             inputs[f"loglik/{model}/{benchmark}"] = f"{RESULTS}/loglik/{model}/{benchmark}.parquet"
@@ -359,3 +368,71 @@ def jury_report_inputs(wildcards):
         inputs["ratings"] = str(resolve_elo_path(ANALYSIS["human_ratings"]))
         inputs["datasets"] = [f"{DATASETS_DIR}/{b}.parquet" for b in BENCHMARKS]
     return inputs
+
+
+# --- studies.smk (careval.studies): a variant's jobs are the run's rules over its own plan, under STUDY
+STUDIES = PLAN.studies
+STUDY = f"{RESULTS}/studies/{{study}}/{{variant}}"
+STUDY_RUN = f"{STUDY}/run{{run}}"
+STUDY_LOGS = f"{LOGS}/studies/{{study}}/{{variant}}"
+
+
+def study_plan(wildcards):
+    """The plan of the wildcards' study variant (of its run, for a study with runs)."""
+    plans = STUDIES[wildcards.study].variants[wildcards.variant].plans
+    return plans[int(wildcards.get("run", 0))]
+
+
+def study_model(wildcards):
+    """The model a study job loads: the variant's evaluated model (section models: another model)."""
+    return study_plan(wildcards).models[wildcards.model]
+
+
+def study_model_folder(wildcards):
+    return prepared_marker(study_model(wildcards))
+
+
+def study_answers(wildcards):
+    """The generations and log-likelihoods a variant's scoring or grading reads: the run's, or its own."""
+    study = STUDIES[wildcards.study]
+    inputs = {"loglik": study.answers_file(wildcards.variant, wildcards.model, wildcards.benchmark, "loglik")}
+    if BENCHMARKS[wildcards.benchmark].generates:
+        inputs["generations"] = study.answers_file(
+            wildcards.variant, wildcards.model, wildcards.benchmark, "generations"
+        )
+    return {"samples": f"{DATASETS_DIR}/{wildcards.benchmark}.parquet", **inputs}
+
+
+def study_rephrasings(wildcards):
+    """A run's rephrasings of one model's answers (the run's own or the study's) and the answers themselves."""
+    study = STUDIES[wildcards.study]
+    w = wildcards
+    return {
+        "samples": f"{DATASETS_DIR}/{w.benchmark}.parquet",
+        "generations": f"{RESULTS}/generations/{w.model}/{w.benchmark}.parquet",
+        "repeats": study.rephrase_file(w.variant, int(w.run), w.model, w.benchmark, "rephrase"),
+    }
+
+
+def study_pattern(names):
+    return "|".join(re.escape(name) for name in names) or "(?!)"
+
+
+def study_sources(wildcards):
+    return [source.path for source in STUDIES[wildcards.study].sources()]
+
+
+def study_examples(wildcards):
+    """The datasets of a study's Table 6 questions."""
+    return [f"{DATASETS_DIR}/{b}.parquet" for b in sorted({e.benchmark for e in STUDIES[wildcards.study].examples})]
+
+
+# the families a study's scoring job computes one at a time (the run's scoring jobs compute all of a task's at once)
+STUDY_SCORE_FAMILIES = [name for name, family in FAMILIES.items() if family.job in ("score", "extra")]
+# the study with paper Table 6's examples (careval.studies: at most one), or None
+STUDY_EXAMPLES = next((study for study in STUDIES.values() if study.examples), None)
+STUDY_WILDCARDS = {
+    "study": study_pattern(STUDIES),
+    "variant": study_pattern({v for study in STUDIES.values() for v in study.variants}),
+    "run": r"\d+",
+}

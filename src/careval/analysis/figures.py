@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 from matplotlib.backends.backend_pdf import PdfPages
 
-from careval.analysis import careqa_figures, comparison_figures, jury_figures
+from careval.analysis import careqa_figures, comparison_figures, jury_figures, study_figures
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.consistency import cv_excluded_metrics
 from careval.analysis.correlations import square
@@ -513,6 +513,14 @@ DRAW = {
     "jury_stability": lambda tables, job, figure: jury_figures.jury_stability_figure(
         tables.jury["jury_stability"], figure.benchmark
     ),
+    "study": lambda tables, job, figure: study_figures.study_figure(
+        tables.studies,
+        tables.study_samples.get(figure.study or ""),
+        next(page for page in job.studies if page.name == figure.study),
+        job.view_metrics,
+        job.comparison_alpha or 0.05,
+    ),
+    "table6": lambda tables, job, figure: study_figures.table6_figure(tables.table6),
     "human_agreement": lambda tables, job, figure: jury_figures.human_agreement_figure(
         tables.jury["human_agreement"], tables.jury["human_rater_agreement"]
     ),

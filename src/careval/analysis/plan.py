@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from careval.analysis.paper_tables import PaperTablesJob, TableSpec
+from careval.analysis.studies import StudyPage
 from careval.canonical import JobSpec, job_spec
 from careval.metrics.registry import paper_metrics
 from careval.schema import with_schema_defaults
@@ -53,6 +54,9 @@ FIGURE_KINDS = {
     "judge_bias": ("judge_bias.rst", "6. Judge jury"),
     "jury_stability": ("jury_stability.rst", "6. Judge jury"),
     "human_agreement": ("human_agreement.rst", "7. Agreement with people"),
+    # config `studies:` (careval.studies, careval.analysis.study_figures): a page per study, and paper Table 6
+    "study": ("study.rst", "12. Studies"),
+    "table6": ("table6.rst", "12. Studies"),
     # what this config does not make and why (a paper table whose metrics are skipped), and settings it cannot apply
     "run_notes": ("run_notes.rst", "0. About this run"),
 }
@@ -74,13 +78,20 @@ class FigureSpec(JobSpec):
     model_set: str | None = None
     benchmark: str | None = None
     method: str | None = None
+    study: str | None = None
 
 
-def figure(kind: str, model_set: str | None = None, benchmark: str | None = None, method: str | None = None):
-    """The figure of `kind` over these: named <kind>[_<model_set>][_<benchmark>][_<method>]."""
+def figure(
+    kind: str,
+    model_set: str | None = None,
+    benchmark: str | None = None,
+    method: str | None = None,
+    study: str | None = None,
+):
+    """The figure of `kind` over these: named <kind>[_<model_set>][_<benchmark>][_<method>][_<study>]."""
     caption, category = FIGURE_KINDS[kind]
-    name = "_".join(part for part in (kind, model_set, benchmark, method) if part is not None)
-    return FigureSpec(name, kind, caption, category, model_set, benchmark, method)
+    name = "_".join(part for part in (kind, model_set, benchmark, method, study) if part is not None)
+    return FigureSpec(name, kind, caption, category, model_set, benchmark, method, study)
 
 
 @job_spec
@@ -115,6 +126,8 @@ class ReportJob(JobSpec):
     comparison_alpha: float | None = None
     comparison_adjust: str | None = None
     cost: dict[str, str] | None = None
+    # the study pages (config `studies:`): what each page says of its study
+    studies: tuple[StudyPage, ...] = ()
     # the run notes page (AnalysisPlan.notes): one line each
     notes: tuple[str, ...] = ()
 
@@ -174,6 +187,9 @@ class AnalysisPlan:
     # the benchmarks a jury grades (metrics.judge.models; set by careval.plan), and whether people's ratings are given
     jury_benchmarks: tuple[str, ...] = field(default=(), kw_only=True)
     human_ratings: bool = field(default=False, kw_only=True)
+    # the studies (set by careval.plan once they are planned) and whether one writes paper Table 6
+    studies: tuple[StudyPage, ...] = field(default=(), kw_only=True)
+    table6: bool = field(default=False, kw_only=True)
     # what the config does not make and why, and its settings that cannot take effect (set by careval.plan): the
     # report's first page where there are any
     notes: tuple[str, ...] = field(default=(), kw_only=True)
@@ -222,6 +238,8 @@ class AnalysisPlan:
             + (("jury_stability",) if b in self.resilience_benchmarks + self.consistency_benchmarks else ())
         ]
         figures += [figure("human_agreement")] if self.human_ratings else []
+        figures += [figure("study", study=page.name) for page in self.studies]
+        figures += [figure("table6")] if self.table6 else []
         return tuple(figures)
 
     def figure_names(self) -> list[str]:
@@ -251,6 +269,7 @@ class AnalysisPlan:
             comparison_alpha=self.comparisons.get("alpha"),
             comparison_adjust=self.comparisons.get("adjust"),
             cost=dict(self.cost) or None,
+            studies=self.studies,
             notes=self.notes,
         )
 

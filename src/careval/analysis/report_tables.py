@@ -41,6 +41,10 @@ class AnalysisTables:
     cost: pl.DataFrame | None = None
     # the jury's and the human-agreement tables (careval.jobs.jury_report), by name; {} where not planned
     jury: dict[str, pl.DataFrame] = field(default_factory=dict)
+    # config `studies:`: every study's tests (STUDY_SCHEMA), each study's per-sample table by name, and paper Table 6
+    studies: pl.DataFrame | None = None
+    study_samples: dict[str, pl.DataFrame] = field(default_factory=dict)
+    table6: pl.DataFrame | None = None
 
 
 def metric_clusters(correlations: pl.DataFrame, job: ReportJob) -> pl.DataFrame:
@@ -66,7 +70,7 @@ def metric_clusters(correlations: pl.DataFrame, job: ReportJob) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=CLUSTER_SCHEMA)
 
 
-def analysis_tables(inputs: dict[str, Path | None], job: ReportJob) -> AnalysisTables:
+def analysis_tables(inputs: dict, job: ReportJob) -> AnalysisTables:
     """inputs: summary, samples (per-sample table), resilience, consistency (optional tables), elo (optional CSV);
     job: the figures to draw and the settings of their tables (bootstrap, clusters)."""
     summary = pl.read_parquet(inputs["summary"])
@@ -130,6 +134,9 @@ def analysis_tables(inputs: dict[str, Path | None], job: ReportJob) -> AnalysisT
         if tables_dir
         else None,
         jury={key: pl.read_parquet(inputs[key]) for key in JURY_REPORT_TABLES if inputs.get(key)},
+        studies=pl.read_parquet(inputs["studies"]) if inputs.get("studies") else None,
+        study_samples={Path(path).parent.name: pl.read_parquet(path) for path in inputs.get("study_tables") or []},
+        table6=pl.read_csv(inputs["table6"]) if inputs.get("table6") else None,
     )
 
 

@@ -88,11 +88,14 @@ def consistency_samples(
     return sample_repeats(backend, samples["id"].to_list(), prompts, r, sampling)
 
 
-def consistency_logliks(backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int) -> pl.DataFrame:
+def consistency_logliks(
+    backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int, chat_template: bool = False
+) -> pl.DataFrame:
     """The reference log-likelihoods once per repeat, so perplexity's self-consistency is measured, not assumed."""
     requests = open_task.loglik_requests(samples, benchmark.prompt)
     frames = [
-        score_logliks(backend, requests).with_columns(repeat=pl.lit(repeat, dtype=pl.Int64)) for repeat in range(r)
+        score_logliks(backend, requests, chat_template).with_columns(repeat=pl.lit(repeat, dtype=pl.Int64))
+        for repeat in range(r)
     ]
     return pl.concat(frames)
 
@@ -193,7 +196,9 @@ def run_consistency(
         loglik_output,
         f"{benchmark.name} consistency log-likelihoods",
         loglik_batches,
-        lambda batch: consistency_logliks(backend(), samples[batch], benchmark, r),
+        lambda batch: consistency_logliks(
+            backend(), samples[batch], benchmark, r, bool(backend.spec.get("chat_template"))
+        ),
         CONSISTENCY_LOGLIK_SCHEMA,
         r=r,
         requests=digest(open_task.loglik_requests(samples, benchmark.prompt).rows()),

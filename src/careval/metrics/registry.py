@@ -324,6 +324,8 @@ METRICS: dict[str, MetricSpec] = {spec.name: spec for family in FAMILIES.values(
 # judge's score distribution because its verdict did not parse (judge.py). Every other status is
 # a failure with a NaN value, counted apart.
 VALUED_STATUSES = ("ok", "from_distribution")
+# the suffix of a metric's per-sample variance over rephrasings, in a study of the resilience analysis
+REPHRASE_VARIANCE = "_rephrase_variance"
 # The statuses of a judge_<rubric> row the judge was asked for: parsed, read from the distribution,
 # or neither (a judge without log-probabilities). Other statuses: the answer was not sent to the judge.
 JUDGE_VERDICT_STATUSES = ("ok", "from_distribution", "parse_error")
@@ -348,6 +350,12 @@ def metric_spec(name: str) -> MetricSpec:
             base.average,
             base.in_cv,
             f"{base.label} given the question",
+        )
+    if name.endswith(REPHRASE_VARIANCE):
+        # a study of the resilience analysis (careval.analysis.studies): a metric's variance over a sample's rephrasings
+        spec = metric_spec(name[: -len(REPHRASE_VARIANCE)])
+        return MetricSpec(
+            name, spec.family, False, (0.0, INF), in_cv=False, label=f"{spec.label}: variance over rephrasings"
         )
     if name.startswith(JUDGE_PREFIX) and JUDGE_SEPARATOR in name:
         # one judge of a jury (careval.metrics.jury): judge_<rubric>[_expected]@<judge>, its jury metric's facts
