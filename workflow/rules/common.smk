@@ -151,7 +151,7 @@ def stop_warm_worker():
 
 # --- what lies under the results folder (careval.results_check): files cut short and intermediates deleted since
 # they were read are made again by this run; files no job of this config makes are named and marked in the index
-RESULTS_STATE = {"remake": set(), "stale": [], "made": set(), "forced": False}
+RESULTS_STATE = {"remake": set(), "made": set(), "forced": False}
 
 
 def produced_here(path):
@@ -160,8 +160,8 @@ def produced_here(path):
 
 
 def check_results():
-    """Before the DAG: each parquet file cut short is named (and remade, remake_lost_results), and the files no rule
-    of this config makes (an earlier config's, e.g. a table its metrics no longer fill) are named in one line."""
+    """Before the DAG: each parquet or JSON file cut short is named (and remade: remake_lost_results), and the files no
+    rule of this config makes (an earlier config's, e.g. a table its metrics no longer fill) are named in one line."""
     if not workflow.is_main_process:
         return
     files = results_check.result_files(RESULTS) + results_check.result_files(DATASETS_DIR)
@@ -173,7 +173,6 @@ def check_results():
             print(f"careval warning: {path}: {why}, and no job of this config makes it: delete it", file=sys.stderr)
     stale = [path for path in results_check.result_files(RESULTS) if not produced_here(path)]
     if stale:
-        RESULTS_STATE["stale"] = stale
         summary = results_check.stale_summary(stale)
         print(f"careval warning: {summary}; {RESULTS}/{results_check.INDEX} marks them stale", file=sys.stderr)
 
