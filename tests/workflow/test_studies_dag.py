@@ -93,6 +93,7 @@ def test_the_relaxed_perplexity_variants_equal_the_reference_estimator(studies_r
     from careval.jobs.relaxed_perplexity import sample_target_sets
     from careval.metrics.relaxed_perplexity import relaxed_perplexity
     from careval.plan import build_plan
+    from careval.tasks.prompts import fill_prompt
 
     work, _, _ = studies_run
     plan = build_plan(yaml.safe_load((work / "config" / "config.yaml").read_text()))
@@ -109,8 +110,9 @@ def test_the_relaxed_perplexity_variants_equal_the_reference_estimator(studies_r
         for sample in samples.head(job.options["limit"]).iter_rows(named=True):
             question, _ = generation_tokens(
                 backend.tokenizer,
-                backend.format(job.entry.prompt.format(question=sample["question"])),
+                backend.format(fill_prompt(job.entry.prompt, sample)),
                 add_bos=backend.add_bos,
+                max_prompt_tokens=10**6,
             )
             for text in sample_target_sets(sample)["reference"]:
                 ids = backend.tokenizer.encode(" " + text.strip(), add_special_tokens=False)

@@ -6,6 +6,7 @@ import re
 import shlex
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from careval.analysis.elo import resolve_elo_path
 from careval.canonical import JobParam
@@ -422,8 +423,9 @@ def study_sources(wildcards):
 
 
 def study_examples(wildcards):
-    """The datasets of a study's Table 6 questions."""
-    return [f"{DATASETS_DIR}/{b}.parquet" for b in sorted({e.benchmark for e in STUDIES[wildcards.study].examples})]
+    """The local source files of a study's Table 6 benchmarks (read whole by the job: `limit` sizes a run, not the table)."""
+    benchmarks = sorted({e.benchmark for e in STUDIES[wildcards.study].examples})
+    return [path for b in benchmarks for path in benchmark_source_files(SimpleNamespace(benchmark=b))]
 
 
 # the families a study's scoring job computes one at a time (the run's scoring jobs compute all of a task's at once)

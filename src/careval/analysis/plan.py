@@ -128,6 +128,12 @@ class ReportJob(JobSpec):
     cost: dict[str, str] | None = None
     # the study pages (config `studies:`): what each page says of its study
     studies: tuple[StudyPage, ...] = ()
+    # the paper task (Table 1) of each of the run's benchmarks that has one: figure 1's task rows
+    paper_tasks: dict[str, str] = field(default_factory=dict)
+    # the run's benchmarks outside the paper's Table 1 (careval's additions): marked in the paper's figures
+    additions: tuple[str, ...] = ()
+    # figure 7: careqa.review.filled_sheets, named on its page while it holds no filled sheet; None: not drawn
+    review_sheets: str | None = None
     # the run notes page (AnalysisPlan.notes): one line each
     notes: tuple[str, ...] = ()
 
@@ -190,6 +196,12 @@ class AnalysisPlan:
     # the studies (set by careval.plan once they are planned) and whether one writes paper Table 6
     studies: tuple[StudyPage, ...] = field(default=(), kw_only=True)
     table6: bool = field(default=False, kw_only=True)
+    # the paper task of each run benchmark that has one, and the run's benchmarks outside the paper's Table 1 (the
+    # catalogue's Benchmark.paper_task and .addition; set by careval.plan)
+    paper_tasks: dict[str, str] = field(kw_only=True, default_factory=dict)
+    additions: tuple[str, ...] = field(default=(), kw_only=True)
+    # figure 7's folder of filled review sheets (careqa.review.filled_sheets) where its page is drawn
+    review_sheets: str | None = field(default=None, kw_only=True)
     # what the config does not make and why, and its settings that cannot take effect (set by careval.plan): the
     # report's first page where there are any
     notes: tuple[str, ...] = field(default=(), kw_only=True)
@@ -270,6 +282,9 @@ class AnalysisPlan:
             comparison_adjust=self.comparisons.get("adjust"),
             cost=dict(self.cost) or None,
             studies=self.studies,
+            paper_tasks=dict(self.paper_tasks),
+            additions=self.additions,
+            review_sheets=self.review_sheets if "review" in self.careqa_pages else None,
             notes=self.notes,
         )
 
@@ -288,6 +303,7 @@ class AnalysisPlan:
             rubrics=self.rubrics,
             bootstrap=self.bootstrap,
             mcqa_average=None if self.mcqa_average is None else tuple(self.mcqa_average),
+            additions=tuple(b for b in self.additions if any(b in table.benchmarks for table in self.paper_tables)),
         )
 
 
@@ -347,19 +363,18 @@ def _bootstrap(bootstrap: dict) -> Bootstrap | None:
     return Bootstrap(int(bootstrap["resamples"]), bootstrap["confidence"], int(bootstrap["seed"]))
 
 
-def _careqa_pages(config: dict) -> tuple[str, ...]:
-    """Table 4 and figures 5-6 where careqa.statistics.tokenizer names a model; figure 7 where filled sheets exist."""
-    from careval.careqa.statistics import filled_sheets
-
-    careqa = with_schema_defaults(config.get("careqa"), "careqa")
+def _careqa_pages(careqa: dict, models: dict) -> tuple[str, ...]:
+    """Table 4 and figures 5-6 where careqa.statistics.tokenizer names a model; figure 7 too where
+    careqa.review.filled_sheets names a folder, whether or not it holds filled sheets yet: the plan follows the
+    config, not what lies on disk when it is read (a page says so while the folder is empty)."""
     tokenizer = careqa["statistics"]["tokenizer"]
     if tokenizer is None:
         return ()
-    if tokenizer not in config["models"]:
+    if tokenizer not in models:
         raise AnalysisConfigError(
-            f"careqa.statistics.tokenizer: '{tokenizer}' is not a key of `models` (have: {', '.join(config['models'])})"
+            f"careqa.statistics.tokenizer: '{tokenizer}' is not a key of `models` (have: {', '.join(models)})"
         )
-    review = ("review",) if filled_sheets(careqa["review"]["filled_sheets"]) else ()
+    review = ("review",) if careqa["review"]["filled_sheets"] is not None else ()
     return ("table4", "closed", "open", *review)
 
 
@@ -379,6 +394,7 @@ def analysis_plan(
             f"(have: {', '.join(config['models'])})"
         )
     model_sets, figure_sets = _model_sets(analysis, list(config["models"]))
+    careqa = with_schema_defaults(config.get("careqa"), "careqa")
     anchor = analysis["relaxed_perplexity_anchor"]
     if anchor is not None and anchor not in open_benchmarks:
         raise AnalysisConfigError(
@@ -400,7 +416,8 @@ def analysis_plan(
         clusters=analysis["clusters"],
         resilience_k=int(resilience["k"]),
         consistency_r=int(consistency["r"]),
-        careqa_pages=_careqa_pages(config),
+        careqa_pages=_careqa_pages(careqa, config["models"]),
+        review_sheets=careqa["review"]["filled_sheets"],
         metric_view=analysis["metric_view"],
         rubrics=_rubrics(config),
         resilience_scaling=resilience["scaling"],
