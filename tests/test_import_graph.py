@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "careval.canonical": 0,  # the canonical identity of a job's spec (what Snakemake compares)
     "careval.runlock": 0,  # a working directory's Snakemake lock after a crash
     "careval.latex": 0,  # LaTeX escapes of the tables' writers
+    "careval.results_check": 0,  # a results folder's files cut short, deleted since read, or left by another config
     # 1 engines and model specs
     "careval.backends": 1,
     "careval.models": 1,
@@ -56,6 +57,7 @@ LAYERS: dict[str, int] = {
     # 7 the config -> plan step, and its command line
     "careval.plan": 7,
     "careval.studies": 7,  # a study's variants, each a plan (careval.plan calls it with its own builder)
+    "careval.inputs": 7,  # every input file a config names, read before any job (by the plan's callers)
     "careval.cli": 8,
     "careval": 9,  # the package itself
 }

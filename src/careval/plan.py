@@ -15,21 +15,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from careval.analysis.aggregate import MCQA_AVERAGE, MCQA_AVERAGE_METRICS
 from careval.analysis.comparisons import ComparisonsJob
 from careval.analysis.cost import CostJob
-from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
-from careval.analysis.paper_tables import planned_tables
+from careval.analysis.elo import EloFileError, check_elo
+from careval.analysis.paper_tables import planned_tables, unfilled_tables
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.backends.base import missing as missing_capability
 from careval.backends.registry import capabilities as backend_capabilities
 from careval.careqa.llm import llm_sampling
 from careval.careqa.statistics import CareqaStatisticsJob
-from careval.config import ConfigError, prepare_config, read_config_file
+from careval.config import ConfigError, prepare_config, read_config_file, schema_part
 from careval.datasets.benchmark import Benchmark
 from careval.datasets.registry import REGISTRY, UnknownBenchmarkError, get_benchmark
 from careval.inference import sampling_for
+from careval.inputs import resolve_input
 from careval.jobs.repeats import repeat_sampling
-from careval.metrics.registry import FAMILIES, TASK_FAMILIES
+from careval.metrics.registry import FAMILIES, JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, TASK_FAMILIES
+from careval.models.prepare import check_local_folder
+from careval.models.source import ModelSourceError
 from careval.models.spec import ModelSpec, endpoint_spec, model_spec
 from careval.specs import (
     DATA_KEYS,
@@ -88,6 +92,8 @@ class Plan:
     studies: dict[str, Any] = field(default_factory=dict)
     # the models of a study only (careval.studies, section `models`): name -> spec
     study_models: dict[str, ModelSpec] = field(default_factory=dict)
+    # settings that cannot take effect under this config, one line each naming the key (also the report's notes)
+    warnings: tuple[str, ...] = ()
 
     @property
     def results_dir(self) -> str:
@@ -248,7 +254,8 @@ class Plan:
             own_models={judge: models for judge, models in own.items() if models},
             length_bias_flag=settings.get("length_bias_flag"),
             one_grade_flag=settings.get("one_grade_flag"),
-            models=tuple(self.models),
+            # by name: the order of the `models` mapping is no setting
+            models=tuple(sorted(self.models)),
             rating_range=tuple(self.config["analysis"]["human_rating_range"]),
             bootstrap=self.analysis.bootstrap,
         )
@@ -348,11 +355,17 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
 
 def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
     """The plan of the run itself (every part but its studies)."""
+    raw_analysis = config.get("analysis") or {}  # what the config sets itself, before the schema's defaults
     config = prepare_config(config, schema)
     sizes, resources, models_dir = config["model_sizes"], config["resources"], config["models_dir"]
 
     def spec_of(name: str, entry: dict, key: str) -> ModelSpec:
-        return model_spec(name, entry, models_dir=models_dir, model_sizes=sizes, resources=resources, key=key)
+        spec = model_spec(name, entry, models_dir=models_dir, model_sizes=sizes, resources=resources, key=key)
+        try:
+            check_local_folder(name, entry)
+        except ModelSourceError as error:  # named as models.<name> by the library; an inline judge lives elsewhere
+            raise ConfigError(key + str(error)[len(f"models.{name}") :]) from None
+        return spec
 
     models = {name: spec_of(name, entry, f"models.{name}") for name, entry in config["models"].items()}
     # A mapping's key order is no setting: benchmarks follow the catalogue's order (the paper's Table 1), so
@@ -396,7 +409,8 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
         try:
             # only the models of the MCQA-vs-Elo figures (figures 8-9) are named when they lack an Elo
             drawn = {m for s in analysis.sets("mcqa_vs_elo") for m in analysis.model_sets[s]}
-            elo_check = check_elo(resolve_elo_path(config["analysis"]["elo_csv"]), list(models), drawn)
+            elo_path = resolve_input(config["analysis"]["elo_csv"], "analysis.elo_csv")  # named as the config wrote it
+            elo_check = check_elo(elo_path, list(models), drawn)
             elo_warning = elo_check.warning()
         except EloFileError as error:
             raise ConfigError(f"analysis.elo_csv: {error}") from None
@@ -424,6 +438,7 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
     if any("relaxed_perplexity" in plan.families(b) for b in benchmarks) and relaxed["l"] > relaxed["s"]:
         # the estimator keeps the l most likely of s sampled continuations (careval.metrics.relaxed_perplexity)
         raise ConfigError(f"metrics.relaxed_perplexity.l: {relaxed['l']} is more than s ({relaxed['s']}): need l <= s")
+    _check_analysis_settings(config, raw_analysis, plan)
     anchor = analysis.relaxed_perplexity_anchor
     if anchor is not None and "relaxed_perplexity" not in plan.families(anchor):
         raise ConfigError(
@@ -460,7 +475,11 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
         entries=entries,
     )
     _check_capabilities(plan)
-    return plan
+    # what the config does not make and the settings it cannot apply: warnings, and the report's first page
+    warnings = _ineffective_settings(config, plan)
+    off = lambda family: "metrics.skip" if family in skipped else f"metrics.{family}.benchmarks"  # noqa: E731
+    analysis = replace(analysis, notes=unfilled_tables(tasks, plan.families, off) + warnings)
+    return replace(plan, analysis=analysis, warnings=warnings)
 
 
 def _check_capabilities(plan: Plan) -> None:
@@ -497,6 +516,70 @@ def _check_capabilities(plan: Plan) -> None:
                 )
 
 
+def _check_analysis_settings(config: dict, raw_analysis: dict, plan: Plan) -> None:
+    """The analysis settings the schema cannot check alone: a rating range in order, and the cost page's
+    benchmark and metric among what the run writes (a default the run cannot show is left to the page's note)."""
+    low, high = config["analysis"]["human_rating_range"]
+    if not low < high:
+        raise ConfigError(
+            f"analysis.human_rating_range: [{low:g}, {high:g}]: the lowest rating comes first, then the highest "
+            "(e.g. [1, 5])"
+        )
+    cost = config["analysis"]["cost"]
+    given = raw_analysis.get("cost") or {}
+    benchmark, metric = cost["benchmark"], cost["metric"]
+    if benchmark == MCQA_AVERAGE:
+        members = [b for b in plan.benchmarks if plan.benchmarks[b].task == "mcqa"]
+        have = list(MCQA_AVERAGE_METRICS) if members else []
+    elif benchmark in plan.benchmarks:
+        have = _metric_names(plan, benchmark)
+    else:
+        if "benchmark" in given:
+            raise ConfigError(
+                f"analysis.cost.benchmark: '{benchmark}' is not a benchmark of this config (have: "
+                f"{', '.join([*plan.benchmarks, MCQA_AVERAGE])})"
+            )
+        return
+    if (
+        metric not in have
+        and not _judged_metric(plan, benchmark, metric)
+        and ("metric" in given or "benchmark" in given)
+    ):
+        raise ConfigError(
+            f"analysis.cost.metric: '{metric}' is not a metric of {benchmark} under this config "
+            f"(have: {', '.join(have) or 'none'})"
+        )
+
+
+def _metric_names(plan: Plan, benchmark: str) -> list[str]:
+    """The fixed metric names `benchmark`'s families write (the judge's and F1-RadGraph's depend on the config)."""
+    return [spec.name for family in plan.families(benchmark) for spec in FAMILIES[family].metrics]
+
+
+def _judged_metric(plan: Plan, benchmark: str, metric: str) -> bool:
+    """Whether `metric` is a judge_<rubric> (or its _expected) the judge writes on `benchmark` under this config."""
+    if benchmark not in plan.benchmarks or "judge" not in plan.families(benchmark):
+        return False
+    rubrics = plan.analysis.rubrics
+    return any(metric in (f"{JUDGE_PREFIX}{r}", f"{JUDGE_PREFIX}{r}{JUDGE_EXPECTED_SUFFIX}") for r in rubrics)
+
+
+def _ineffective_settings(config: dict, plan: Plan) -> tuple[str, ...]:
+    """Settings that cannot take effect under this config: one warning line each, naming the key."""
+    warnings = []
+    if len(plan.judges) == 1:
+        warnings.append(
+            "metrics.judge.models: a jury of one judge: the self-preference check needs two judges (a judge's grades "
+            "of its own answers are compared with the other judges'), and there is no agreement between judges"
+        )
+    if config["analysis"]["comparisons"]["two_level"] and not plan.analysis.consistency_benchmarks:
+        warnings.append(
+            "analysis.comparisons.two_level: true, but the run has no self-consistency samples to resample "
+            "(analysis.consistency.r is 0, or no open-ended benchmark): the one-level paired bootstrap runs"
+        )
+    return tuple(warnings)
+
+
 def inline_model_name(entry: dict) -> str:
     """An inline entry (e.g. the paper's prometheus-7b-v2.0) is named after the last part of its source."""
     return entry["source"].split(":", 1)[1].rstrip("/").rsplit("/", 1)[-1]
@@ -505,7 +588,14 @@ def inline_model_name(entry: dict) -> str:
 def _named_or_inline(value, models: dict[str, ModelSpec], key: str, spec_of) -> ModelSpec:
     """A model given by name (an entry of `models`, then also evaluated) or as an inline entry of its own."""
     if isinstance(value, dict):
-        return spec_of(inline_model_name(value), value, key)
+        name = inline_model_name(value)
+        longest = schema_part("models")["propertyNames"]["maxLength"]
+        if len(name) > longest:  # its name, like a key of `models`, names folders and files
+            raise ConfigError(
+                f"{key}.source: the model's name '{name[:40]}...' ({len(name)} characters, the source's last part) "
+                f"is longer than the {longest} characters a name may have (it names folders and files)"
+            )
+        return spec_of(name, value, key)
     if not value:
         raise ConfigError(f"{key} is not set (a name of `models` or a model entry)")
     if value not in models:

@@ -548,6 +548,7 @@ def test_careqa_llms_from_config(tmp_path):
     from careval.plan import build_plan
 
     (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "config.json").write_text("{}")  # a model folder (the plan checks no more of it)
     models = {"tiny": {"source": f"local:{tmp_path / 'tiny'}", "chat_template": True}}
     base = {"models": models, "benchmarks": {"demo_mcqa": None}}
     plan = build_plan(

@@ -85,6 +85,20 @@ def test_an_echoed_key_reaches_no_message_and_no_log(tmp_path, monkeypatch, stat
     assert KEY[:10] not in written and "[REDACTED]" in written
 
 
+def test_a_key_an_http_header_cannot_carry_names_its_variable_before_any_request(monkeypatch):
+    """A key pasted with a Cyrillic letter was a bare UnicodeEncodeError from the first request (issue 40)."""
+    monkeypatch.setenv("CAREVAL_CYRILLIC_KEY", "sk-тест-1")
+    with FakeOpenAIServer(echo_headers(200)) as server:
+        endpoint = {"model": "gpt-4", "base_url": server.base_url, "api_key_env": "CAREVAL_CYRILLIC_KEY"}
+        with pytest.raises(EndpointError) as error:
+            load_backend(endpoint_spec("translator", endpoint, key="careqa.translator.endpoint"))
+    assert str(error.value) == (
+        "careqa.translator.endpoint.api_key_env: the value of CAREVAL_CYRILLIC_KEY has a character an HTTP header "
+        "cannot carry (character 4 of 9 is not Latin-1); set it to the key exactly as issued"
+    )
+    assert "тест" not in str(error.value) and len(server.requests) == 0
+
+
 def test_redact_catches_registered_keys_and_header_shapes_only():
     from careval.redaction import redact, register_secret
 

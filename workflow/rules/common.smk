@@ -16,7 +16,7 @@ from careval.models.prepare import weights_digest
 from careval.metrics.registry import FAMILIES
 from careval.plan import EXTRA_FAMILIES
 from careval.studies import studies_job
-from careval import runlock
+from careval import results_check, runlock
 from careval.warm import preload as warm_preload, server as warm_server
 
 RESULTS = PLAN.results_dir
@@ -151,6 +151,69 @@ def start_warm_worker():
 def stop_warm_worker():
     while WARM_WORKER:
         warm_server.stop(WARM_WORKER.pop())
+
+
+# --- what lies under the results folder (careval.results_check): files cut short and intermediates deleted since
+# they were read are made again by this run; files no job of this config makes are named and marked in the index
+RESULTS_STATE = {"remake": set(), "made": set(), "forced": False}
+
+
+def produced_here(path):
+    """Whether a rule of this config makes `path` (an output, log or benchmark file of its jobs)."""
+    return any(rule.is_producer(path) for rule in workflow.rules)
+
+
+def check_results():
+    """Before the DAG: each parquet or JSON file cut short is named (and remade: remake_lost_results), and the files no
+    rule of this config makes (an earlier config's, e.g. a table its metrics no longer fill) are named in one line."""
+    if not workflow.is_main_process:
+        return
+    files = results_check.result_files(RESULTS) + results_check.result_files(DATASETS_DIR)
+    for path, why in results_check.cut_short(files).items():
+        if produced_here(path):
+            print(f"careval: {path}: {why}; it is made again, with the jobs after it", file=sys.stderr)
+            RESULTS_STATE["remake"].add(path)
+        else:
+            print(f"careval warning: {path}: {why}, and no job of this config makes it: delete it", file=sys.stderr)
+    stale = [path for path in results_check.result_files(RESULTS) if not produced_here(path)]
+    if stale:
+        summary = results_check.stale_summary(stale)
+        print(f"careval warning: {summary}; {RESULTS}/{results_check.INDEX} marks them stale", file=sys.stderr)
+
+
+def remake_lost_results(wildcards):
+    """An input function with no input: while Snakemake builds the DAG, it forces the jobs of the files cut short
+    (check_results) and of the intermediates deleted after a job read them (Snakemake's records of the files under
+    the results and datasets folders), so the same command remakes them and the jobs after them. Snakemake itself
+    remakes a missing file only where a job after it must run anyway; --forcerun is what a user would type."""
+    if RESULTS_STATE["forced"] or not workflow.is_main_process:
+        return []
+    RESULTS_STATE["forced"] = True
+    from snakemake.io import IOFile
+
+    files = results_check.result_files(RESULTS) + results_check.result_files(DATASETS_DIR)
+    recorded = lambda path: workflow.persistence.input(IOFile(path))
+    # a dataset source or a model's marker is no intermediate of a run: its own rule decides (models.smk)
+    folders = (f"{RESULTS}/", f"{DATASETS_DIR}/")
+    for path, reader in results_check.deleted_inputs(files, recorded).items():
+        if path.startswith(folders) and produced_here(path) and path not in RESULTS_STATE["remake"]:
+            print(f"careval: {path} is gone (it was read to make {reader}); it is made again", file=sys.stderr)
+            RESULTS_STATE["remake"].add(path)
+    workflow.dag.forcefiles.update(RESULTS_STATE["remake"])
+    return []
+
+
+def record_planned_outputs():
+    """onstart: the outputs this run's jobs make (the index's `made`)."""
+    RESULTS_STATE["made"] = {str(f) for job in workflow.dag.needrun_jobs(exclude_finished=False) for f in job.output}
+
+
+def write_results_index():
+    """onsuccess: results/index.tsv, every file of this run's DAG (made now or kept) and the stale ones."""
+    kept = {str(f) for job in workflow.dag.jobs for f in job.output}
+    stale = [path for path in results_check.result_files(RESULTS) if not produced_here(path)]
+    rows = results_check.index_rows(RESULTS_STATE["made"], kept, stale)
+    results_check.write_index(f"{RESULTS}/{results_check.INDEX}", rows)
 
 
 def prepared_marker(spec):

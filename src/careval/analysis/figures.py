@@ -22,7 +22,7 @@ from careval.analysis.additions import addition_note, marked
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.consistency import cv_excluded_metrics
 from careval.analysis.correlations import square
-from careval.analysis.empty_page import empty_page
+from careval.analysis.empty_page import empty_page, text_page
 from careval.analysis.metric_view import paper_clusters
 from careval.analysis.paper_table_files import table_figure
 from careval.analysis.paper_tables import PAPER_TASKS, task_row
@@ -544,6 +544,7 @@ def _draw_rankings(tables: AnalysisTables, job: ReportJob, figure: FigureSpec):
 
 # figure kind (FigureSpec.kind) -> its drawing: (tables, job, figure) -> a matplotlib figure
 DRAW = {
+    "run_notes": lambda tables, job, figure: text_page("About this run: what it does not make, and why", job.notes),
     "scores": lambda tables, job, figure: scores_figure(tables.summary, job.additions),
     "mcqa_vs_open": lambda tables, job, figure: mcqa_vs_open_figure(
         _set_block(tables, figure),

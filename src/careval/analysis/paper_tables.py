@@ -193,6 +193,29 @@ def planned_tables(
     return tuple(planned)
 
 
+def unfilled_tables(
+    benchmarks: dict[str, tuple[str, str | None]],
+    families: Callable[[str], Iterable[str]],
+    why: Callable[[str], str],
+) -> tuple[str, ...]:
+    """One line per table that a benchmark of the run belongs to but no family of the config fills, saying why it is
+    not made (planned_tables' arguments; `why(family)`: the setting that keeps the family off those benchmarks)."""
+    notes = []
+    for table in PAPER_TABLES:
+        members = [name for name, (task, paper_task) in benchmarks.items() if table.covers(name, paper_task)]
+        # the families that would put a column in the table, per member (none: its task has no column there)
+        wanted = {name: fams for name in members if (fams := _kind_families(table, benchmarks[name][0]))}
+        if not wanted or any(set(fams) & set(families(name)) for name, fams in wanted.items()):
+            continue
+        kinds = sorted({family for fams in wanted.values() for family in fams})
+        reasons = sorted({why(family) for family in kinds})
+        notes.append(
+            f"Table {table.number} ({table.caption.rstrip('.')}) is not made: {', '.join(wanted)} "
+            f"{'is' if len(wanted) == 1 else 'are'} scored with none of {', '.join(kinds)} ({'; '.join(reasons)})"
+        )
+    return tuple(notes)
+
+
 def table_metric(kind: str, task: str, metric: str) -> bool:
     """Whether `metric` (of a benchmark of careval task `task`) is a column of a table of `kind`."""
     if kind == "close_ended":

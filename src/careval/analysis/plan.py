@@ -57,6 +57,8 @@ FIGURE_KINDS = {
     # config `studies:` (careval.studies, careval.analysis.study_figures): a page per study, and paper Table 6
     "study": ("study.rst", "12. Studies"),
     "table6": ("table6.rst", "12. Studies"),
+    # what this config does not make and why (a paper table whose metrics are skipped), and settings it cannot apply
+    "run_notes": ("run_notes.rst", "0. About this run"),
 }
 
 
@@ -132,6 +134,8 @@ class ReportJob(JobSpec):
     additions: tuple[str, ...] = ()
     # figure 7: careqa.review.filled_sheets, named on its page while it holds no filled sheet; None: not drawn
     review_sheets: str | None = None
+    # the run notes page (AnalysisPlan.notes): one line each
+    notes: tuple[str, ...] = ()
 
     def of_kind(self, kind: str) -> list[FigureSpec]:
         return [f for f in self.figures if f.kind == kind]
@@ -198,6 +202,9 @@ class AnalysisPlan:
     additions: tuple[str, ...] = field(default=(), kw_only=True)
     # figure 7's folder of filled review sheets (careqa.review.filled_sheets) where its page is drawn
     review_sheets: str | None = field(default=None, kw_only=True)
+    # what the config does not make and why, and its settings that cannot take effect (set by careval.plan): the
+    # report's first page where there are any
+    notes: tuple[str, ...] = field(default=(), kw_only=True)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -209,7 +216,8 @@ class AnalysisPlan:
     @cached_property
     def figures(self) -> tuple[FigureSpec, ...]:
         """Every figure of the report, in its page order: each correlation figure once per model set."""
-        figures = [figure("scores")]
+        figures = [figure("run_notes")] if self.notes else []
+        figures += [figure("scores")]
         figures += [figure("mcqa_vs_open", s) for s in self.sets("mcqa_vs_open")]
         figures += [figure("metric_x_metric", s, b) for s in self.sets("metric_x_metric") for b in self.open_benchmarks]
         figures += [
@@ -277,6 +285,7 @@ class AnalysisPlan:
             paper_tasks=dict(self.paper_tasks),
             additions=self.additions,
             review_sheets=self.review_sheets if "review" in self.careqa_pages else None,
+            notes=self.notes,
         )
 
     @property

@@ -74,6 +74,14 @@ class OpenAICompatBackend(Backend):
                 f"a server that needs none accepts any value, e.g. {api_key_env}=EMPTY)"
             )
         register_secret(self.api_key)
+        try:  # an HTTP header carries Latin-1 only: a key pasted with a typographic quote or a Cyrillic letter
+            self.api_key.encode("latin-1")
+        except UnicodeEncodeError as error:
+            raise EndpointError(
+                f"{config_key or f'models.{name}'}.api_key_env: the value of {api_key_env} has a character an HTTP "
+                f"header cannot carry (character {error.start + 1} of {len(self.api_key)} is not Latin-1); "
+                "set it to the key exactly as issued"
+            ) from None
         self.system_prompt = system_prompt
         self.timeout = timeout
         self.max_retries = max_retries
