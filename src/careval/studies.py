@@ -339,7 +339,8 @@ def build_studies(raw: dict, main: Plan, build_plan) -> dict[str, Study]:
     settings; a ConfigError names the study and the key."""
     studies = {}
     with_examples = []
-    for name, settings in (main.config.get("studies") or {}).items():
+    # by name, as the models of a study: a config's key order decides no job (the rerun-scope test sorts its keys)
+    for name, settings in sorted((main.config.get("studies") or {}).items()):
         study = _study(name, settings, raw, main, build_plan)
         if study.examples:
             with_examples.append(name)
@@ -359,7 +360,7 @@ def _study(name: str, settings: dict, raw: dict, main: Plan, build_plan) -> Stud
     family = section.split(".", 1)[1] if kind == "metric" else None
     if family is not None and family not in FAMILIES:
         raise ConfigError(f"{key}.sweep: '{family}' is not a metric family (have: {', '.join(FAMILIES)})")
-    models = tuple(settings.get("models") or main.models)
+    models = tuple(sorted(settings.get("models") or main.models))
     unknown = [m for m in models if m not in main.models]
     if unknown:
         raise ConfigError(
@@ -445,12 +446,13 @@ def _named_values(key: str, values: Any) -> list[tuple[str, Any]]:
             raise ConfigError(f"{key}: the values {', '.join(twice)} are listed twice")
         return named
     if isinstance(values, dict):
-        return list(values.items())
+        return sorted(values.items(), key=lambda item: item[0])
     raise ConfigError(f"{key}: give the values as a list or as a mapping name -> value, not {type(values).__name__}")
 
 
 def _grid(key: str, section: str, sweep: Any) -> list[tuple[str, tuple[tuple[str, Any], ...]]]:
-    """Every variant of the sweep: (name, ((setting, value), ...)), the grid of the settings' values in order.
+    """Every variant of the sweep: (name, ((setting, value), ...)), the grid of the settings (by name) over their
+    values (a list's in its order, a mapping's by name).
     Section `models` has one setting, `model`, whose values are the other models."""
     if section == "models":
         if isinstance(sweep, dict) and any(isinstance(v, list) for v in sweep.values()):
@@ -459,7 +461,7 @@ def _grid(key: str, section: str, sweep: Any) -> list[tuple[str, tuple[tuple[str
     if not isinstance(sweep, dict):
         raise ConfigError(f"{key}: give the settings as a mapping setting -> values")
     axes = [
-        [(setting, n, v) for n, v in _named_values(f"{key}.{setting}", values)] for setting, values in sweep.items()
+        [(setting, n, v) for n, v in _named_values(f"{key}.{setting}", values)] for setting, values in sorted(sweep.items())
     ]
     return [
         (",".join(f"{setting}={n}" for setting, n, _ in combination), tuple((s, v) for s, _, v in combination))

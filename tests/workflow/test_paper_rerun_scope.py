@@ -70,11 +70,13 @@ def test_on_the_paper_plan_a_setting_replans_only_its_jobs(tmp_path):
     cases = {
         "metrics.judge.retries 10 -> 11": (
             _set(paper, ("metrics", "judge", "retries"), 11),
-            {"judge", "judge_repeats"},
+            {"judge", "judge_repeats", "study_judge", "study_judge_repeats"},  # the studies' answers are judged too
         ),
-        "metrics.relaxed_perplexity.l 5 -> 4": (
-            _set(paper, ("metrics", "relaxed_perplexity", "l"), 4),
-            {"relaxed_perplexity"},
+        # a setting no study sweeps: every Relaxed Perplexity job reads it, the studies' (each variant inherits it)
+        # and table 6's examples too (l, s or stride would also turn the grid's baseline into a variant of its own)
+        "metrics.relaxed_perplexity.top_p 0.9 -> 0.95": (
+            _set(paper, ("metrics", "relaxed_perplexity", "top_p"), 0.95),
+            {"relaxed_perplexity", "study_relaxed_perplexity", "relaxed_perplexity_examples"},
         ),
         "metrics.bertscore.batch_size -> 8": (_set(paper, ("metrics", "bertscore", "batch_size"), 8), set()),
         "the same config, keys sorted": (_sorted(paper), set()),

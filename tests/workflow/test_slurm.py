@@ -193,24 +193,31 @@ def test_slurm_results_equal_a_local_run(slurm_run, local_run):
 
 
 def test_a_failing_job_names_its_rule_log_and_slurm_state(repo_root, tmp_path, demo_model_dirs, slurm_cluster):
-    corrupt = tmp_path / "corrupt.jsonl"
-    corrupt.write_text('{"question": "unterminated\n')
+    """A job that fails on its node: the model's weights are cut short, which no check at the door reads
+    (a corrupt benchmark file is stopped there, before any job: tests/reliability/test_checked_at_the_door.py), so the
+    model's inference job fails when it loads them."""
+    broken = tmp_path / "broken-model"
+    shutil.copytree(demo_model_dirs[MODEL], broken)
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:4096])
     config = _test_config(repo_root)
-    config["benchmarks"]["demo_mcqa"]["path"] = str(corrupt)
+    config["models"][MODEL]["source"] = f"local:{broken}"
     work = make_workdir(repo_root, tmp_path / "careval", config, profiles=("slurm",))
     _site_profile(work)
-    result = snakemake(["--profile", "slurm", TARGET], work, timeout=600)
+    result = snakemake(["--profile", "slurm", f"results/loglik/{MODEL}/demo_mcqa.parquet"], work, timeout=600)
     log = result.stdout + result.stderr
     assert result.returncode == 1, log[-5000:]  # snakemake's own failure, not the timeout's 124
-    assert "Error in rule normalise_benchmark" in log
-    assert "results/logs/normalise_benchmark/demo_mcqa.log" in log
-    assert re.search(r"SLURM status is: 'FAILED'", log), log[-5000:]
-    assert "corrupt.jsonl" in (work / "results/logs/normalise_benchmark/demo_mcqa.log").read_text()
-    # stopped cleanly: nothing of this run is left queued or running, no aggregate was written
-    assert "rule_normalise_benchmark" in _submitted(log).values()
-    for jobid in _submitted(log):
+    job_log = f"results/logs/infer_closed/{MODEL}/demo_mcqa.log"
+    assert "rule infer_closed" in log and job_log in log, log[-5000:]
+    assert "safetensors" in (work / job_log).read_text()
+    # SLURM saw the model's job fail; stopped cleanly: nothing of this run is left queued or running,
+    # no output of the failed job was written
+    submitted = _submitted(log)
+    failed = [jobid for jobid, submission in submitted.items() if "infer_closed" in submission]
+    assert len(failed) == 1 and _scontrol(failed[0])["JobState"] == "FAILED", submitted
+    for jobid in submitted:
         assert _scontrol(jobid)["JobState"] not in {"PENDING", "RUNNING"}
-    assert not (work / TARGET).exists()
+    assert not (work / "results" / "loglik" / MODEL / "demo_mcqa.parquet").exists()
 
 
 def test_a_shared_engine_and_the_jobs_it_serves_are_one_allocation(repo_root, tmp_path, demo_model_dirs, slurm_cluster):
