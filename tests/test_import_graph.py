@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     # 5 stages: inference, scoring, the CareQA build
     "careval.inference": 5,
     "careval.scoring": 5,
+    "careval.lm_eval_scoring": 5,  # an lm-eval task's own metrics (the lm_eval family's scorer)
     "careval.careqa": 5,
     # 6 jobs that combine stages, and the analyses of their tables
     "careval.jobs": 6,

@@ -10,6 +10,7 @@ import polars as pl
 
 from careval.backends import load_backend
 from careval.backends.base import Backend, Sampling
+from careval.backends.greedy import greedy_flags
 from careval.checkpoint import (
     Checkpoint,
     batches_keeping_duplicates,
@@ -19,6 +20,7 @@ from careval.checkpoint import (
     input_order,
     write_atomic,
 )
+from careval.datasets import lm_eval_tasks
 from careval.datasets.benchmark import CHOICE_TASKS, Benchmark
 from careval.schemas import GENERATION_SCHEMA, LOGLIK_SCHEMA
 from careval.tasks import mcqa, open as open_task
@@ -26,8 +28,14 @@ from careval.tasks import mcqa, open as open_task
 
 def benchmark_settings(benchmark: Benchmark, generation: dict) -> dict:
     """The config's `generation` settings with the benchmark's own max_new_tokens and stop strings on top
-    (its config entry's, else its catalogue entry's: for the authors' open tasks, their `until`)."""
+    (its config entry's, else its catalogue entry's: for the authors' open tasks, their `until`; for an lm-eval
+    task lm-eval's max_gen_toks and `until`, and its temperature: greedy unless the task samples)."""
     settings = dict(generation)
+    lm_eval = benchmark.lm_eval.generation if benchmark.lm_eval is not None else None
+    if lm_eval is not None:
+        settings["temperature"] = float(lm_eval.get("temperature", 0.0)) if lm_eval.get("do_sample") else 0.0
+        if "top_p" in lm_eval:
+            settings["top_p"] = float(lm_eval["top_p"])
     if benchmark.max_new_tokens:
         settings["max_new_tokens"] = benchmark.max_new_tokens
     if benchmark.stop is not None:
@@ -41,7 +49,10 @@ def sampling_for(benchmark: Benchmark, generation: dict) -> Sampling:
 
 def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame:
     """Options (MCQA, prescription, loglik-mode classification) or the reference (open, for perplexity);
-    none for tasks scored on the generation alone (relation extraction, generate-mode classification)."""
+    none for tasks scored on the generation alone (relation extraction, generate-mode classification); an lm-eval
+    task's own requests, verbatim, where it is scored by log-likelihood (a generating one: as an open task)."""
+    if benchmark.lm_eval is not None and not benchmark.generates:
+        return lm_eval_tasks.loglik_requests(samples, greedy=lm_eval_tasks.needs_greedy(benchmark.lm_eval))
     if benchmark.task == "open":
         return open_task.loglik_requests(samples, benchmark.prompt)
     if benchmark.task in CHOICE_TASKS and not benchmark.generates:
@@ -51,12 +62,18 @@ def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame
 
 
 def score_logliks(backend: Backend, requests: pl.DataFrame) -> pl.DataFrame:
-    """Conditional requests go to `loglikelihood`, whole-reference ones to `loglikelihood_rolling`."""
+    """Conditional requests go to `loglikelihood`, whole-reference ones to `loglikelihood_rolling`; kind greedy
+    (an lm-eval task's is_greedy) to careval.backends.greedy."""
     start = time.perf_counter()
     values = [float("nan")] * requests.height
     kinds = requests["kind"].to_list()
-    conditional = [i for i, kind in enumerate(kinds) if kind != "reference"]
+    conditional = [i for i, kind in enumerate(kinds) if kind not in ("reference", "greedy")]
     rolling = [i for i, kind in enumerate(kinds) if kind == "reference"]
+    greedy = [i for i, kind in enumerate(kinds) if kind == "greedy"]
+    if greedy:
+        pairs = [(requests["context"][i], requests["continuation"][i]) for i in greedy]
+        for i, value in zip(greedy, greedy_flags(backend, pairs)):
+            values[i] = value
     if conditional:
         pairs = [(requests["context"][i], requests["continuation"][i]) for i in conditional]
         for i, value in zip(conditional, backend.loglikelihood(pairs)):

@@ -18,13 +18,16 @@ from typing import Any
 from careval.analysis.comparisons import ComparisonsJob
 from careval.analysis.cost import CostJob
 from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
-from careval.analysis.paper_tables import planned_tables
+from careval.analysis.paper_tables import PAPER_TASKS, planned_tables
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.careqa.llm import llm_sampling
 from careval.careqa.statistics import CareqaStatisticsJob
 from careval.config import ConfigError, prepare_config, read_config_file
 from careval.datasets.benchmark import Benchmark
-from careval.datasets.registry import REGISTRY, UnknownBenchmarkError, get_benchmark
+from careval.datasets.definition import BenchmarkDefinitionError
+from careval.datasets.loaders import SourceError
+from careval.datasets.normalise import check_fields_in_source
+from careval.datasets.registry import REGISTRY, get_benchmark
 from careval.inference import sampling_for
 from careval.jobs.repeats import repeat_sampling
 from careval.metrics.registry import FAMILIES, TASK_FAMILIES
@@ -48,9 +51,7 @@ from careval.specs import (
     RephraseJob,
     ReviewJob,
     ScoreJob,
-    overrides_of,
 )
-from careval.tasks.prompts import PromptTemplateError
 
 __all__ = ["ConfigError", "Plan", "build_plan"]
 
@@ -58,6 +59,18 @@ __all__ = ["ConfigError", "Plan", "build_plan"]
 LLM_FAMILIES = tuple(name for name, family in FAMILIES.items() if family.job == "llm")
 # Families only some benchmarks carry (an entry's extra_metrics), each by its own rule (F1-RadGraph).
 EXTRA_FAMILIES = tuple(name for name, family in FAMILIES.items() if family.job == "extra")
+
+
+# The scoring jobs of lm-eval tasks (rules score_lm_eval, score_lm_eval_open): lm-eval's own metrics, and on a task
+# that generates, careval's families of open-ended answers too.
+LM_EVAL_SCORING = {"lm_eval": ("lm_eval",), "lm_eval_open": ("lm_eval", *TASK_FAMILIES["open"])}
+
+
+def benchmark_families(entry: Benchmark) -> tuple[str, ...]:
+    """Every family a benchmark can be scored with: its task's (an lm-eval task: LM_EVAL_SCORING) and its extra ones."""
+    if entry.lm_eval is not None:
+        return LM_EVAL_SCORING["lm_eval_open" if entry.generates else "lm_eval"] + entry.extra_metrics
+    return TASK_FAMILIES[entry.task] + entry.extra_metrics
 
 
 @dataclass(frozen=True)
@@ -106,17 +119,17 @@ class Plan:
         entry = self.benchmarks[benchmark]
         return [
             family
-            for family in TASK_FAMILIES[entry.task] + entry.extra_metrics
+            for family in benchmark_families(entry)
             if family not in self.skipped_families
             and ((allowed := self.family_benchmarks.get(family)) is None or benchmark in allowed)
         ]
 
     def score_job_families(self, task: str) -> list[str]:
-        """The families the scoring job of a task writes (LLM-based and per-entry ones have their own rules)."""
+        """The families the scoring job of a task writes (LLM-based and per-entry ones have their own rules); the
+        scoring jobs of lm-eval tasks: LM_EVAL_SCORING."""
+        families = LM_EVAL_SCORING[task] if task in LM_EVAL_SCORING else TASK_FAMILIES[task]
         return [
-            family
-            for family in TASK_FAMILIES[task]
-            if FAMILIES[family].job == "score" and family not in self.skipped_families
+            family for family in families if FAMILIES[family].job == "score" and family not in self.skipped_families
         ]
 
     def repeat_families(self) -> list[str]:
@@ -144,17 +157,14 @@ class Plan:
         )
 
     def normalise_job(self, benchmark: str) -> NormaliseJob:
-        return NormaliseJob(
-            benchmark=benchmark,
-            overrides=overrides_of(self.config["benchmarks"][benchmark], DATA_KEYS),
-            limit=self.limits[benchmark],
-        )
+        entry = self.benchmarks[benchmark]
+        return NormaliseJob(benchmark=benchmark, data=entry.facts(DATA_KEYS), limit=self.limits[benchmark], entry=entry)
 
     def _model_job(self, kind: type, model: str, benchmark: str, **settings) -> Any:
         return kind(
             model=self.models[model],
             benchmark=benchmark,
-            overrides=overrides_of(self.config["benchmarks"][benchmark], PROMPT_KEYS),
+            prompting=self.benchmarks[benchmark].facts(PROMPT_KEYS),
             entry=self.benchmarks[benchmark],
             **settings,
         )
@@ -316,16 +326,25 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
         return model_spec(name, entry, models_dir=models_dir, model_sizes=sizes, resources=resources, key=key)
 
     models = {name: spec_of(name, entry, f"models.{name}") for name, entry in config["models"].items()}
-    # A mapping's key order is no setting: benchmarks follow the catalogue's order (the paper's Table 1), so
-    # the figures drawn per benchmark come in one order however the config lists them.
+    # A mapping's key order is no setting: benchmarks follow the catalogue's order (the paper's Table 1), then the
+    # config's own by name, so the figures drawn per benchmark come in one order however the config lists them.
     catalogue = {name: position for position, name in enumerate(REGISTRY)}
-    config["benchmarks"] = dict(sorted(config["benchmarks"].items(), key=lambda item: catalogue.get(item[0], -1)))
+    config["benchmarks"] = dict(
+        sorted(config["benchmarks"].items(), key=lambda item: (catalogue.get(item[0], len(catalogue)), item[0]))
+    )
     benchmarks = {}
-    for name, overrides in config["benchmarks"].items():
+    for name, entry in config["benchmarks"].items():
         try:
-            benchmarks[name] = get_benchmark(name, overrides)
-        except (UnknownBenchmarkError, PromptTemplateError) as error:
+            benchmarks[name] = get_benchmark(name, entry)
+            if name not in REGISTRY or "fields" in entry:
+                check_fields_in_source(benchmarks[name], f"benchmarks.{name}")
+        except (BenchmarkDefinitionError, SourceError) as error:
             raise ConfigError(str(error)) from None
+        paper_task = benchmarks[name].paper_task
+        if paper_task is not None and paper_task not in PAPER_TASKS:
+            raise ConfigError(
+                f"benchmarks.{name}.paper_task: unknown paper task '{paper_task}' (known: {', '.join(PAPER_TASKS)})"
+            )
     limits = {name: overrides.get("limit") or config["limit"] for name, overrides in config["benchmarks"].items()}
     open_benchmarks = [name for name, entry in benchmarks.items() if entry.task == "open"]
 
@@ -347,7 +366,8 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
             config,
             open_benchmarks,
             {name: entry.task for name, entry in benchmarks.items()},
-            {name: entry.task for name, entry in REGISTRY.items()},
+            # the catalogue's and this config's own: a misspelt name is caught even when it is not run
+            {**{name: entry.task for name, entry in REGISTRY.items()}, **{n: e.task for n, e in benchmarks.items()}},
         )
     except AnalysisConfigError as error:
         raise ConfigError(str(error)) from None

@@ -10,9 +10,9 @@ from pathlib import Path
 from careval.analysis.elo import resolve_elo_path
 from careval.canonical import JobParam
 from careval.careqa.acquire import edition_name, is_url
-from careval.datasets.benchmark import TASKS, LocalSource
+from careval.datasets.benchmark import TASKS, LmEvalSource, LocalSource
 from careval.models.prepare import weights_digest
-from careval.plan import EXTRA_FAMILIES
+from careval.plan import EXTRA_FAMILIES, LM_EVAL_SCORING
 from careval import runlock
 from careval.warm import server as warm_server
 
@@ -38,7 +38,10 @@ OPEN_PATTERN = benchmark_pattern(lambda e: e.task == "open")
 # or is scored by log-likelihood only (MCQA, prescription, loglik-mode classification).
 GENERATE_PATTERN = benchmark_pattern(lambda e: e.generates)
 LOGLIK_PATTERN = benchmark_pattern(lambda e: not e.generates)
-TASK_PATTERNS = {task: benchmark_pattern(lambda e, task=task: e.task == task) for task in TASKS}
+# the scoring rules (scoring.smk): one per careval task, and an lm-eval task's by whether it generates
+TASK_PATTERNS = {task: benchmark_pattern(lambda e, task=task: e.task == task and e.lm_eval is None) for task in TASKS}
+TASK_PATTERNS["lm_eval"] = benchmark_pattern(lambda e: e.lm_eval is not None and not e.generates)
+TASK_PATTERNS["lm_eval_open"] = benchmark_pattern(lambda e: e.lm_eval is not None and e.generates)
 
 
 wildcard_constraints:
@@ -168,8 +171,14 @@ def score_files():
 def benchmark_source_files(wildcards):
     """A local source is an input, so editing the data re-normalises it; hub sources are fetched in the job.
     A local file not there yet (credentialed MIMIC-III, Kaggle's MTSamples) is left to the job, whose
-    one-line error says how to provide it, so the rest of the study still plans and runs."""
+    one-line error says how to provide it, so the rest of the study still plans and runs. An lm-eval task's
+    include folder: its task files (an edited template or utils.py re-normalises)."""
     source = BENCHMARKS[wildcards.benchmark].source
+    if isinstance(source, LmEvalSource):
+        folder = Path(source.include) if source.include else None
+        return (
+            sorted(str(p) for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts) if folder else []
+        )
     return [source.path] if isinstance(source, LocalSource) and Path(source.path).exists() else []
 
 
