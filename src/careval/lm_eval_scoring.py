@@ -120,7 +120,8 @@ def score_lm_eval(
     return pl.DataFrame(rows, schema=SCORE_SCHEMA)
 
 
-def _request_type(output_type: str) -> str:
+def _request_type(output_type: str) -> Any:
+    """The request type lm-eval's Instance holds (a multiple-choice task's choices are loglikelihood requests)."""
     return "loglikelihood" if output_type == "multiple_choice" else output_type
 
 

@@ -1,6 +1,7 @@
 """Speed of shared-prefix scoring against lm-eval 0.4.13's HFLM (issue 15), on the same requests
 in one process: SmolLM2-135M, float32, batch 8, 1 thread, 40 real MedQA/MedMCQA questions x 4
-options, in the cloze and the letters protocol.
+options, in the cloze and the letters protocol, and as `lm_eval_task:` benchmarks (issue 37: lm-eval's own
+medqa_4options and medmcqa task files on the same rows, their requests as careval's lm-eval path builds them).
 
 Excluded by default (pyproject addopts); run with
 ``pytest -m benchmark -s tests/backends/test_shared_prefix_speed.py``. Wall times are printed,
@@ -72,11 +73,30 @@ def plain(backend, pairs):
         backend.shared_prefix = True
 
 
-@pytest.mark.parametrize("protocol", ["cloze", "letters"])
-def test_shared_prefix_speed_against_lm_eval(backends, shared_data, protocol):
+def lm_eval_task_pairs(shared_data, folder) -> list[tuple[str, str]]:
+    """The requests of lm-eval's medqa_4options and medmcqa files (on the same rows) as benchmarks of a config."""
+    from careval.datasets import get_benchmark
+    from careval.datasets.lm_eval_tasks import lm_eval_samples
+    from careval.inference import loglik_requests
+    from support.lm_eval_docs import write_local_tasks
+
+    names = write_local_tasks(shared_data, folder, N_QUESTIONS)
+    pairs = []
+    for benchmark in ("medqa", "medmcqa"):
+        entry = get_benchmark(benchmark + "_lm", {"lm_eval_task": names[benchmark], "lm_eval_include": str(folder)})
+        requests = loglik_requests(lm_eval_samples(entry), entry)
+        pairs += list(zip(requests["context"], requests["continuation"]))
+    return pairs
+
+
+@pytest.mark.parametrize("protocol", ["cloze", "letters", "lm_eval_task"])
+def test_shared_prefix_speed_against_lm_eval(backends, shared_data, tmp_path, protocol):
     ours, theirs = backends
     items = questions(shared_data, "medqa", N_QUESTIONS) + questions(shared_data, "medmcqa", N_QUESTIONS)
-    pairs = {"cloze": cloze, "letters": letters}[protocol](items)
+    if protocol == "lm_eval_task":
+        pairs = lm_eval_task_pairs(shared_data, tmp_path)
+    else:
+        pairs = {"cloze": cloze, "letters": letters}[protocol](items)
     assert len(pairs) == 8 * N_QUESTIONS
     warm = pairs[:2]  # first-call overheads out of the timings
     ours.loglikelihood(warm), lm_eval_logliks(theirs, warm)

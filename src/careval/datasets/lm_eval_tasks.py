@@ -27,27 +27,21 @@ from typing import Any
 import polars as pl
 
 from careval.datasets.benchmark import LM_EVAL_OUTPUT_TASKS, Benchmark, LmEvalSource
+from careval.datasets.definition import BenchmarkDefinitionError
 from careval.metrics.registry import UnknownMetricError, lm_eval_metric_name, metric_spec
 from careval.schemas import DATASET_SCHEMA, LOGLIK_REQUEST_SCHEMA
 
 # lm-eval's evaluator seeds the fewshot sampler with this by default (simple_evaluate's fewshot_random_seed).
 FEWSHOT_SEED = 1234
-# The metrics a task without a metric_list is scored with (lm_eval.api.registry.DEFAULT_METRIC_REGISTRY).
+# How to get lm-eval, named by every error that needs it.
 INSTALL = "pip install -e '.[lm-eval]'"
-
-
-class LmEvalTaskError(KeyError):
-    """An lm-eval task careval cannot run; one line naming the benchmark's key."""
-
-    def __str__(self) -> str:
-        return self.args[0]
 
 
 def _version(where: str) -> str:
     try:
         return importlib.metadata.version("lm_eval")
     except importlib.metadata.PackageNotFoundError:
-        raise LmEvalTaskError(f"{where}.lm_eval_task: lm-eval is not installed ({INSTALL})") from None
+        raise BenchmarkDefinitionError(f"{where}.lm_eval_task: lm-eval is not installed ({INSTALL})") from None
 
 
 def _cache_file(task: str, include: str | None, version: str) -> Path:
@@ -68,7 +62,7 @@ def task_source(task: str, include: str | None, where: str) -> LmEvalSource:
     """What the lm-eval task (or group) `task` is: a one-line error naming `where`'s key if careval cannot run it."""
     version = _version(where)
     if include is not None and not Path(include).is_dir():
-        raise LmEvalTaskError(f"{where}.lm_eval_include: {include} is not a folder (of lm-eval task YAMLs)")
+        raise BenchmarkDefinitionError(f"{where}.lm_eval_include: {include} is not a folder (of lm-eval task YAMLs)")
     cache = _cache_file(task, include, version)
     if cache.is_file():
         facts = json.loads(cache.read_text(encoding="utf-8"))
@@ -103,7 +97,7 @@ def _leaf_configs(name: str, index: dict, overrides: dict, where: str) -> list[d
     if entry is None:
         raise KeyError(name)
     if entry.kind is Kind.PY_TASK:
-        raise LmEvalTaskError(
+        raise BenchmarkDefinitionError(
             f"{where}.lm_eval_task: '{name}' is a Python task class, not a task YAML careval can read"
         )
     if entry.kind is Kind.TAG:
@@ -121,7 +115,9 @@ def _leaf_configs(name: str, index: dict, overrides: dict, where: str) -> list[d
         elif isinstance(item, dict) and "task" in item:
             leaves.append({**merged, **item})  # an inline task of the group
         else:
-            raise LmEvalTaskError(f"{where}.lm_eval_task: group '{name}' holds an inline group careval cannot read")
+            raise BenchmarkDefinitionError(
+                f"{where}.lm_eval_task: group '{name}' holds an inline group careval cannot read"
+            )
     return leaves
 
 
@@ -141,8 +137,8 @@ def _leaves(task: str, include: str | None, where: str) -> list[dict]:
         close = difflib.get_close_matches(str(missing.args[0]), list(index), n=3)
         hint = f" (close: {', '.join(close)})" if close else ""
         what = f"'{task}'" if missing.args[0] == task else f"'{missing.args[0]}' (of '{task}')"
-        raise LmEvalTaskError(
-            f"{where}.lm_eval_task: {what} is no task, group or tag of lm-eval {hint}".rstrip()
+        raise BenchmarkDefinitionError(
+            f"{where}.lm_eval_task: {what} is no task, group or tag of lm-eval{hint}"
         ) from None
 
 
@@ -160,15 +156,18 @@ def _read_facts(task: str, include: str | None, where: str) -> dict[str, Any]:
         name = config.task
         output_type = config.output_type
         if output_type not in LM_EVAL_OUTPUT_TASKS:
-            raise LmEvalTaskError(
+            raise BenchmarkDefinitionError(
                 f"{where}.lm_eval_task: '{name}' is a {output_type} task; careval runs "
                 f"{', '.join(LM_EVAL_OUTPUT_TASKS)} tasks"
             )
         if config.repeats != 1 or config.doc_to_image or config.doc_to_audio:
             why = f"repeats its generation {config.repeats} times" if config.repeats != 1 else "has images or audio"
-            raise LmEvalTaskError(f"{where}.lm_eval_task: '{name}' {why}; careval runs one text request per document")
+            raise BenchmarkDefinitionError(
+                f"{where}.lm_eval_task: '{name}' {why}; careval runs one text request per document"
+            )
         metrics = [m["metric"] for m in config.metric_list or []] or DEFAULT_METRIC_REGISTRY[output_type]
-        filters = [f["name"] for f in config.filter_list or []] or ["none"]
+        filter_list: list[dict] = config.filter_list or []  # pyright: ignore[reportAssignmentType]  (YAML: a list)
+        filters = [f["name"] for f in filter_list] or ["none"]
         generation = None
         if output_type == "generate_until":
             generation = normalize_gen_kwargs(config.generation_kwargs or {}, DEFAULT_MAX_GEN_TOKS)
@@ -177,20 +176,22 @@ def _read_facts(task: str, include: str | None, where: str) -> dict[str, Any]:
         )
     for key, what in (("output_type", "output types"), ("gen", "generation settings")):
         if len({json.dumps(fact[key], sort_keys=True) for fact in facts}) > 1:
-            raise LmEvalTaskError(
+            raise BenchmarkDefinitionError(
                 f"{where}.lm_eval_task: the tasks of '{task}' differ in their {what}; give each a benchmark of its own"
             )
     names = []
     for fact in facts:
         for metric in fact["metrics"]:
             if not isinstance(metric, str):
-                raise LmEvalTaskError(f"{where}.lm_eval_task: '{fact['task']}' computes a metric by a function")
+                raise BenchmarkDefinitionError(
+                    f"{where}.lm_eval_task: '{fact['task']}' computes a metric by a function"
+                )
             for filter_key in fact["filters"]:
                 name = lm_eval_metric_name(metric, filter_key)
                 try:
                     metric_spec(name)
                 except UnknownMetricError:
-                    raise LmEvalTaskError(
+                    raise BenchmarkDefinitionError(
                         f"{where}.lm_eval_task: metric '{metric}' of '{fact['task']}' is not one careval knows "
                         f"(lm-eval's built-in metrics: careval/metrics/registry.py LM_EVAL_METRICS)"
                     ) from None
@@ -207,7 +208,7 @@ def load_tasks(task: str, include: str | None) -> dict[str, Any]:
     try:
         from lm_eval.tasks import TaskManager
     except ImportError:
-        raise LmEvalTaskError(f"lm-eval is not installed ({INSTALL})") from None
+        raise BenchmarkDefinitionError(f"lm-eval is not installed ({INSTALL})") from None
     if include:
         try:
             manager = TaskManager(include_path=include, include_defaults=False)
@@ -264,7 +265,7 @@ def document_samples(entry: Benchmark, name: str, task: Any, instances: list, pr
             "id": f"{name}/{doc_id}" if prefix else str(doc_id),
             "benchmark": entry.name,
             "task": careval_task,
-            "question": arguments[0][0],  # lm-eval's context (a rolling task's: the text it scores)
+            "question": str(arguments[0][0]),  # lm-eval's context (a rolling task's: the text it scores)
             "context": None,
             "options": [str(choice) for choice in choices] if output_type == "multiple_choice" and choices else None,
             "answer": _gold(task, doc, choices) if output_type == "multiple_choice" else None,

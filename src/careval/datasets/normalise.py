@@ -365,7 +365,7 @@ def _source_name(entry: Benchmark, root: Path) -> str:
 def build_benchmark(entry: Benchmark, output: Path, limit: int | None = None, root: Path = Path(".")) -> pl.DataFrame:
     """Write the samples and, beside them, the report counting rows read, selected and skipped (report_path);
     an lm-eval task's samples are its documents as lm-eval builds them (careval.datasets.lm_eval_tasks)."""
-    if entry.lm_eval is not None:
+    if isinstance(entry.source, LmEvalSource):
         samples = lm_eval_samples(entry, limit)
         result = Normalisation(samples, samples.height, samples.height, samples.height, [])
     else:
