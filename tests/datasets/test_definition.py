@@ -71,7 +71,7 @@ def test_a_benchmark_defined_in_the_config_is_its_catalogue_entry(demo_raw, shar
 
 def test_the_worked_example_defines_ward_qa_as_written_in_the_readme(demo_raw, monkeypatch, tmp_path):
     monkeypatch.chdir(REPO)
-    own = yaml.safe_load((REPO / "config" / "own_benchmarks.yaml").read_text())
+    own = yaml.safe_load((REPO / "resources" / "examples" / "own_benchmarks.yaml").read_text())
     ward_qa = {"ward_qa": own["benchmarks"]["ward_qa"]}
     plan = _plan(demo_raw, ward_qa)
     entry = plan.benchmarks["ward_qa"]

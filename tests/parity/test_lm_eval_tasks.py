@@ -38,25 +38,26 @@ N_DOCS = 4
 TOLERANCE = 1e-4
 BATCH_SIZE = 4
 MEQSUM_FIELDS = ("CHQ", "Summary")
+
+
+def _metrics(*specs: tuple[str, str, bool]) -> list[dict]:
+    """A task file's metric_list: (metric, aggregation, higher_is_better) each."""
+    return [{"metric": m, "aggregation": a, "higher_is_better": h} for m, a, h in specs]
+
+
 OWN_TASKS = {
     "careval_meqsum_generate": {
         "output_type": "generate_until",
         "doc_to_text": "Question: {{CHQ[:200]}}\nSummary:",
         "doc_to_target": "{{Summary}}",
         "generation_kwargs": {"until": ["\n", "."], "max_gen_toks": 8, "do_sample": False},
-        "metric_list": [
-            {"metric": "exact_match", "aggregation": "mean", "higher_is_better": True},
-            {"metric": "bleu", "aggregation": "bleu", "higher_is_better": True},
-        ],
+        "metric_list": _metrics(("exact_match", "mean", True), ("bleu", "bleu", True)),
     },
     "careval_meqsum_loglikelihood": {
         "output_type": "loglikelihood",
         "doc_to_text": "{{Summary.split(' ')[:3]|join(' ')}}",
         "doc_to_target": "{{' ' + Summary.split(' ')[3:]|join(' ')}}",
-        "metric_list": [
-            {"metric": "perplexity", "aggregation": "perplexity", "higher_is_better": False},
-            {"metric": "acc", "aggregation": "mean", "higher_is_better": True},
-        ],
+        "metric_list": _metrics(("perplexity", "perplexity", False), ("acc", "mean", True)),
     },
     "careval_meqsum_rolling": {
         "output_type": "loglikelihood_rolling",
@@ -135,6 +136,13 @@ def runs(shared_data, model_dir, tmp_path_factory):
     return ours, logged, result["results"]
 
 
+def _task(runs, task: str):
+    """careval's benchmark of `task` and its frames, lm-eval's logged documents and aggregated results of it."""
+    ours, logged, results = runs
+    entry, frames = ours[task]
+    return entry, frames, logged, results
+
+
 def _values(scores: pl.DataFrame) -> dict[tuple[str, str], float]:
     return {
         (r["id"], r["metric"]): r["value"] for r in scores.filter(pl.col("level") == "sample").iter_rows(named=True)
@@ -147,30 +155,24 @@ def _corpus(scores: pl.DataFrame) -> dict[str, float]:
 
 @pytest.mark.parametrize("benchmark", list(LOCAL_DOCS))
 def test_multiple_choice_documents_and_metrics_are_lm_evals(runs, benchmark):
-    ours, logged, results = runs
-    task = f"careval_lm_eval_{benchmark}"
-    entry, frames = ours[task]
+    entry, frames, logged, results = _task(runs, f"careval_lm_eval_{benchmark}")
     assert entry.task == "mcqa" and entry.lm_eval is not None and entry.lm_eval.metrics == ("acc", "acc_norm")
     values = _values(frames["lm_eval"])
-    worst = assert_same_documents(
-        frames["samples"], frames["loglik"], values, logged[task], ("acc", "acc_norm"), TOLERANCE
-    )
+    worst = assert_same_documents(frames["samples"], frames["loglik"], values, logged, ("acc", "acc_norm"), TOLERANCE)
     # the lm_eval family's mean is lm-eval's aggregated value
     for metric in ("acc", "acc_norm"):
         mean = sum(values[(str(i), metric)] for i in range(N_DOCS)) / N_DOCS
-        assert mean == pytest.approx(results[task][f"{metric},none"])
-    print(f"\n{benchmark}: {N_DOCS} documents, max |delta loglik| {worst:.1e}, acc {results[task]['acc,none']:.2f}")
+        assert mean == pytest.approx(results[f"{metric},none"])
+    print(f"\n{benchmark}: {N_DOCS} documents, max |delta loglik| {worst:.1e}, acc {results['acc,none']:.2f}")
 
 
 def test_generate_until_documents_generations_and_metrics_are_lm_evals(runs):
-    ours, logged, results = runs
-    task = "careval_meqsum_generate"
-    entry, frames = ours[task]
+    entry, frames, logged, results = _task(runs, "careval_meqsum_generate")
     assert (entry.task, entry.stop, entry.max_new_tokens) == ("open", ("\n", "."), 8)
     # lm-eval's BLEU is no careval BLEU: written under lm-eval's results key
     assert entry.lm_eval is not None and entry.lm_eval.metrics == ("exact_match", "bleu,none")
     values, generations = _values(frames["lm_eval"]), frames["generations"]
-    for doc in logged[task]:
+    for doc in logged:
         sample_id = str(doc["doc_id"])
         context, gen_kwargs = doc["arguments"][0]
         assert generations.filter(pl.col("id") == sample_id)["prompt"].item() == context
@@ -178,18 +180,16 @@ def test_generate_until_documents_generations_and_metrics_are_lm_evals(runs):
         assert meta["requests"] == [[context, gen_kwargs]]
         assert generations.filter(pl.col("id") == sample_id)["output"].item() == doc["filtered_resps"][0]
         assert values[(sample_id, "exact_match")] == doc["exact_match"]
-    assert _corpus(frames["lm_eval"])["bleu,none"] == pytest.approx(results[task]["bleu,none"])
-    print(f"\n{task}: {N_DOCS} generations equal, exact_match {results[task]['exact_match,none']:.2f}, "
-          f"BLEU {results[task]['bleu,none']:.3f}")  # fmt: skip
+    assert _corpus(frames["lm_eval"])["bleu,none"] == pytest.approx(results["bleu,none"])
+    print(f"\n{entry.name}: {N_DOCS} generations equal, exact_match {results['exact_match,none']:.2f}, "
+          f"BLEU {results['bleu,none']:.3f}")  # fmt: skip
 
 
 def test_loglikelihood_documents_greedy_flags_and_perplexity_are_lm_evals(runs):
-    ours, logged, results = runs
-    task = "careval_meqsum_loglikelihood"
-    entry, frames = ours[task]
+    entry, frames, logged, results = _task(runs, "careval_meqsum_loglikelihood")
     assert entry.task == "likelihood" and not entry.generates
     logliks, values = frames["loglik"], _values(frames["lm_eval"])
-    for doc in logged[task]:
+    for doc in logged:
         sample_id = str(doc["doc_id"])
         mine = logliks.filter(pl.col("id") == sample_id)
         request = mine.filter(pl.col("kind") == "continuation")
@@ -199,26 +199,24 @@ def test_loglikelihood_documents_greedy_flags_and_perplexity_are_lm_evals(runs):
         assert mine.filter(pl.col("kind") == "greedy")["loglik"].item() == float(is_greedy)
         assert values[(sample_id, "acc")] == doc["acc"]
         assert values[(sample_id, "perplexity")] == pytest.approx(math.exp(-doc["perplexity"]), rel=1e-4)
-    assert _corpus(frames["lm_eval"])["perplexity"] == pytest.approx(results[task]["perplexity,none"], rel=1e-4)
+    assert _corpus(frames["lm_eval"])["perplexity"] == pytest.approx(results["perplexity,none"], rel=1e-4)
     worst = max(
         abs(a - d["filtered_resps"][0][0])
-        for a, d in zip(logliks.filter(pl.col("kind") == "continuation")["loglik"], logged[task])
+        for a, d in zip(logliks.filter(pl.col("kind") == "continuation")["loglik"], logged)
     )
-    print(f"\n{task}: {N_DOCS} documents, max |delta loglik| {worst:.1e}, acc {results[task]['acc,none']:.2f}, "
-          f"perplexity {results[task]['perplexity,none']:.1f}")  # fmt: skip
+    print(f"\n{entry.name}: {N_DOCS} documents, max |delta loglik| {worst:.1e}, acc {results['acc,none']:.2f}, "
+          f"perplexity {results['perplexity,none']:.1f}")  # fmt: skip
 
 
 def test_rolling_documents_and_perplexities_are_lm_evals(runs):
-    ours, logged, results = runs
-    task = "careval_meqsum_rolling"
-    entry, frames = ours[task]
+    entry, frames, logged, results = _task(runs, "careval_meqsum_rolling")
     assert entry.lm_eval is not None and entry.lm_eval.metrics == (
         "word_perplexity",
         "byte_perplexity",
         "bits_per_byte",
     )
     logliks, values = frames["loglik"], _values(frames["lm_eval"])
-    for doc in logged[task]:
+    for doc in logged:
         sample_id = str(doc["doc_id"])
         mine = logliks.filter(pl.col("id") == sample_id)
         assert mine["continuation"].to_list() == [doc["arguments"][0][0]] and mine["kind"].to_list() == ["reference"]
@@ -227,10 +225,10 @@ def test_rolling_documents_and_perplexities_are_lm_evals(runs):
         assert values[(sample_id, "word_perplexity")] == pytest.approx(math.exp(-ll / words), rel=1e-3)
     corpus = _corpus(frames["lm_eval"])
     for metric in ("word_perplexity", "byte_perplexity", "bits_per_byte"):
-        assert corpus[metric] == pytest.approx(results[task][f"{metric},none"], rel=1e-3)
-    worst = max(abs(a - d["filtered_resps"][0]) for a, d in zip(logliks["loglik"], logged[task]))
-    print(f"\n{task}: {N_DOCS} documents, max |delta loglik| {worst:.1e}, word perplexity "
-          f"{corpus['word_perplexity']:.1f} (lm-eval {results[task]['word_perplexity,none']:.1f})")  # fmt: skip
+        assert corpus[metric] == pytest.approx(results[f"{metric},none"], rel=1e-3)
+    worst = max(abs(a - d["filtered_resps"][0]) for a, d in zip(logliks["loglik"], logged))
+    print(f"\n{entry.name}: {N_DOCS} documents, max |delta loglik| {worst:.1e}, word perplexity "
+          f"{corpus['word_perplexity']:.1f} (lm-eval {results['word_perplexity,none']:.1f})")  # fmt: skip
 
 
 def test_a_tasks_facts_are_read_once_then_from_the_cache_until_its_files_change(runs, tmp_path, monkeypatch):
@@ -250,11 +248,11 @@ def test_a_tasks_facts_are_read_once_then_from_the_cache_until_its_files_change(
 
 
 def test_the_worked_example_scores_alike_as_a_config_benchmark_and_as_an_lm_eval_task(monkeypatch, tmp_path):
-    """config/own_benchmarks.yaml: ward_qa (the config's keys) and ward_qa_lm (lm-eval's task file) read the same
-    ten rows and send the same requests, gold included."""
+    """resources/examples/own_benchmarks.yaml: ward_qa (the config's keys) and ward_qa_lm (lm-eval's task file)
+    read the same ten rows and send the same requests, gold included."""
     monkeypatch.chdir(Path(__file__).resolve().parents[2])  # the task file's data_files: from the checkout
     monkeypatch.setenv("CAREVAL_CACHE", str(tmp_path / "cache"))
-    own = yaml.safe_load(Path("config/own_benchmarks.yaml").read_text())["benchmarks"]
+    own = yaml.safe_load(Path("resources/examples/own_benchmarks.yaml").read_text())["benchmarks"]
     entries = {name: get_benchmark(name, entry) for name, entry in own.items()}
     samples = {name: build_benchmark(entry, tmp_path / f"{name}.parquet") for name, entry in entries.items()}
     ours, theirs = (loglik_requests(samples[name], entries[name]) for name in ("ward_qa", "ward_qa_lm"))

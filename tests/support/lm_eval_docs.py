@@ -37,9 +37,16 @@ def task_file(benchmark: str) -> Path:
 
 
 def write_local_task(
-    name: str, benchmark: str, data_file: Path, folder: Path, dataset_path: str = "json", metrics=("acc", "acc_norm")
+    name: str,
+    benchmark: str,
+    data_file: Path,
+    folder: Path,
+    dataset_path: str = "json",
+    metrics=("acc", "acc_norm"),
+    overrides: dict | None = None,
 ) -> Path:
-    """lm-eval's task file, included unchanged but for its dataset (the local rows as the test split)."""
+    """lm-eval's task file, included unchanged but for its dataset (the local rows as the test split) and
+    `overrides` (keys of the task file replaced)."""
     task = {
         "include": str(task_file(benchmark)),
         "task": name,
@@ -53,6 +60,7 @@ def write_local_task(
         "fewshot_split": None,
         # acc_norm too where the file reports acc only (pubmedqa, mmlu): lm-eval computes both the same way
         "metric_list": [{"metric": metric, "aggregation": "mean", "higher_is_better": True} for metric in metrics],
+        **(overrides or {}),
     }
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(task, sort_keys=False), encoding="utf-8")
@@ -118,14 +126,22 @@ def raw_rows(shared_data: Path, benchmark: str, n: int) -> list[dict]:
     return rows
 
 
-def write_local_tasks(shared_data: Path, folder: Path, n: int, prefix: str = "careval_parity_") -> dict[str, str]:
-    """A local task YAML (with its rows, in lm-eval's fields) per benchmark of LOCAL_DOCS in `folder`: benchmark ->
-    the task's name."""
+def write_local_tasks(
+    shared_data: Path,
+    folder: Path,
+    n: int,
+    prefix: str = "careval_parity_",
+    benchmarks=tuple(LOCAL_DOCS),
+    overrides: dict | None = None,
+) -> dict[str, str]:
+    """A local task YAML (with its first `n` rows, in lm-eval's fields; `overrides` of its keys) per benchmark of
+    LOCAL_DOCS in `folder`: benchmark -> the task's name."""
     names = {}
-    for benchmark, docs in LOCAL_DOCS.items():
+    for benchmark in benchmarks:
+        docs = LOCAL_DOCS[benchmark]
         data_file = folder / f"{benchmark}.jsonl"
         rows = raw_rows(shared_data, benchmark, n)
         data_file.write_text("".join(json.dumps(docs.to_doc(row)) + "\n" for row in rows), encoding="utf-8")
         names[benchmark] = f"{prefix}{benchmark}"
-        write_local_task(names[benchmark], benchmark, data_file, folder)
+        write_local_task(names[benchmark], benchmark, data_file, folder, overrides=overrides)
     return names
