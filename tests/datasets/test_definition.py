@@ -190,6 +190,16 @@ def test_the_catalogue_is_one_yaml_file_per_benchmark_in_its_index_order():
     assert REGISTRY["olaph_live_qa"].prompt == REGISTRY["olaph"].prompt
 
 
+def test_no_catalogue_file_writes_a_key_twice():
+    # read without the check at import (careval.datasets.registry): a second key would silently win
+    from careval.config import check_duplicate_keys
+
+    for path in sorted(CATALOGUE_DIR.glob("*.yaml")):
+        check_duplicate_keys(path.read_text(encoding="utf-8"), str(path))
+    with pytest.raises(ConfigError, match=r"x.yaml:2: duplicated key 'task' \(first at line 1\)"):
+        check_duplicate_keys("task: mcqa\ntask: open\n", "x.yaml")
+
+
 def test_a_catalogue_file_the_index_misses_is_an_error(tmp_path):
     for path in CATALOGUE_DIR.glob("*.yaml"):
         (tmp_path / path.name).write_text(path.read_text())

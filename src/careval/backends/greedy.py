@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import torch
-
 from careval.backends.tokenization import encode_pair, scoring_window
 
 
@@ -21,6 +19,8 @@ def greedy_flags(backend: Any, pairs: list[tuple[str, str]]) -> list[float]:
     model, tokenizer = getattr(backend, "model", None), getattr(backend, "tokenizer", None)
     if model is None or tokenizer is None or not hasattr(backend, "max_length"):
         return [math.nan] * len(pairs)
+    import torch  # here: the plan imports careval.inference, and torch takes seconds to import
+
     flags = []
     with torch.inference_mode():
         for context, continuation in pairs:

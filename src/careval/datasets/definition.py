@@ -29,7 +29,7 @@ from careval.datasets.benchmark import (
     LocalSource,
 )
 from careval.datasets.transforms import TRANSFORMS
-from careval.schema import read_schema, with_schema_defaults
+from careval.schema import schema_part, with_schema_defaults
 from careval.tasks.prompts import PromptTemplateError, check_prompt
 
 # The keys that say where the rows come from; a layer naming a source (SOURCE_NAMES) replaces all of them.
@@ -84,23 +84,30 @@ def layered(*layers: dict) -> dict:
     return merged
 
 
-def read_definition_file(path: Path, where: str) -> dict:
-    """A benchmark file (a catalogue entry, an include), read strictly, its `include:` resolved."""
+# libyaml's loader where PyYAML has it: the catalogue's files are read at every import (a third of a second saved)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_definition_file(path: Path, where: str, strict: bool = True) -> dict:
+    """A benchmark file (a catalogue entry, an include), its `include:` resolved. `strict`: a key written twice in
+    one mapping is an error (careval.config.check_duplicate_keys), as in a config; the catalogue's own files are
+    held to it by a test instead (tests/datasets/test_definition.py), not at every import."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise BenchmarkDefinitionError(f"{where}: cannot read {path} ({error.strerror})") from None
     try:
-        check_duplicate_keys(text, str(path))
-        mapping = yaml.safe_load(text)
+        if strict:
+            check_duplicate_keys(text, str(path))
+        mapping = yaml.load(text, Loader=_LOADER)
     except (ConfigError, yaml.YAMLError) as error:
         raise BenchmarkDefinitionError(f"{where}: {' '.join(str(error).split())}") from None
     if not isinstance(mapping, dict):
         raise BenchmarkDefinitionError(f"{where}: {path} holds no mapping of benchmark keys")
-    return with_include(mapping, path.parent, where)
+    return with_include(mapping, path.parent, where, strict)
 
 
-def with_include(mapping: dict, folder: Path, where: str) -> dict:
+def with_include(mapping: dict, folder: Path, where: str, strict: bool = True) -> dict:
     """`mapping` on top of the file its `include:` names (relative to `folder`), recursively."""
     if "include" not in mapping:
         return dict(mapping)
@@ -108,23 +115,26 @@ def with_include(mapping: dict, folder: Path, where: str) -> dict:
     name = mapping.pop("include")
     if not isinstance(name, str) or not name:
         raise BenchmarkDefinitionError(f"{where}.include: {name!r} is not a file name")
-    return layered(read_definition_file(folder / name, f"{where}.include"), mapping)
+    return layered(read_definition_file(folder / name, f"{where}.include", strict), mapping)
 
 
-_SCHEMA_FILE: dict = {}
+_VALIDATOR: list[jsonschema.Draft202012Validator] = []
 
 
-def _schema() -> dict:
-    if "schema" not in _SCHEMA_FILE:
-        _SCHEMA_FILE["schema"] = read_schema()
-    return _SCHEMA_FILE["schema"]
+def _validator() -> jsonschema.Draft202012Validator:
+    """The validator of $defs/benchmark_definition (the schema file as careval.schema keeps it), built once: every
+    catalogue file is checked at import."""
+    if not _VALIDATOR:
+        definitions = {name: schema_part(name) for name in ("benchmark", "benchmark_definition")}
+        _VALIDATOR.append(
+            jsonschema.Draft202012Validator({"$defs": definitions, **definitions["benchmark_definition"]})
+        )
+    return _VALIDATOR[0]
 
 
 def _validate(mapping: dict, where: str) -> None:
     """The mapping against $defs/benchmark_definition; the first violation as one line naming the key."""
-    schema = _schema()
-    validator = jsonschema.Draft202012Validator({"$defs": schema["$defs"], **schema["$defs"]["benchmark_definition"]})
-    errors = sorted(validator.iter_errors(mapping), key=lambda e: (len(e.absolute_path), list(e.path)))
+    errors = sorted(_validator().iter_errors(mapping), key=lambda e: (len(e.absolute_path), list(e.path)))
     if errors:
         raise BenchmarkDefinitionError(describe_error(errors[0], where).replace("\n", " "))
 
@@ -221,7 +231,7 @@ def build_benchmark_spec(name: str, mapping: dict, where: str, lm_eval_facts=Non
             f"{where}.transform: unknown transform '{mapping['transform']}' (known: {', '.join(sorted(TRANSFORMS))})"
         )
     _check_fields(task, mapping, where)
-    filled = with_schema_defaults(mapping, "benchmark_definition", _schema())
+    filled = with_schema_defaults(mapping, "benchmark_definition")
     source = _source(filled, where)
     prompt, prompt_key = _prompt(filled, task, where)
     try:
@@ -272,7 +282,7 @@ def _lm_eval_benchmark(name: str, mapping: dict, where: str, lm_eval_facts) -> B
     if lm_eval_facts is None:
         raise BenchmarkDefinitionError(f"{where}.lm_eval_task: lm-eval tasks are read where a config is (registry)")
     source: LmEvalSource = lm_eval_facts(mapping["lm_eval_task"], mapping.get("lm_eval_include"), where)
-    filled = with_schema_defaults(mapping, "benchmark_definition", _schema())
+    filled = with_schema_defaults(mapping, "benchmark_definition")
     generation = source.generation or {}
     stop = filled.get("stop", generation.get("until"))
     return Benchmark(

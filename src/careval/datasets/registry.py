@@ -33,7 +33,7 @@ def read_catalogue(folder: Path = CATALOGUE_DIR) -> dict[str, dict]:
     for problem, names in (("not listed in", unlisted), ("listed in but missing from", missing), ("twice in", twice)):
         if names:
             raise BenchmarkDefinitionError(f"{folder / INDEX}: {', '.join(names)} {problem} the catalogue's index")
-    return {name: read_definition_file(folder / f"{name}.yaml", f"catalogue.{name}") for name in listed}
+    return {name: read_definition_file(folder / f"{name}.yaml", f"catalogue.{name}", strict=False) for name in listed}
 
 
 CATALOGUE: dict[str, dict] = read_catalogue()
