@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from careval.config import check_duplicate_keys
+from careval.inputs import check_input_files
 from careval.plan import ConfigError, build_plan
 from careval.runlock import check_lock
 
@@ -33,10 +34,15 @@ try:
     for configfile_path in workflow.configfiles:
         check_duplicate_keys(Path(configfile_path).read_text(), str(configfile_path))
     PLAN = build_plan(config)
+    # every input file the config names, read as its job reads it (the job's own check comes after the models ran)
+    if workflow.is_main_process:
+        check_input_files(PLAN)
 except ConfigError as error:
     sys.exit(f"careval config error: {error}")
 if PLAN.elo_warning:
     print(f"careval warning: analysis.elo_csv: {PLAN.elo_warning}", file=sys.stderr)
+for warning in PLAN.warnings:
+    print(f"careval warning: {warning}", file=sys.stderr)
 config.clear()
 config.update(PLAN.config)
 
@@ -63,15 +69,22 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/comparisons.smk"
 include: "workflow/rules/careqa.smk"
 include: "workflow/rules/careqa_statistics.smk"
+include: "workflow/rules/studies.smk"
+
+
+# files cut short are named and remade, files an earlier config left are named (common.smk, check_results)
+check_results()
 
 
 onstart:
     record_lock_owner()
+    record_planned_outputs()
     start_warm_worker()
 
 
 onsuccess:
     stop_warm_worker()
+    write_results_index()
 
 
 onerror:

@@ -67,16 +67,11 @@ def tiny_llama_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_spec(tiny_llama_dir) -> dict:
-    return {
-        "name": "tiny",
-        "backend": "hf",
-        "path": str(tiny_llama_dir),
-        "dtype": "float32",
-        "batch_size": 4,
-        "device": "cpu",
-        "threads": 1,
-    }
+def tiny_spec(tiny_llama_dir):
+    """The tiny model's careval.models.spec.ModelSpec, as a config entry gives it and its job runs it."""
+    from support.specs import local_model_spec
+
+    return local_model_spec("tiny", tiny_llama_dir, dtype="float32", batch_size=4, threads=1)
 
 
 # Fixtures that load the demo models (prepared into resources/models on first use: minutes on a fresh clone).

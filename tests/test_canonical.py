@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 from dataclasses import field
 
@@ -87,3 +88,33 @@ def test_the_effective_decoding_is_what_a_generating_job_reads(demo):
     assert other.infer_job("gemma3-270m", "demo_note").sampling.stop == ("###",)
     assert base.infer_job("gemma3-270m", "demo_mcqa").sampling is None
     assert repr(other.infer_job("gemma3-270m", "demo_mcqa")) == repr(base.infer_job("gemma3-270m", "demo_mcqa"))
+
+
+def _every_job_spec(plan) -> dict[str, str]:
+    """The identity (repr) of every job spec the plan gives the demo's rules, by job."""
+    specs = {f"prepare {name}": plan.prepare_job(name) for name in plan.entries}
+    for benchmark in plan.benchmarks:
+        specs[f"normalise {benchmark}"] = plan.normalise_job(benchmark)
+        specs[f"score {benchmark}"] = plan.score_job(benchmark, plan.families(benchmark))
+        for model in plan.models:
+            specs[f"infer {model} {benchmark}"] = plan.infer_job(model, benchmark)
+            specs[f"relaxed_perplexity {model} {benchmark}"] = plan.relaxed_perplexity_job(model, benchmark)
+            specs[f"consistency {model} {benchmark}"] = plan.consistency_job(model, benchmark)
+    specs.update(rephrase=plan.rephrase_job(), jury=plan.jury_job(), jury_report=plan.jury_report_job())
+    specs.update({f"judge {name}": plan.judge_job(judge=name) for name in plan.judges})
+    specs.update(aggregate=plan.aggregate_job(), comparisons=plan.comparisons_job(), cost=plan.cost_job())
+    specs.update({f"careqa {step}": plan.careqa_llm_job(step) for step in plan.careqa_llms})
+    specs.update(statistics=plan.careqa_statistics_job(), report=plan.analysis.report_job)
+    specs.update(figure_index=plan.analysis.figure_index_job, tables=plan.analysis.paper_tables_job)
+    return {job: repr(spec) for job, spec in specs.items()}
+
+
+@pytest.mark.parametrize("order", [sorted, lambda keys: list(reversed(list(keys)))], ids=["sorted", "reversed"])
+def test_no_job_reads_the_order_of_the_models_mapping(demo, order):
+    """The models mapping reordered (the demo's jury and people's ratings on: every job kind of the demo is planned)
+    gives every job the same spec; jury_report's kept the models in config order (issue 40)."""
+    assert demo["analysis"]["human_ratings"] and demo["metrics"]["judge"]["models"]
+    reordered = copy.deepcopy(demo)
+    reordered["models"] = {name: demo["models"][name] for name in order(demo["models"])}
+    assert list(reordered["models"]) != list(demo["models"])
+    assert _every_job_spec(build_plan(reordered)) == _every_job_spec(build_plan(demo))

@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "careval.canonical": 0,  # the canonical identity of a job's spec (what Snakemake compares)
     "careval.runlock": 0,  # a working directory's Snakemake lock after a crash
     "careval.latex": 0,  # LaTeX escapes of the tables' writers
+    "careval.results_check": 0,  # a results folder's files cut short, deleted since read, or left by another config
     # 1 engines and model specs
     "careval.backends": 1,
     "careval.models": 1,
@@ -56,6 +57,8 @@ LAYERS: dict[str, int] = {
     "careval.analysis": 6,
     # 7 the config -> plan step, and its command line
     "careval.plan": 7,
+    "careval.studies": 7,  # a study's variants, each a plan (careval.plan calls it with its own builder)
+    "careval.inputs": 7,  # every input file a config names, read before any job (by the plan's callers)
     "careval.cli": 8,
     "careval": 9,  # the package itself
 }
@@ -218,6 +221,69 @@ def test_imports_point_down_the_layers():
         if layer(t) > layer(s)
     ]
     assert upward == []
+
+
+def backend_classes(src: Path = SRC) -> set[str]:
+    """The classes of careval.backends that implement the interface (careval.backends.base.Backend, directly or
+    through another), found by their class statements."""
+    bases: dict[str, set[str]] = {}
+    for path in (src / "careval" / "backends").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+    found = {"Backend"}
+    while grown := {name for name, of in bases.items() if of & found} - found:
+        found |= grown
+    return found - {"Backend"}
+
+
+def interface_breaches(src: Path = SRC) -> list[str]:
+    """Outside careval/backends/: an import of a backend class, an isinstance() against one, or a read of a backend's
+    `model` / `tokenizer` (a name ending in "backend", or "judge") -- what callers must reach through the interface."""
+    classes, found = backend_classes(src), []
+    for path in sorted((src / "careval").rglob("*.py")):
+        if (src / "careval" / "backends") in path.parents:
+            continue
+        where = path.relative_to(src)
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and {a.name for a in node.names} & classes:
+                found.append(f"{where}:{node.lineno}: imports {sorted({a.name for a in node.names} & classes)}")
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:
+                names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                if names & classes:
+                    found.append(f"{where}:{node.lineno}: isinstance against {sorted(names & classes)}")
+            elif isinstance(node, ast.Attribute) and node.attr in ("model", "tokenizer"):
+                owner = node.value.func if isinstance(node.value, ast.Call) else node.value
+                name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+                if name.endswith("backend") or name == "judge":
+                    found.append(f"{where}:{node.lineno}: reads {name}.{node.attr}")
+    return found
+
+
+def test_callers_reach_backends_only_through_the_interface():
+    """Relaxed Perplexity, the judge, inference and every other caller branch on a backend's declared capabilities,
+    never on its class or its model and tokenizer (issue #39)."""
+    assert {"HFBackend", "VLLMBackend", "VLLMServerBackend", "OpenAICompatBackend"} <= backend_classes()
+    assert interface_breaches() == []
+
+
+def test_the_interface_check_sees_a_planted_breach(tmp_path):
+    package = tmp_path / "careval"
+    (package / "backends").mkdir(parents=True)
+    (package / "backends" / "x.py").write_text("class Backend: ...\nclass XBackend(Backend): ...\n")
+    (package / "job.py").write_text(
+        "from careval.backends.x import XBackend\n"
+        "def f(backend, judge):\n"
+        "    if isinstance(backend, (XBackend, int)):\n"
+        "        return backend.tokenizer, judge.model, backend().model\n"
+    )
+    assert [line.split(": ", 1)[1] for line in interface_breaches(tmp_path)] == [
+        "imports ['XBackend']",
+        "isinstance against ['XBackend']",
+        "reads backend.tokenizer",
+        "reads judge.model",
+        "reads backend.model",
+    ]
 
 
 def test_module_map(capsys):

@@ -125,6 +125,40 @@ def test_a_skipped_family_never_needs_its_section(demo_raw):
             lambda c: c["benchmarks"].update(demo_mcqa={"mcqa_style": "letters", "prompt": "Q: {question}\nA:"}),
             "benchmarks.demo_mcqa.prompt: no {options} placeholder, but the letters style scores the letters",
         ),
+        # issue 40: ranges, names and settings checked before any job, each naming its key and rule
+        (
+            lambda c: c["analysis"].update(human_rating_range=[5, 1]),
+            "analysis.human_rating_range: [5, 1]: the lowest rating comes first, then the highest (e.g. [1, 5])",
+        ),
+        (
+            lambda c: c["models"].update({"m" * 302: c["models"].pop("gemma3-270m")}),
+            f"models: the name '{'m' * 40}... (302 characters)' is longer than the 128 characters a name may have "
+            "(it names folders and files)",
+        ),
+        (
+            lambda c: c["metrics"]["judge"]["models"].append({"source": f"hf:org/{'j' * 200}"}),
+            f"metrics.judge.models[2].source: the model's name '{'j' * 40}...' (200 characters, the source's last "
+            "part) is longer than the 128 characters a name may have (it names folders and files)",
+        ),
+        (
+            lambda c: c["metrics"]["judge"].update(model="gemma3-270m"),
+            "metrics.judge: set one of model, models (model and models are both set)",
+        ),
+        (
+            lambda c: c["analysis"].update(cost={"metric": "acc_nrom"}),
+            "analysis.cost.metric: 'acc_nrom' is not a metric of mcqa_weighted_average under this config "
+            "(have: acc, acc_norm)",
+        ),
+        (
+            lambda c: c["analysis"].update(cost={"benchmark": "demo_open_qa", "metric": "rouge_l"}),
+            "analysis.cost.metric: 'rouge_l' is not a metric of demo_open_qa under this config (have: rouge1, rouge2, "
+            "rougeL, bleu, ",
+        ),
+        (
+            lambda c: c["analysis"].update(cost={"benchmark": "demo_opn_qa"}),
+            "analysis.cost.benchmark: 'demo_opn_qa' is not a benchmark of this config (have: demo_mcqa, "
+            "demo_open_qa, demo_note, mcqa_weighted_average)",
+        ),
     ],
 )
 def test_every_cross_check_is_one_line_naming_the_key(demo_raw, mutate, message):
@@ -133,6 +167,73 @@ def test_every_cross_check_is_one_line_naming_the_key(demo_raw, mutate, message)
     with pytest.raises(ConfigError) as error:
         build_plan(config)
     assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_a_judges_metric_and_the_defaults_pass_the_cost_check(demo_raw):
+    demo_raw["analysis"]["cost"] = {"benchmark": "demo_open_qa", "metric": "judge_helpfulness"}
+    assert build_plan(demo_raw).analysis.cost["metric"] == "judge_helpfulness"
+    del demo_raw["analysis"]["cost"]
+    # the default (acc on the MCQA average) in a run without an MCQA benchmark: the page says so, no error
+    demo_raw["benchmarks"] = {"demo_open_qa": None}
+    demo_raw["analysis"]["mcqa_average"] = []
+    demo_raw.pop("studies", None)  # the demo's studies name demo_mcqa
+    assert build_plan(demo_raw).analysis.cost["metric"] == "acc"
+
+
+def test_an_empty_local_judge_folder_is_caught_by_the_plan(demo_raw, tmp_path):
+    folder = tmp_path / "prometheus-7b"
+    folder.mkdir()
+    demo_raw["metrics"]["judge"]["models"].append({"source": f"local:{folder}"})
+    with pytest.raises(ConfigError) as error:
+        build_plan(demo_raw)
+    assert str(error.value) == (
+        f"metrics.judge.models[2].source: local model folder '{folder}' is empty; a local model is the folder "
+        "holding config.json, the tokenizer and the weights"
+    )
+    (folder / "tokenizer.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"has no config\.json"):
+        build_plan(demo_raw)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "warning"),
+    [
+        (
+            lambda c: (c["analysis"].update(comparisons={"two_level": True}), c["analysis"]["consistency"].update(r=0)),
+            "analysis.comparisons.two_level: true, but the run has no self-consistency samples to resample "
+            "(analysis.consistency.r is 0, or no open-ended benchmark): the one-level paired bootstrap runs",
+        ),
+        (
+            lambda c: c["metrics"]["judge"].update(models=["smollm2-135m-instruct"]),
+            "metrics.judge.models: a jury of one judge: the self-preference check needs two judges (a judge's grades "
+            "of its own answers are compared with the other judges'), and there is no agreement between judges",
+        ),
+    ],
+)
+def test_a_setting_that_cannot_take_effect_is_a_warning_naming_it(demo_raw, mutate, warning):
+    assert build_plan(demo_raw).warnings == ()
+    mutate(demo_raw)
+    plan = build_plan(demo_raw)
+    assert plan.warnings == (warning,)
+    # and a line of the report's first page
+    assert warning in plan.analysis.notes and plan.analysis.figures[0].kind == "run_notes"
+
+
+def test_the_report_says_which_paper_table_is_not_made_and_why(demo_raw):
+    table7 = (
+        "Table 7 (Perplexity results for Open-ended Medical Questions) is not made: demo_open_qa is scored with none "
+        "of perplexity (metrics.skip)"
+    )
+    table12 = (
+        "Table 12 (Prometheus results for summarization and clinical-note taking tasks) is not made: demo_note is "
+        "scored with none of judge (metrics.judge.benchmarks)"
+    )
+    assert build_plan(copy.deepcopy(demo_raw)).analysis.notes == (table12,)
+    demo_raw["metrics"]["skip"] = ["bleurt", "perplexity"]
+    plan = build_plan(demo_raw)
+    assert "table7_perplexity_open_ended_medical_questions" not in [t.name for t in plan.analysis.paper_tables]
+    assert plan.analysis.notes[0] == table7 and plan.analysis.notes[-1] == table12
+    assert plan.analysis.report_job.notes == plan.analysis.notes
 
 
 def test_score_files_follow_the_families_of_each_benchmark(demo_raw):

@@ -58,6 +58,7 @@ def test_one_judge_plans_exactly_todays_judge_job(demo_raw):
 def test_same_family_and_inline_judges(demo_raw, tmp_path):
     folder = tmp_path / "judge-7b"
     folder.mkdir()
+    (folder / "config.json").write_text("{}")  # a model folder (the plan checks no more of it)
     demo_raw["metrics"]["judge"]["models"].append({"source": f"local:{folder}", "gpus": 0})
     demo_raw["metrics"]["judge"]["same_family"] = {"judge-7b": ["gemma3-270m"]}
     plan = build_plan(demo_raw)

@@ -17,7 +17,7 @@ outputs from the parts as read back from disk. Within a batch the backend sees e
 would see uninterrupted, so what holds for a rerun holds for a resume: the same machine, software,
 dtype and batch settings give the same numbers. Across batch sizes (not across resumes):
 log-likelihoods and greedy text can move by float rounding, since the backends group requests by
-length within a call and padding changes the rounding (hf.py, Determinism); sampled text does
+length within a call and padding changes the rounding (hf/generation.py, Determinism); sampled text does
 not, because every request is seeded by (seed, prompt, occurrence of the prompt in the call) and
 `batches_keeping_duplicates` keeps every copy of a prompt in one batch, in input order, so each
 copy keeps the occurrence number it has in one whole call.

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import yaml
 
 from careval.config import ConfigError
+from careval.inputs import check_input_files
 from careval.plan import Plan, load_plan
 
 
@@ -44,6 +45,7 @@ def describe_plan(plan: Plan) -> list[str]:
     ]
     if plan.elo_warning:
         lines.append(f"  warning: analysis.elo_csv: {plan.elo_warning}")
+    lines += [f"  warning: {warning}" for warning in plan.warnings]
     return lines
 
 
@@ -55,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         plan = load_plan(args.config)
+        check_input_files(plan)
     except OSError as error:
         print(f"careval config error: {args.config}: cannot read it ({error.strerror})", file=sys.stderr)
         return 2

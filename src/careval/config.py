@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import yaml
 
 from careval.metrics.registry import FAMILIES
 from careval.schema import SCHEMA_PATH, fill_defaults, read_schema, schema_part, with_schema_defaults
+from careval.textio import TextDecodeError, read_text
 
 __all__ = [
     "ConfigError",
@@ -55,6 +57,25 @@ def describe_error(error: jsonschema.ValidationError, prefix: str = "") -> str:
         return f"unknown config key {keys}{hint}"
     if error.validator == "required":
         return f"missing config key under '{where}': {error.message}"
+    if "propertyNames" in error.relative_schema_path:
+        # a name that becomes a folder or file name (a model, a benchmark): say which rule, not the whole schema
+        name = str(error.instance)
+        shown = name if len(name) <= 40 else f"{name[:40]}... ({len(name)} characters)"
+        rule = (
+            f"is longer than the {error.validator_value} characters a name may have"
+            if error.validator == "maxLength"
+            else "may hold only letters, digits, '.', '_' and '-', and starts with a letter or digit"
+        )
+        return f"{where}: the name '{shown}' {rule} (it names folders and files)"
+    if error.validator == "oneOf" and isinstance(error.instance, dict):
+        # a section that takes exactly one of two keys (metrics.judge: model or models; a CareQA step: model or
+        # endpoint): say so, not "is not valid under any of the given schemas" after the whole section
+        branches: Any = error.validator_value  # the oneOf's list of schemas
+        keys = [branch.get("required", [None])[0] for branch in branches]
+        if all(keys):
+            given = [key for key in keys if key in error.instance]
+            state = f"{' and '.join(given)} are both set" if len(given) > 1 else "none of them is set"
+            return f"{where}: set one of {', '.join(keys)} ({state})"
     return f"bad value for config key '{where}': {error.message}"
 
 
@@ -120,6 +141,56 @@ def check_duplicate_keys(text: str, name: str) -> None:
         raise ConfigError(
             f"{name}:{line}: duplicated key '{path}' (first at line {first}); YAML would keep only the last"
         )
+
+
+def config_file_problem(path: Path | str) -> str | None:
+    """Why `path` cannot be a config file (None: it can): missing, a folder, not UTF-8, not YAML, empty or no
+    mapping of settings. One line naming the file, in place of what Snakemake would print."""
+    path = Path(path)
+    if not path.exists():
+        where = "" if path.is_absolute() else f" (from {Path.cwd()})"
+        return f"{path}: no such file{where}"
+    if path.is_dir():
+        return f"{path}: a folder, not a config file"
+    try:
+        data = yaml.safe_load(read_text(path))
+    except TextDecodeError as error:
+        return str(error)
+    except OSError as error:
+        return f"{path}: cannot read it ({error.strerror})"
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        return f"{path}: not valid YAML" + (f" (line {mark.line + 1})" if mark is not None else "")
+    if data is None:
+        return f"{path}: the file is empty (a config is a YAML mapping of settings: models, benchmarks, ...)"
+    if not isinstance(data, dict):
+        return f"{path}: not a YAML mapping of settings (it holds a {type(data).__name__})"
+    return None
+
+
+def command_line_config_files(argv: list[str]) -> list[str]:
+    """The files a snakemake command line gives with --configfile/--configfiles (each takes several)."""
+    files, taking = [], False
+    for token in argv:
+        if token.startswith("-"):
+            option, _, value = token.partition("=")
+            taking = option in ("--configfile", "--configfiles")
+            if taking and value:
+                files.append(value)
+                taking = False
+        elif taking:
+            files.append(token)
+    return files
+
+
+def stop_on_bad_config_files(argv: list[str] | None = None) -> None:
+    """Called by the workflow profile (profiles/default/config.yaml) as Snakemake reads it, before Snakemake loads the
+    config files itself: a missing or empty one would be a traceback or a line without the file's name. Here it is
+    one careval line, and the command stops."""
+    for path in command_line_config_files(sys.argv[1:] if argv is None else argv):
+        problem = config_file_problem(path)
+        if problem is not None:
+            raise SystemExit(f"careval config error: --configfile {problem}")
 
 
 def load_config(path: Path | str) -> dict:

@@ -10,7 +10,6 @@ import polars as pl
 
 from careval.backends import load_backend
 from careval.backends.base import Backend, Sampling
-from careval.backends.greedy import greedy_flags
 from careval.checkpoint import (
     Checkpoint,
     batches_keeping_duplicates,
@@ -21,9 +20,11 @@ from careval.checkpoint import (
     write_atomic,
 )
 from careval.datasets import lm_eval_tasks
-from careval.datasets.benchmark import CHOICE_TASKS, Benchmark
+from careval.datasets.benchmark import Benchmark
+from careval.models.spec import ModelSpec
 from careval.schemas import GENERATION_SCHEMA, LOGLIK_SCHEMA
 from careval.tasks import mcqa, open as open_task
+from careval.tasks.mcqa import TARGET_DELIMITER
 
 
 def benchmark_settings(benchmark: Benchmark, generation: dict) -> dict:
@@ -55,15 +56,28 @@ def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame
         return lm_eval_tasks.loglik_requests(samples, greedy=lm_eval_tasks.needs_greedy(benchmark.lm_eval))
     if benchmark.task == "open":
         return open_task.loglik_requests(samples, benchmark.prompt)
-    if benchmark.task in CHOICE_TASKS and not benchmark.generates:
+    if benchmark.computes_logliks:  # a choice task scored by log-likelihood
         style = benchmark.mcqa_style if benchmark.task == "mcqa" else "cloze"  # class names are scored as text
         return mcqa.loglik_requests(samples, benchmark.prompt, style)
     return pl.DataFrame(schema={name: dtype for name, dtype in LOGLIK_SCHEMA.items() if name != "loglik"})
 
 
-def score_logliks(backend: Backend, requests: pl.DataFrame) -> pl.DataFrame:
-    """Conditional requests go to `loglikelihood`, whole-reference ones to `loglikelihood_rolling`; kind greedy
-    (an lm-eval task's is_greedy) to careval.backends.greedy."""
+def model_pair(backend: Backend, context: str, continuation: str, chat_template: bool) -> tuple[str, str]:
+    """A conditional request as this model is sent it. The context is a prompt, so it becomes what a generation
+    prompt becomes (the model's system prompt, its chat template: lm-eval's --apply_chat_template wraps a
+    multiple-choice context too); under a chat template the continuation loses the target delimiter, as lm-eval's
+    construct_requests drops it (the assistant's turn starts the answer). A served model's template is the server's:
+    its backend's `format` gives the context as it is."""
+    context = backend.format(context)
+    if chat_template:
+        continuation = continuation.removeprefix(TARGET_DELIMITER)
+    return context, continuation
+
+
+def score_logliks(backend: Backend, requests: pl.DataFrame, chat_template: bool = False) -> pl.DataFrame:
+    """Conditional requests go to `loglikelihood` (as :func:`model_pair` sends them), whole-reference ones to
+    `loglikelihood_rolling`, kind greedy (an lm-eval task's is_greedy) to `greedy_flags`. The rows keep
+    each request as the task built it, whatever the model's wrapping."""
     start = time.perf_counter()
     values = [float("nan")] * requests.height
     kinds = requests["kind"].to_list()
@@ -71,11 +85,15 @@ def score_logliks(backend: Backend, requests: pl.DataFrame) -> pl.DataFrame:
     rolling = [i for i, kind in enumerate(kinds) if kind == "reference"]
     greedy = [i for i, kind in enumerate(kinds) if kind == "greedy"]
     if greedy:
-        pairs = [(requests["context"][i], requests["continuation"][i]) for i in greedy]
-        for i, value in zip(greedy, greedy_flags(backend, pairs)):
+        pairs = [
+            model_pair(backend, requests["context"][i], requests["continuation"][i], chat_template) for i in greedy
+        ]
+        for i, value in zip(greedy, backend.greedy_flags(pairs)):
             values[i] = value
     if conditional:
-        pairs = [(requests["context"][i], requests["continuation"][i]) for i in conditional]
+        pairs = [
+            model_pair(backend, requests["context"][i], requests["continuation"][i], chat_template) for i in conditional
+        ]
         for i, value in zip(conditional, backend.loglikelihood(pairs)):
             values[i] = value
     if rolling:
@@ -88,7 +106,7 @@ def score_logliks(backend: Backend, requests: pl.DataFrame) -> pl.DataFrame:
 class OnDemandBackend:
     """The job's backend, loaded at its first use: a job resumed with every batch done loads no model."""
 
-    def __init__(self, spec: dict) -> None:
+    def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
         self._backend: Backend | None = None
 
@@ -98,17 +116,17 @@ class OnDemandBackend:
             self._backend = load_backend(self.spec)
             # one line per load: the logs count how often a model was loaded (README, cluster section)
             print(
-                f"loaded model {self.spec['name']} ({self.spec.get('backend', 'hf')}, gpus={self.spec.get('gpus', 0)}, "
-                f"dtype={self.spec.get('dtype', 'auto')}) "
+                f"loaded model {self.spec.name} ({self.spec.backend}, gpus={self.spec.gpus}, dtype={self.spec.dtype}) "
                 f"in {time.perf_counter() - start:.1f}s"
             )
         return self._backend
 
 
-def model_facts(spec: dict) -> dict:
-    """What of a backend spec decides its outputs (a checkpoint's fingerprint): all but the CPU threads,
-    which a rerun after a crash may well change (`--cores`) without changing a number."""
-    return {key: value for key, value in spec.items() if key != "threads"}
+def model_facts(spec: ModelSpec) -> dict:
+    """What of a model spec decides its outputs (a checkpoint's fingerprint): its identity (careval.canonical),
+    with the dtype the job runs in (ModelSpec.for_job); not its CPU threads, which a rerun after a crash may
+    well change (`--cores`) without changing a number."""
+    return spec.identity()
 
 
 def checkpointed_logliks(
@@ -125,7 +143,9 @@ def checkpointed_logliks(
     )
     checkpoint = Checkpoint(output, key, label)
     frame = checkpoint.run(
-        batches, lambda batch: score_logliks(backend(), requests.filter(pl.col("id").is_in(batch))), LOGLIK_SCHEMA
+        batches,
+        lambda batch: score_logliks(backend(), requests.filter(pl.col("id").is_in(batch)), backend.spec.chat_template),
+        LOGLIK_SCHEMA,
     )
     return frame, checkpoint
 
@@ -164,7 +184,7 @@ def checkpointed_generations(
 def run_inference(
     samples_path: Path,
     benchmark: Benchmark,
-    spec: dict,
+    spec: ModelSpec,
     sampling: Sampling | None,
     loglik_path: Path,
     generations_path: Path | None = None,

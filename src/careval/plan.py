@@ -15,22 +15,28 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from careval.analysis.aggregate import MCQA_AVERAGE, MCQA_AVERAGE_METRICS
 from careval.analysis.comparisons import ComparisonsJob
 from careval.analysis.cost import CostJob
-from careval.analysis.elo import EloFileError, check_elo, resolve_elo_path
-from careval.analysis.paper_tables import PAPER_TASKS, planned_tables
+from careval.analysis.elo import EloFileError, check_elo
+from careval.analysis.paper_tables import PAPER_TASKS, planned_tables, unfilled_tables
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
+from careval.backends.base import missing as missing_capability
+from careval.backends.registry import capabilities as backend_capabilities
 from careval.careqa.llm import llm_sampling
 from careval.careqa.statistics import CareqaStatisticsJob
-from careval.config import ConfigError, prepare_config, read_config_file
+from careval.config import ConfigError, prepare_config, read_config_file, schema_part
 from careval.datasets.benchmark import Benchmark
 from careval.datasets.definition import BenchmarkDefinitionError
 from careval.datasets.loaders import SourceError
 from careval.datasets.normalise import check_fields_in_source
 from careval.datasets.registry import REGISTRY, get_benchmark
 from careval.inference import sampling_for
+from careval.inputs import resolve_input
 from careval.jobs.repeats import repeat_sampling
-from careval.metrics.registry import FAMILIES, TASK_FAMILIES
+from careval.metrics.registry import FAMILIES, JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, TASK_FAMILIES
+from careval.models.prepare import check_local_folder
+from careval.models.source import ModelSourceError
 from careval.models.spec import ModelSpec, endpoint_spec, model_spec
 from careval.specs import (
     DATA_KEYS,
@@ -52,6 +58,7 @@ from careval.specs import (
     ReviewJob,
     ScoreJob,
 )
+from careval.studies import build_studies
 
 __all__ = ["ConfigError", "Plan", "build_plan"]
 
@@ -94,6 +101,12 @@ class Plan:
     entries: dict[str, dict] = field(default_factory=dict)
     # the Elo CSV's names that match no configured model, or configured models without an Elo (one line)
     elo_warning: str | None = None
+    # config `studies:` (careval.studies): each study's variants, each a plan of its own
+    studies: dict[str, Any] = field(default_factory=dict)
+    # the models of a study only (careval.studies, section `models`): name -> spec
+    study_models: dict[str, ModelSpec] = field(default_factory=dict)
+    # settings that cannot take effect under this config, one line each naming the key (also the report's notes)
+    warnings: tuple[str, ...] = ()
 
     @property
     def results_dir(self) -> str:
@@ -131,6 +144,10 @@ class Plan:
         return [
             family for family in families if FAMILIES[family].job == "score" and family not in self.skipped_families
         ]
+
+    def repeats_judged(self, benchmark: str) -> bool:
+        """Whether the judge grades this benchmark's repeats too: wherever it grades its answers (paper 3.4-3.5)."""
+        return self.judge is not None and "judge" in self.families(benchmark)
 
     def repeat_families(self) -> list[str]:
         """The open-ended families recomputed on every rephrasing and sampled answer, by the repeats' scoring job."""
@@ -247,7 +264,8 @@ class Plan:
             own_models={judge: models for judge, models in own.items() if models},
             length_bias_flag=settings.get("length_bias_flag"),
             one_grade_flag=settings.get("one_grade_flag"),
-            models=tuple(self.models),
+            # by name: the order of the `models` mapping is no setting
+            models=tuple(sorted(self.models)),
             rating_range=tuple(self.config["analysis"]["human_rating_range"]),
             bootstrap=self.analysis.bootstrap,
         )
@@ -311,6 +329,7 @@ class Plan:
             *self.judges.values(),
             self.rephraser,
             *self.careqa_llms.values(),
+            *self.study_models.values(),
         ):
             if spec is not None and spec.name == name:
                 return spec
@@ -319,11 +338,44 @@ class Plan:
 
 def build_plan(config: dict, schema: dict | None = None) -> Plan:
     """Validate `config` (raw, as read from YAML) and build its plan; ConfigError names the key."""
+    plan = _build_run_plan(config, schema)
+    if not plan.config["studies"]:
+        return plan
+    studies = build_studies(config, plan, lambda variant_config: _build_run_plan(variant_config, schema))
+    own = {
+        spec.name: spec
+        for study in studies.values()
+        for variant in study.variants.values()
+        for spec in variant.plan.models.values()
+        if spec.name not in plan.models and spec.name not in plan.entries
+    }
+    entries = {
+        name: entry
+        for study in studies.values()
+        for v in study.variants.values()
+        for name, entry in v.plan.entries.items()
+    }
+    analysis = replace(
+        plan.analysis,
+        studies=tuple(study.page() for study in studies.values()),
+        table6=any(study.examples for study in studies.values()),
+    )
+    return replace(plan, analysis=analysis, studies=studies, study_models=own, entries={**entries, **plan.entries})
+
+
+def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
+    """The plan of the run itself (every part but its studies)."""
+    raw_analysis = config.get("analysis") or {}  # what the config sets itself, before the schema's defaults
     config = prepare_config(config, schema)
     sizes, resources, models_dir = config["model_sizes"], config["resources"], config["models_dir"]
 
     def spec_of(name: str, entry: dict, key: str) -> ModelSpec:
-        return model_spec(name, entry, models_dir=models_dir, model_sizes=sizes, resources=resources, key=key)
+        spec = model_spec(name, entry, models_dir=models_dir, model_sizes=sizes, resources=resources, key=key)
+        try:
+            check_local_folder(name, entry)
+        except ModelSourceError as error:  # named as models.<name> by the library; an inline judge lives elsewhere
+            raise ConfigError(key + str(error)[len(f"models.{name}") :]) from None
+        return spec
 
     models = {name: spec_of(name, entry, f"models.{name}") for name, entry in config["models"].items()}
     # A mapping's key order is no setting: benchmarks follow the catalogue's order (the paper's Table 1), then the
@@ -377,7 +429,8 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
         try:
             # only the models of the MCQA-vs-Elo figures (figures 8-9) are named when they lack an Elo
             drawn = {m for s in analysis.sets("mcqa_vs_elo") for m in analysis.model_sets[s]}
-            elo_check = check_elo(resolve_elo_path(config["analysis"]["elo_csv"]), list(models), drawn)
+            elo_path = resolve_input(config["analysis"]["elo_csv"], "analysis.elo_csv")  # named as the config wrote it
+            elo_check = check_elo(elo_path, list(models), drawn)
             elo_warning = elo_check.warning()
         except EloFileError as error:
             raise ConfigError(f"analysis.elo_csv: {error}") from None
@@ -394,8 +447,18 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
     )
     # the Appendix E tables the run's benchmarks fill: known once the families of each benchmark are
     tasks = {name: (entry.task, entry.paper_task) for name, entry in benchmarks.items()}
-    analysis = replace(analysis, paper_tables=planned_tables(tasks, plan.families))
+    analysis = replace(
+        analysis,
+        paper_tables=planned_tables(tasks, plan.families),
+        paper_tasks={name: entry.paper_task for name, entry in benchmarks.items() if entry.paper_task is not None},
+        additions=tuple(name for name, entry in benchmarks.items() if entry.addition),
+    )
     plan = replace(plan, analysis=analysis)
+    relaxed = metrics["relaxed_perplexity"]
+    if any("relaxed_perplexity" in plan.families(b) for b in benchmarks) and relaxed["l"] > relaxed["s"]:
+        # the estimator keeps the l most likely of s sampled continuations (careval.metrics.relaxed_perplexity)
+        raise ConfigError(f"metrics.relaxed_perplexity.l: {relaxed['l']} is more than s ({relaxed['s']}): need l <= s")
+    _check_analysis_settings(config, raw_analysis, plan)
     anchor = analysis.relaxed_perplexity_anchor
     if anchor is not None and "relaxed_perplexity" not in plan.families(anchor):
         raise ConfigError(
@@ -422,7 +485,7 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
     analysis = replace(
         analysis, jury_benchmarks=jury_benchmarks, human_ratings=config["analysis"]["human_ratings"] is not None
     )
-    return replace(
+    plan = replace(
         plan,
         analysis=analysis,
         judge=judge,
@@ -431,6 +494,113 @@ def build_plan(config: dict, schema: dict | None = None) -> Plan:
         careqa_llms=_careqa_llms(config, models, resources),
         entries=entries,
     )
+    _check_capabilities(plan)
+    # what the config does not make and the settings it cannot apply: warnings, and the report's first page
+    warnings = _ineffective_settings(config, plan)
+    off = lambda family: "metrics.skip" if family in skipped else f"metrics.{family}.benchmarks"  # noqa: E731
+    analysis = replace(analysis, notes=unfilled_tables(tasks, plan.families, off) + warnings)
+    return replace(plan, analysis=analysis, warnings=warnings)
+
+
+def _check_capabilities(plan: Plan) -> None:
+    """Every model's backend can do what its jobs will ask of it (its declared careval.backends.Capabilities):
+    one line now, not an error mid-job. A judge without log-probabilities is allowed: it grades without a score
+    distribution (careval.metrics.judge)."""
+    specs = (*plan.models.values(), *plan.judges.values(), plan.judge, plan.rephraser)
+    loaded = {spec.name: spec for spec in specs if spec is not None}
+    loaded.update({f"careqa.{step}": spec for step, spec in plan.careqa_llms.items()})
+    for name, spec in loaded.items():
+        can = backend_capabilities(spec.backend)
+        key = name if name.startswith("careqa.") else f"models.{name}"
+        if spec.chat_template and not can.chat_template:
+            raise ConfigError(
+                f"{key}.chat_template: {missing_capability(spec.backend, 'chat_template')} (the server applies its own)"
+            )
+        if can.max_gpus is not None and spec.gpus > can.max_gpus:
+            raise ConfigError(
+                f"{key}.gpus: backend {spec.backend} runs a model on at most {can.max_gpus} GPU(s), not {spec.gpus}"
+            )
+        if can.prompt_logprobs or name not in plan.models:
+            continue
+        for benchmark, entry in plan.benchmarks.items():
+            needs = [
+                family
+                for family in plan.families(benchmark)
+                if FAMILIES[family].logprobs and (FAMILIES[family].job == "llm" or entry.computes_logliks)
+            ]
+            needs += ["inference"] if entry.computes_logliks and not needs else []
+            needs += ["self-consistency"] if benchmark in plan.analysis.consistency_benchmarks else []
+            if needs:
+                raise ConfigError(
+                    f"{key}: {missing_capability(spec.backend, 'prompt_logprobs', needs[0])} (on {benchmark})"
+                )
+
+
+def _check_analysis_settings(config: dict, raw_analysis: dict, plan: Plan) -> None:
+    """The analysis settings the schema cannot check alone: a rating range in order, and the cost page's
+    benchmark and metric among what the run writes (a default the run cannot show is left to the page's note)."""
+    low, high = config["analysis"]["human_rating_range"]
+    if not low < high:
+        raise ConfigError(
+            f"analysis.human_rating_range: [{low:g}, {high:g}]: the lowest rating comes first, then the highest "
+            "(e.g. [1, 5])"
+        )
+    cost = config["analysis"]["cost"]
+    given = raw_analysis.get("cost") or {}
+    benchmark, metric = cost["benchmark"], cost["metric"]
+    if benchmark == MCQA_AVERAGE:
+        members = [b for b in plan.benchmarks if plan.benchmarks[b].task == "mcqa"]
+        have = list(MCQA_AVERAGE_METRICS) if members else []
+    elif benchmark in plan.benchmarks:
+        have = _metric_names(plan, benchmark)
+    else:
+        if "benchmark" in given:
+            raise ConfigError(
+                f"analysis.cost.benchmark: '{benchmark}' is not a benchmark of this config (have: "
+                f"{', '.join([*plan.benchmarks, MCQA_AVERAGE])})"
+            )
+        return
+    if (
+        metric not in have
+        and not _judged_metric(plan, benchmark, metric)
+        and ("metric" in given or "benchmark" in given)
+    ):
+        raise ConfigError(
+            f"analysis.cost.metric: '{metric}' is not a metric of {benchmark} under this config "
+            f"(have: {', '.join(have) or 'none'})"
+        )
+
+
+def _metric_names(plan: Plan, benchmark: str) -> list[str]:
+    """The fixed metric names `benchmark`'s families write (the judge's and F1-RadGraph's depend on the config; an
+    lm-eval task's are those its task file names)."""
+    lm_eval = plan.benchmarks[benchmark].lm_eval
+    own = list(lm_eval.metrics) if lm_eval is not None and "lm_eval" in plan.families(benchmark) else []
+    return own + [spec.name for family in plan.families(benchmark) for spec in FAMILIES[family].metrics]
+
+
+def _judged_metric(plan: Plan, benchmark: str, metric: str) -> bool:
+    """Whether `metric` is a judge_<rubric> (or its _expected) the judge writes on `benchmark` under this config."""
+    if benchmark not in plan.benchmarks or "judge" not in plan.families(benchmark):
+        return False
+    rubrics = plan.analysis.rubrics
+    return any(metric in (f"{JUDGE_PREFIX}{r}", f"{JUDGE_PREFIX}{r}{JUDGE_EXPECTED_SUFFIX}") for r in rubrics)
+
+
+def _ineffective_settings(config: dict, plan: Plan) -> tuple[str, ...]:
+    """Settings that cannot take effect under this config: one warning line each, naming the key."""
+    warnings = []
+    if len(plan.judges) == 1:
+        warnings.append(
+            "metrics.judge.models: a jury of one judge: the self-preference check needs two judges (a judge's grades "
+            "of its own answers are compared with the other judges'), and there is no agreement between judges"
+        )
+    if config["analysis"]["comparisons"]["two_level"] and not plan.analysis.consistency_benchmarks:
+        warnings.append(
+            "analysis.comparisons.two_level: true, but the run has no self-consistency samples to resample "
+            "(analysis.consistency.r is 0, or no open-ended benchmark): the one-level paired bootstrap runs"
+        )
+    return tuple(warnings)
 
 
 def inline_model_name(entry: dict) -> str:
@@ -441,7 +611,14 @@ def inline_model_name(entry: dict) -> str:
 def _named_or_inline(value, models: dict[str, ModelSpec], key: str, spec_of) -> ModelSpec:
     """A model given by name (an entry of `models`, then also evaluated) or as an inline entry of its own."""
     if isinstance(value, dict):
-        return spec_of(inline_model_name(value), value, key)
+        name = inline_model_name(value)
+        longest = schema_part("models")["propertyNames"]["maxLength"]
+        if len(name) > longest:  # its name, like a key of `models`, names folders and files
+            raise ConfigError(
+                f"{key}.source: the model's name '{name[:40]}...' ({len(name)} characters, the source's last part) "
+                f"is longer than the {longest} characters a name may have (it names folders and files)"
+            )
+        return spec_of(name, value, key)
     if not value:
         raise ConfigError(f"{key} is not set (a name of `models` or a model entry)")
     if value not in models:

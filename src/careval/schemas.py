@@ -226,6 +226,33 @@ COMPARISON_SCHEMA = {
     "test": pl.String,
     "resamples": pl.Int64,
 }
+# careval.analysis.studies (config `studies:`): results/studies/<study>/sample_scores.parquet is the per-sample table's
+# columns plus the variant; results/summary/studies.parquet one row per study x variant x model x benchmark x metric
+# against the model's baseline (the run's own setting): the paired test of the comparisons, Holm within the study, and
+# Kendall's tau between the models' ranking under the variant and under the baseline (the others at their own values)
+STUDY_SAMPLE_SCHEMA = {**SUMMARY_SAMPLE_SCHEMA, "variant": pl.String}
+STUDY_SCHEMA = {
+    "study": pl.String,
+    "variant": pl.String,
+    "baseline": pl.String,
+    "model": pl.String,
+    "benchmark": pl.String,
+    "metric": pl.String,
+    "n": pl.Int64,
+    "n_dropped": pl.Int64,
+    "value": pl.Float64,
+    "baseline_value": pl.Float64,
+    "diff": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "effect_size": pl.Float64,
+    "p_value": pl.Float64,
+    "p_holm": pl.Float64,
+    "test": pl.String,
+    "kendall_tau": pl.Float64,
+    "kendall_p": pl.Float64,
+    "n_ranked": pl.Int64,
+}
 # careval.analysis.cost: per model x benchmark, the jobs that produced its results (comma-separated kinds) and their cost
 COST_SCHEMA = {
     "model": pl.String,

@@ -92,6 +92,31 @@ class RelaxedPerplexityJob(ModelJob):
 
 
 @job_spec
+class Example(JobSpec):
+    """One question of paper Table 6 (config studies.<study>.examples): a sample of an open-ended benchmark, by id or
+    by its question text, with the statements it is scored against where its own are missing (None: its own)."""
+
+    benchmark: str
+    id: str | None = None
+    question: str | None = None
+    must_have: tuple[str, ...] | None = None
+    nice_to_have: tuple[str, ...] | None = None
+
+
+@job_spec
+class ExamplesJob(JobSpec):
+    """relaxed_perplexity_examples: one model (a study's, under one variant) on the study's example questions."""
+
+    key: str = field(metadata=EXECUTION)  # where the examples are in the config, for messages
+    model: ModelSpec
+    examples: tuple[Example, ...]
+    # each example benchmark read as its normalisation reads it, every sample (`limit` sizes a run, not the table)
+    datasets: tuple[NormaliseJob, ...]
+    prompts: dict[str, str]  # benchmark -> its prompt template under the variant
+    options: dict[str, Any]  # metrics.relaxed_perplexity under the variant, its `limit` left out
+
+
+@job_spec
 class ConsistencyJob(ModelJob):
     """sample_consistency: r sampled answers per prompt and r passes of the reference log-likelihoods."""
 

@@ -63,8 +63,41 @@ def test_a_bad_row_is_one_line_naming_file_line_and_field(tmp_path, row, field, 
 
 def test_a_missing_column_is_named(tmp_path):
     path = write(tmp_path, "m1,demo,s1,helpfulness,3\n", header="model,benchmark,id,criterion,rating\n")
-    with pytest.raises(HumanRatingsError, match=r"ratings.csv: line 1: missing column rater"):
+    with pytest.raises(HumanRatingsError, match=r"ratings.csv: line 2: missing column rater"):
         read(path)
+
+
+def test_one_rater_rating_one_answer_twice_differently_is_an_error_naming_both_lines(tmp_path):
+    # averaged, 3 and 1 would be a 2 the rater never gave (issue 40: the raters' alpha moved from 0.896 to 0.860)
+    path = write(tmp_path, good_body() + "m1,demo,s1,helpfulness,1,bob\n")
+    with pytest.raises(HumanRatingsError) as error:
+        read(path)
+    # line 1 the comment, 2 the header, bob's first rating of (m1, s1) the 7th row (line 9), the new one line 15
+    assert str(error.value) == (
+        f"{path}: line 15: field rating: 1 conflicts with 4 on line 9: rater 'bob' rated m1's answer to demo s1 "
+        "(helpfulness) twice; keep one rating"
+    )
+
+
+def test_the_same_row_twice_is_read_once(tmp_path):
+    once = read(write(tmp_path, good_body()))
+    (tmp_path / "ratings.csv").unlink()
+    twice = read(write(tmp_path, good_body() + "m1,demo,s1,helpfulness,4,bob\n"))
+    assert twice.equals(once) and once.height == 12
+    # and not weighted twice in the raters' mean of that answer
+    mean = human_mean(twice).filter((pl.col("model") == "m1") & (pl.col("id") == "s1"))["human"].item()
+    assert mean == (RATINGS["ann"][("m1", "s1")] + RATINGS["bob"][("m1", "s1")]) / 2
+
+
+def human_mean(ratings: pl.DataFrame) -> pl.DataFrame:
+    return ratings.group_by("model", "id").agg(human=pl.col("rating").mean())
+
+
+def test_a_spreadsheets_byte_order_mark_is_read_right(tmp_path):
+    plain = read(write(tmp_path, good_body(), header=HEADER))
+    path = tmp_path / "excel.csv"
+    path.write_bytes(("\ufeff" + HEADER + good_body()).encode("utf-8"))  # Excel's "CSV UTF-8"
+    assert read(path).equals(plain)
 
 
 def test_raters_agreement_over_answers(tmp_path):

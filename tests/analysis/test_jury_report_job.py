@@ -93,3 +93,26 @@ def test_the_jury_job_writes_the_jury_beside_its_judges(tmp_path):
         "judge_help@q": 5.0,
     }
     assert not any(math.isnan(v) for v in written["value"])
+
+
+@pytest.mark.parametrize(
+    ("judges", "own", "says"),
+    [
+        # a jury of one that is itself an evaluated model: its grades of its own answers have no other judge's beside
+        (("p",), {"p": ("m1",)}, "needs two judges"),
+        (("p", "q"), {}, "no judge is an evaluated model"),
+    ],
+)
+def test_the_self_preference_panel_says_why_it_is_empty(tmp_path, inputs, judges, own, says):
+    """A jury of one said "no judge is an evaluated model" though its judge is one (issue 40)."""
+    from dataclasses import replace
+
+    from careval.analysis.jury_figures import judge_bias_figure
+
+    outputs = {key: tmp_path / f"{key}.parquet" for key in OUTPUTS}
+    write_jury_report(inputs, outputs, replace(JOB, judges=judges, own_models=own))
+    bias = pl.read_parquet(outputs["judge_bias"])
+    assert bias.filter(pl.col("check") == "self_preference").is_empty()
+    figure = judge_bias_figure(bias, "demo")
+    texts = [text.get_text() for text in figure.axes[1].texts]
+    assert len(texts) == 1 and says in texts[0]

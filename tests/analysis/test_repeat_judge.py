@@ -7,9 +7,10 @@ from prometheus_eval.parser import parse_output
 
 from careval.analysis.repeat_judge import judge_repeats
 from careval.analysis.spread import REPEAT_SCORE_SCHEMA, per_sample_spread
+from support.fake_backends import GenerationOnly
 
 
-class GradeByResponse:
+class GradeByResponse(GenerationOnly):
     """A judge whose verdict is the response's first character ("[RESULT] n"), garbage for "?"; records prompts."""
 
     def __init__(self):

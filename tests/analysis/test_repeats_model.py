@@ -77,7 +77,7 @@ def test_rephrasing_model_gets_the_papers_system_prompt(monkeypatch, tmp_path, t
     real = careval.inference.load_backend
 
     def spy(spec):
-        seen.update(spec)
+        seen["system_prompt"] = spec.system_prompt
         return real(spec)
 
     monkeypatch.setattr(careval.inference, "load_backend", spy)  # the job's backend loads on its first use

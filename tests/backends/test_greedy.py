@@ -1,4 +1,4 @@
-"""careval.backends.greedy against lm-eval's is_greedy (HFLM.loglikelihood's second value) on the tiny model."""
+"""Backend.greedy_flags against lm-eval's is_greedy (HFLM.loglikelihood's second value) on the tiny model."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from careval.backends import load_backend
-from careval.backends.greedy import greedy_flags
+from careval.backends.base import Backend
 from careval.backends.tokenization import encode_pair
+from support.specs import local_model_spec
 
 lm_eval = pytest.importorskip("lm_eval", reason="lm-eval is not installed (it comes with the dev extra)")
 
@@ -42,7 +43,7 @@ def test_greedy_flags_are_lm_evals_is_greedy(tiny_model_dir):
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
 
-    ours = load_backend({"name": "tiny", "path": str(tiny_model_dir), "dtype": "float32", "batch_size": 2})
+    ours = load_backend(local_model_spec("tiny", tiny_model_dir, dtype="float32", batch_size=2))
     greedy = _greedy_continuations(ours)
     assert len(greedy) >= 2
     # each context's own greedy continuation (is_greedy), and another context's (is not)
@@ -50,12 +51,15 @@ def test_greedy_flags_are_lm_evals_is_greedy(tiny_model_dir):
     theirs = HFLM(pretrained=str(tiny_model_dir), backend="causal", device="cpu", dtype="float32", batch_size=2)
     requests = [Instance(request_type="loglikelihood", doc={}, arguments=p, idx=i) for i, p in enumerate(pairs)]
     want = [float(is_greedy) for _, is_greedy in theirs.loglikelihood(requests)]
-    assert greedy_flags(ours, pairs) == want
+    assert ours.greedy_flags(pairs) == want
     assert want[: len(greedy)] == [1.0] * len(greedy) and 0.0 in want
 
 
-def test_a_backend_without_a_model_has_no_flags():
-    class Remote:
-        name = "endpoint"
+def test_a_backend_that_cannot_say_answers_nan():
+    class Remote(Backend):
+        backend = "remote"
 
-    assert all(math.isnan(flag) for flag in greedy_flags(Remote(), [("a", " b")]))
+        def generate(self, prompts, sampling):
+            return [""] * len(prompts)
+
+    assert all(math.isnan(flag) for flag in Remote().greedy_flags([("a", " b")]))

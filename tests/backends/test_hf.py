@@ -236,16 +236,10 @@ def test_chat_template_is_used_for_generation(tiny_chat_dir, tiny_model):
     from transformers import AutoTokenizer
 
     from careval.backends import load_backend
+    from support.specs import local_model_spec
 
     backend = load_backend(
-        {
-            "name": "tiny-chat",
-            "backend": "hf",
-            "path": str(tiny_chat_dir),
-            "dtype": "float32",
-            "chat_template": True,
-            "system_prompt": "Be brief.",
-        }
+        local_model_spec("tiny-chat", tiny_chat_dir, dtype="float32", chat_template=True, system_prompt="Be brief.")
     )
     tok = AutoTokenizer.from_pretrained(tiny_chat_dir)
     formatted = tok.apply_chat_template(

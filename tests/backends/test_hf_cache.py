@@ -1,4 +1,4 @@
-"""GrowingLayer (hf_cache.py) holds what transformers' DynamicLayer holds after the same operations."""
+"""GrowingLayer (hf/cache.py) holds what transformers' DynamicLayer holds after the same operations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 import torch
 from transformers import DynamicLayer, LlamaConfig
 
-from careval.backends.hf_cache import GrowingLayer, growing_cache
+from careval.backends.hf.cache import GrowingLayer, growing_cache
 from support.tiny_models import tiny_gemma3_config
 
 

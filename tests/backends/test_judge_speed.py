@@ -17,7 +17,8 @@ import time
 import pytest
 from test_prefix_memo import plain_generate
 
-from careval.backends import Sampling, load_backend
+from careval.backends import Sampling
+from careval.backends.hf.backend import HFBackend
 from careval.backends.tokenization import generation_tokens
 from careval.metrics.judge import judge_prompt, rubric_text
 from careval.metrics.judge_distribution import score_distributions
@@ -54,16 +55,14 @@ def prefill_tokens(backend, prompts) -> tuple[int, int]:
 def test_judge_passes_speed(smollm2_dir, repo_root):
     from prometheus_eval.prompts import ABS_SYSTEM_PROMPT
 
-    judge = load_backend(
-        {
-            "name": "judge",
-            "path": str(smollm2_dir),
-            "dtype": "float32",
-            "batch_size": 16,
-            "threads": 1,
-            "chat_template": True,
-            "system_prompt": ABS_SYSTEM_PROMPT,
-        }
+    judge = HFBackend.load(
+        "judge",
+        str(smollm2_dir),
+        dtype="float32",
+        batch_size=16,
+        threads=1,
+        chat_template=True,
+        system_prompt=ABS_SYSTEM_PROMPT,
     )
     rows = [json.loads(line) for line in (repo_root / "resources/demo/demo_open_qa.jsonl").read_text().splitlines()]
     prompts = [

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from careval.backends import Sampling, load_backend
+from careval.backends import Sampling
+from careval.backends.hf.backend import HFBackend
 from careval.backends.tokenization import rolling_pairs
 from support.reference import token_logprobs
 
@@ -43,7 +44,7 @@ def _requests(kind, args):
 
 
 def _compare(path, max_length, bos_doubling):
-    ours = load_backend({"name": "m", "path": str(path), "dtype": "float32", "batch_size": 3, "max_length": max_length})
+    ours = HFBackend.load("m", str(path), dtype="float32", batch_size=3, max_length=max_length)
     theirs = _hflm(path, max_length)
 
     want = [ll for ll, _ in theirs.loglikelihood(_requests("loglikelihood", PAIRS))]

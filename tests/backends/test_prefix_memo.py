@@ -1,4 +1,4 @@
-"""Remembered prefixes (hf.py): a scoring context that starts with what generate just ran continues
+"""Remembered prefixes (hf/scoring.py, hf/generation.py): a scoring context that starts with what generate just ran continues
 from that row's keys/values; the scores equal those of a backend that remembers nothing."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import pytest
 import torch
 from test_shared_prefix import counted_forwards
 
-from careval.backends import Sampling, hf, load_backend
+from careval.backends import Sampling
+from careval.backends.hf import generation
+from careval.backends.hf.backend import HFBackend
 from careval.backends.tokenization import encode_pair
 from careval.metrics.judge import judge_prompt, rubric_text
 from careval.metrics.judge_distribution import score_distributions
@@ -118,7 +120,7 @@ def tiny_sliding_dir(tiny_model_dir, tmp_path_factory):
 
 
 def test_a_sliding_window_model_remembers_nothing(tiny_sliding_dir):
-    backend = load_backend({"name": "g", "path": str(tiny_sliding_dir), "dtype": "float32", "batch_size": 2})
+    backend = HFBackend.load("g", str(tiny_sliding_dir), dtype="float32", batch_size=2)
     outputs = backend.generate(PROMPTS, Sampling(max_new_tokens=6))
     assert backend._memo == []
     # and its prompts are not prefilled apart (a sliding layer's cache is not the whole prefix)
@@ -139,16 +141,14 @@ def test_smollm2_judge_distributions_on_remembered_prompts(smollm2_dir, repo_roo
     tokens per verdict, and the five probabilities equal those of a second full prefill."""
     from prometheus_eval.prompts import ABS_SYSTEM_PROMPT
 
-    judge = load_backend(
-        {
-            "name": "judge",
-            "path": str(smollm2_dir),
-            "dtype": "float32",
-            "batch_size": 4,
-            "threads": 1,
-            "chat_template": True,
-            "system_prompt": ABS_SYSTEM_PROMPT,
-        }
+    judge = HFBackend.load(
+        "judge",
+        str(smollm2_dir),
+        dtype="float32",
+        batch_size=4,
+        threads=1,
+        chat_template=True,
+        system_prompt=ABS_SYSTEM_PROMPT,
     )
     rows = [json.loads(line) for line in (repo_root / "resources/demo/demo_open_qa.jsonl").read_text().splitlines()]
     rubric = rubric_text("helpfulness")[1]
@@ -193,7 +193,7 @@ def test_prefilled_generation_equals_transformers_generate(make_hf, batch_size, 
     assert backend.generate(SHARING, sampling) == plain_generate(backend, SHARING, sampling)
 
 
-@pytest.mark.parametrize("budget", [hf._PREFIX_BYTES, 1])  # 1: no prompt kept to start another from
+@pytest.mark.parametrize("budget", [generation._PREFIX_BYTES, 1])  # 1: no prompt kept to start another from
 def test_a_one_token_prompt_is_all_padding_in_the_prefilled_cache(make_hf, budget):
     backend = make_hf(batch_size=4)
     backend.model.to(torch.float64)

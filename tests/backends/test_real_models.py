@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from careval.backends import Sampling, load_backend
+from careval.backends import Sampling
+from careval.backends.hf.backend import HFBackend
 from support.reference import direct_loglikelihood, lm_eval_pair, manual_greedy, token_logprobs
 
 pytestmark = pytest.mark.slow
@@ -21,17 +22,7 @@ PAIRS = [
 
 @pytest.fixture(scope="module")
 def smol(smollm2_dir):
-    return load_backend(
-        {
-            "name": "smollm2",
-            "backend": "hf",
-            "path": str(smollm2_dir),
-            "dtype": "float32",
-            "chat_template": True,
-            "batch_size": 4,
-            "threads": 1,
-        }
-    )
+    return HFBackend.load("smollm2", str(smollm2_dir), dtype="float32", chat_template=True, batch_size=4, threads=1)
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +66,7 @@ def gemma(gemma_dir):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    backend = load_backend(
-        {"name": "gemma3", "path": str(gemma_dir), "dtype": "float32", "batch_size": 3, "threads": 1}
-    )
+    backend = HFBackend.load("gemma3", str(gemma_dir), dtype="float32", batch_size=3, threads=1)
     model = AutoModelForCausalLM.from_pretrained(gemma_dir, dtype=torch.float32).eval()
     return backend, model, AutoTokenizer.from_pretrained(gemma_dir)
 

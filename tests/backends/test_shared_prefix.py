@@ -1,4 +1,4 @@
-"""Shared-prefix scoring (hf.py, tokenization.shared_prefix_groups) against the plain path
+"""Shared-prefix scoring (hf/scoring.py, tokenization.shared_prefix_groups) against the plain path
 (``shared_prefix=False``, one whole forward per request) and direct transformers forwards, in both of its
 forms: packed (a context and its continuations in one forward under a 4D mask) and the two-forward form
 (the context, then the continuations on its cache; models with a sliding window, or a mask too large)."""
@@ -12,9 +12,12 @@ import pytest
 import torch
 from mcqa_rows import cloze, letters, questions
 
-from careval.backends import hf, load_backend
+from careval.backends import load_backend
+from careval.backends.hf import scoring
+from careval.backends.hf.backend import HFBackend
 from careval.backends.tokenization import encode_pair, shared_prefix_groups
 from support.reference import direct_loglikelihood, lm_eval_pair
+from support.specs import local_model_spec
 
 SHARED = [  # one context, continuations of 1, 2, 4 and many tokens, plus other contexts
     ("The patient presented with", " chest"),
@@ -85,7 +88,7 @@ def test_tiny_shared_equals_direct_forwards_and_the_plain_path(
     make_hf, tiny_model, tiny_tokenizer, batch_size, padding, path, monkeypatch
 ):
     if padding == "gpu":  # every batch of contexts padded, as on a GPU
-        monkeypatch.setattr(hf, "_CPU_PADDING", math.inf)
+        monkeypatch.setattr(scoring, "_CPU_PADDING", math.inf)
     backend = make_hf(batch_size=batch_size)  # batch 1 and 2: the 5-continuation group runs in several batches
     backend.packed = path == "packed"
     want = [direct_loglikelihood(tiny_model, *lm_eval_pair(tiny_tokenizer, c, x)) for c, x in SHARED]
@@ -100,7 +103,7 @@ def test_tiny_group_runs_the_context_once(make_hf, path, monkeypatch):
     backend = make_hf(batch_size=8)
     assert backend.packed  # a Llama: full attention, sdpa
     if path == "two forwards":  # as for a batch whose mask would pass the budget
-        monkeypatch.setattr(hf, "_PACKED_MASK_ENTRIES", 0)
+        monkeypatch.setattr(scoring, "_PACKED_MASK_ENTRIES", 0)
     ctx, _ = encode_pair(backend.tokenizer, SHARED[0][0], SHARED[0][1], add_bos=None)
     with counted_forwards(backend.model) as calls:
         got = backend.loglikelihood(SHARED[:5])
@@ -175,18 +178,15 @@ def test_a_model_without_a_dynamic_cache_falls_back_to_the_plain_path(make_hf):
     assert got == pytest.approx(want, abs=1e-4)
 
 
-def test_shared_prefix_false_is_a_spec_key(tiny_model_dir):
-    spec = {"name": "t", "path": str(tiny_model_dir), "dtype": "float32"}
-    assert load_backend(spec).shared_prefix is True
-    assert load_backend({**spec, "shared_prefix": False}).shared_prefix is False
+def test_shared_prefix_is_on_unless_the_backend_is_built_without_it(tiny_model_dir):
+    assert load_backend(local_model_spec("t", tiny_model_dir, dtype="float32")).shared_prefix is True
+    assert HFBackend.load("t", str(tiny_model_dir), dtype="float32", shared_prefix=False).shared_prefix is False
 
 
 # ----------------------------------------------------------------------------- real models, real rows
 @pytest.fixture(scope="module")
 def smol(smollm2_dir):
-    return load_backend(
-        {"name": "smollm2", "path": str(smollm2_dir), "dtype": "float32", "batch_size": 8, "threads": 1}
-    )
+    return HFBackend.load("smollm2", str(smollm2_dir), dtype="float32", batch_size=8, threads=1)
 
 
 @pytest.mark.slow
@@ -216,9 +216,7 @@ def test_smollm2_real_rows_float32(smol, shared_data, path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS)
 def test_smollm2_real_rows_float64(smollm2_dir, shared_data, path):
-    backend = load_backend(
-        {"name": "smollm2", "path": str(smollm2_dir), "dtype": "float32", "batch_size": 8, "threads": 1}
-    )
+    backend = HFBackend.load("smollm2", str(smollm2_dir), dtype="float32", batch_size=8, threads=1)
     backend.model.to(torch.float64)
     backend.packed = path == "packed"
     pairs = cloze(questions(shared_data, "medqa", 2)) + letters(questions(shared_data, "medmcqa", 1))
@@ -228,9 +226,7 @@ def test_smollm2_real_rows_float64(smollm2_dir, shared_data, path):
 
 @pytest.mark.slow
 def test_gemma3_sliding_window_real_rows(gemma_dir, shared_data, monkeypatch):
-    backend = load_backend(
-        {"name": "gemma3", "path": str(gemma_dir), "dtype": "float32", "batch_size": 8, "threads": 1}
-    )
+    backend = HFBackend.load("gemma3", str(gemma_dir), dtype="float32", batch_size=8, threads=1)
     window = backend.config.sliding_window
     items = questions(shared_data, "medqa", 12)
     # a context just past the sliding window: the sliding layers keep only its last tokens in the cache
@@ -249,7 +245,7 @@ def test_gemma3_sliding_window_real_rows(gemma_dir, shared_data, monkeypatch):
     want = scores(backend, pairs, shared=False)
     assert got == pytest.approx(want, abs=1e-4)
     # ... as on a GPU they share one forward, the short one left-padded past the window
-    monkeypatch.setattr(hf, "_CPU_PADDING", math.inf)
+    monkeypatch.setattr(scoring, "_CPU_PADDING", math.inf)
     with counted_forwards(backend.model) as calls:
         padded = scores(backend, pairs, shared=True)
     assert calls == [(2, len(ctx), False), (8, calls[1][1], True)]

@@ -20,7 +20,7 @@ import time
 import pytest
 from mcqa_rows import cloze, letters, questions
 
-from careval.backends import load_backend
+from careval.backends.hf.backend import HFBackend
 from careval.backends.tokenization import encode_pair, shared_prefix_groups
 
 pytestmark = pytest.mark.benchmark
@@ -45,9 +45,7 @@ def token_counts(backend, pairs) -> dict[str, int]:
 def backends(smollm2_dir):
     from lm_eval.models.huggingface import HFLM
 
-    ours = load_backend(
-        {"name": "smollm2", "path": str(smollm2_dir), "dtype": "float32", "batch_size": 8, "threads": 1}
-    )
+    ours = HFBackend.load("smollm2", str(smollm2_dir), dtype="float32", batch_size=8, threads=1)
     theirs = HFLM(pretrained=str(smollm2_dir), backend="causal", device="cpu", dtype="float32", batch_size=8)
     assert ours.max_length == theirs.max_length
     return ours, theirs

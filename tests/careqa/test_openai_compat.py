@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from careval.backends import Sampling, load_backend
-from careval.backends.openai_compat import EndpointError, NoLogLikelihoodError, OpenAICompatBackend
+from careval.backends import CapabilityError, Sampling, load_backend
+from careval.backends.openai import EndpointError, OpenAICompatBackend
+from careval.models.spec import endpoint_spec
 from support.fake_openai import FakeOpenAIServer
 
 
@@ -22,18 +23,13 @@ def _default_key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-default-test-key")
 
 
-def _backend(server, **kwargs) -> OpenAICompatBackend:
-    spec = {
-        "name": "gpt",
-        "backend": "openai",
-        "path": "gpt-4",
-        "base_url": server.base_url,
-        "max_retries": 2,
-        "concurrency": 3,
-        **kwargs,
-    }
+def _backend(server, system_prompt=None, **endpoint) -> OpenAICompatBackend:
+    """The backend of an endpoint spec (as a CareQA step's `endpoint:` gives it), at the fake server."""
+    spec = endpoint_spec(
+        "gpt", {"model": "gpt-4", "base_url": server.base_url, "concurrency": 3, **endpoint}, system_prompt
+    )
     backend = load_backend(spec)
-    assert isinstance(backend, OpenAICompatBackend)
+    assert isinstance(backend, OpenAICompatBackend) and backend.concurrency == 3
     return backend
 
 
@@ -66,14 +62,14 @@ def test_stop_string_is_cut_client_side():
 
 
 def test_transient_errors_are_retried(monkeypatch):
-    monkeypatch.setattr("careval.backends.openai_compat.time.sleep", lambda s: None)
+    monkeypatch.setattr("careval.backends.openai.time.sleep", lambda s: None)
     with FakeOpenAIServer(failures_before_success=2, failure_status=503) as server:
         assert _backend(server).generate(["xy"], Sampling()) == ["yx"]
     assert len(server.requests) == 3
 
 
 def test_client_errors_stop_with_one_line(monkeypatch):
-    monkeypatch.setattr("careval.backends.openai_compat.time.sleep", lambda s: None)
+    monkeypatch.setattr("careval.backends.openai.time.sleep", lambda s: None)
     with FakeOpenAIServer(failures_before_success=5, failure_status=401) as server:
         with pytest.raises(EndpointError, match=r"/v1/chat/completions: HTTP 401 for model 'gpt-4'") as caught:
             _backend(server).generate(["xy"], Sampling())
@@ -91,13 +87,14 @@ def test_malformed_and_null_replies(monkeypatch):
 
 
 def test_unreachable_endpoint(monkeypatch):
-    monkeypatch.setattr("careval.backends.openai_compat.time.sleep", lambda s: None)
+    monkeypatch.setattr("careval.backends.openai.time.sleep", lambda s: None)
     backend = OpenAICompatBackend("gpt", "gpt-4", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=2)
     with pytest.raises(EndpointError, match="unreachable"):
         backend.generate(["q"], Sampling())
 
 
-def test_scoring_is_refused():
+def test_scoring_is_refused_in_one_line_its_capabilities_announce():
     backend = OpenAICompatBackend("gpt", "gpt-4", base_url="http://127.0.0.1:9/v1")
-    with pytest.raises(NoLogLikelihoodError, match="no prompt log-likelihoods"):
+    assert not backend.capabilities.prompt_logprobs
+    with pytest.raises(CapabilityError, match=r"^backend openai has no prompt log-probabilities"):
         backend.loglikelihood([("a", "b")])

@@ -73,12 +73,10 @@ def tiny_dir(tmp_path_factory) -> Path:
     return out
 
 
-def backend(folder: Path, device: str, dtype: str, **spec):
-    from careval.backends import load_backend
+def backend(folder: Path, device: str, dtype: str, **options):
+    from careval.backends.hf.backend import HFBackend
 
-    return load_backend(
-        {"name": "tiny", "backend": "hf", "path": str(folder), "device": device, "dtype": dtype, **spec}
-    )
+    return HFBackend.load("tiny", str(folder), device=device, dtype=dtype, **options)
 
 
 @pytest.fixture(scope="module")

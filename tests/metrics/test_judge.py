@@ -21,6 +21,7 @@ from careval.metrics.judge import (
     score_judge,
 )
 from careval.schemas import SCORE_SCHEMA
+from support.fake_backends import GenerationOnly
 
 # ---------------------------------------------------------------- prompts
 
@@ -156,7 +157,7 @@ def test_each_attempt_samples_with_its_own_seed():
 # ---------------------------------------------------------------- job level
 
 
-class FakeBackend:
+class FakeBackend(GenerationOnly):
     """A judge that grades by the response: "[RESULT] n" for a response "n ...", garbage for "?"."""
 
     def __init__(self):
@@ -280,13 +281,15 @@ def test_bad_judge_config_is_one_line(demo_config, judge):
 
 @pytest.mark.slow
 def test_real_small_judge_always_gives_a_grade(demo_model_dirs, demo_config, capsys):
+    from dataclasses import replace
+
     from careval.backends import load_backend
     from careval.backends.chat import format_prompt
     from careval.models.spec import model_spec
 
     name = "smollm2-135m-instruct"
     spec = model_spec(name, demo_config["models"][name], models_dir=demo_model_dirs[name].parent)
-    backend = load_backend({**spec.backend_kwargs(), "system_prompt": pe_prompts.ABS_SYSTEM_PROMPT})
+    backend = load_backend(replace(spec.for_job(), system_prompt=pe_prompts.ABS_SYSTEM_PROMPT))
     # prometheus-eval's system prompt reaches the model through its chat template
     assert pe_prompts.ABS_SYSTEM_PROMPT in format_prompt(backend.tokenizer, "x", True, backend.system_prompt)
     samples = pl.DataFrame(

@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 from prometheus_eval import prompts as pe_prompts
 
-from careval.backends.openai_compat import NoLogLikelihoodError, OpenAICompatBackend
+from careval.backends import Backend, Capabilities, CapabilityError
+from careval.backends.openai import OpenAICompatBackend
 from careval.metrics.judge import JudgeConfigError, judge_prompt, rubric_text, score_judge
 from careval.metrics.judge_distribution import (
     expected_score,
@@ -70,10 +71,11 @@ def test_the_score_is_asked_where_prometheus_writes_it(output, context):
 # ---------------------------------------------------------------- the job, on a scripted judge
 
 
-class ScoringJudge:
+class ScoringJudge(Backend):
     """Generates scripted verdicts; scores "1".."5" after a context by a per-response table of probabilities."""
 
-    name = "scripted"
+    name, backend = "scripted", "scripted"
+    capabilities = Capabilities(prompt_logprobs=True, top_logprobs=False, chat_template=True, max_gpus=0)
 
     def __init__(self, verdicts: dict[str, str], tables: dict[str, list[float]]):
         self.verdicts, self.tables = verdicts, tables
@@ -143,13 +145,15 @@ def test_parsed_verdict_keeps_prometheus_number_and_the_rest_comes_from_the_dist
 
 
 class NoLogprobsFormatter(ScoringJudge):
-    """A judge that formats prompts but refuses scoring, as a generation-only backend does."""
+    """A judge that formats prompts but declares no prompt log-probabilities, as a generation-only backend does."""
+
+    capabilities = Capabilities(prompt_logprobs=False, top_logprobs=False, chat_template=True, max_gpus=0)
 
     def loglikelihood(self, pairs):
-        raise NoLogLikelihoodError("scripted: no prompt log-likelihoods")
+        raise AssertionError("never asked: its capabilities say it has no prompt log-probabilities")
 
 
-def test_a_judge_whose_loglikelihood_refuses_has_no_distribution(frames):
+def test_a_judge_without_prompt_logprobs_has_no_distribution(frames):
     samples, generations = frames
     judge = NoLogprobsFormatter({"answer a": "[RESULT] 5", "answer b": "no score"}, {})
     assert score_distributions(judge, ["p"], ["o"]) is None
@@ -170,7 +174,7 @@ def test_openai_compatible_judge_falls_back_to_parse_and_retries(frames, monkeyp
         return answers[response].pop(0)
 
     monkeypatch.setattr(judge, "_complete", complete)
-    with pytest.raises(NoLogLikelihoodError):
+    with pytest.raises(CapabilityError, match=r"^backend openai has no prompt log-probabilities"):
         judge.loglikelihood([("x", "1")])
     scores = score_judge(judge, samples, generations, {"rubrics": ["reasoning"], "retries": 2, "seed": 10})
     rows = {(r["id"], r["metric"]): (r["value"], r["status"]) for r in scores.iter_rows(named=True)}
@@ -201,11 +205,13 @@ DEMO_JUDGE = "smollm2-135m-instruct"
 
 @pytest.fixture(scope="module")
 def smollm2(demo_model_dirs, demo_config):
+    from dataclasses import replace
+
     from careval.backends import load_backend
     from careval.models.spec import model_spec
 
     spec = model_spec(DEMO_JUDGE, demo_config["models"][DEMO_JUDGE], models_dir=demo_model_dirs[DEMO_JUDGE].parent)
-    return load_backend({**spec.backend_kwargs(), "system_prompt": pe_prompts.ABS_SYSTEM_PROMPT, "dtype": "float32"})
+    return load_backend(replace(spec.for_job(), system_prompt=pe_prompts.ABS_SYSTEM_PROMPT, dtype="float32"))
 
 
 def real_case():
@@ -249,19 +255,23 @@ def plain_forward_logliks(model_dir, context: str) -> list[float]:
     return logliks
 
 
-class Recording:
+class Recording(Backend):
     """The backend, with every generated verdict kept (the job itself does not return the judge's text)."""
 
     def __init__(self, inner):
         self.inner, self.outputs = inner, {}
+        self.name, self.backend, self.capabilities = inner.name, inner.backend, inner.capabilities
 
     def generate(self, prompts, sampling):
         outputs = self.inner.generate(prompts, sampling)
         self.outputs.update(zip(prompts, outputs))  # a retry overwrites: the last verdict is the one scored
         return outputs
 
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
+    def format(self, prompt):
+        return self.inner.format(prompt)
+
+    def loglikelihood(self, pairs):
+        return self.inner.loglikelihood(pairs)
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""Relaxed Perplexity: the estimator against hand values and brute-force enumeration, fast vs reference, the job rows."""
+"""Relaxed Perplexity: the estimator against hand values, the algorithm on the hf backend against brute-force
+enumeration and the definition computed plainly (support.reference.relaxed_terms), the job rows."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import importlib
 import itertools
 import json
 import math
-from types import SimpleNamespace
 
 import polars as pl
 import pytest
 
+from support.reference import relaxed_terms
 from support.tiny_models import tiny_gemma3_config
 
 torch = pytest.importorskip("torch")
@@ -19,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 # careval.metrics.relaxed_perplexity is also the exported function's name, so fetch the module itself
 rp = importlib.import_module("careval.metrics.relaxed_perplexity")
 job = importlib.import_module("careval.jobs.relaxed_perplexity")
-rp_hf = importlib.import_module("careval.backends.hf_relaxed_perplexity")
+rp_hf = importlib.import_module("careval.backends.hf.relaxed")
 
 VOCAB = 5
 EOS = 4
@@ -45,6 +46,20 @@ def tiny_llama(dtype=torch.float64, vocab=VOCAB, seed=0):
     with torch.no_grad():
         model.lm_head.weight.mul_(8.0)
     return model.to(dtype)
+
+
+def model_backend(model, max_length=None):
+    """An HFBackend around a loaded model; its tokenizer: one word per token id ("w0", "w1", ...)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from careval.backends.hf.backend import HFBackend
+
+    vocab = {f"w{i}": i for i in range(model.config.vocab_size)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="w0", eos_token=f"w{model.config.eos_token_id}")
+    return HFBackend("tiny", tokenizer, model, device="cpu", max_length=max_length)
 
 
 def brute_logprobs(model, tokens):
@@ -91,23 +106,19 @@ def test_select_keeps_the_most_likely_distinct_continuations():
 
 def test_unknown_option_is_a_clear_error():
     with pytest.raises(TypeError, match=r"unknown option.*beams"):
-        rp.relaxed_perplexity(tiny_llama(), [0, 1], [2], beams=3)
+        rp.relaxed_perplexity(model_backend(tiny_llama()), [0, 1], [2], beams=3)
 
 
 # --------------------------------------------------------------------------- exactness by enumeration
-@pytest.mark.parametrize("implementation", ["reference", "fast"])
-def test_all_continuations_give_the_exact_probability(implementation):
+def test_all_continuations_give_the_exact_probability():
     """With every length-3 sequence kept, the unskewed term at n equals
     sum over all c of length n of P(c | q) P(t | q + c), enumerated by brute force."""
     model = tiny_llama()
+    backend = model_backend(model)
     q, t, length = [0, 1, 3], [2, 1], 3
     every = list(itertools.product(range(VOCAB), repeat=length))
-    unskewed = rp.relaxed_perplexity(
-        model, q, t, continuations=every, implementation=implementation, stride=1, max_tokens=length, skewed=False
-    )
-    skewed = rp.relaxed_perplexity(
-        model, q, t, continuations=every, implementation=implementation, stride=1, max_tokens=length, skewed=True
-    )
+    unskewed = rp.relaxed_perplexity(backend, q, t, continuations=every, stride=1, max_tokens=length, skewed=False)
+    skewed = rp.relaxed_perplexity(backend, q, t, continuations=every, stride=1, max_tokens=length, skewed=True)
     assert unskewed.steps == (0, 1, 2, 3)
     for n in range(length + 1):
         prefixes = list(itertools.product(range(VOCAB), repeat=n))
@@ -122,58 +133,67 @@ def test_all_continuations_give_the_exact_probability(implementation):
     assert unskewed.perplexity == pytest.approx(math.exp(expected / (length + len(t))))
 
 
-# --------------------------------------------------------------------------- fast == reference
+# --------------------------------------------------------------------------- the definition, computed plainly
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.float64, 1e-10)])
 @pytest.mark.parametrize("skewed", [True, False])
-def test_fast_matches_reference_on_sampled_continuations(dtype, tol, skewed):
+def test_sampled_continuations_give_the_definitions_terms(dtype, tol, skewed):
+    """The hf backend scores the targets on its sampler's key/value cache; the terms equal one plain forward of
+    q + p + t per distinct prefix, whether the cache is the sampler's or built for explicit continuations."""
     model = tiny_llama(dtype, vocab=7)
+    backend = model_backend(model)
     q, t = [0, 1, 2, 5], [3, 6, 1]
     kwargs = dict(l=3, s=6, stride=2, max_tokens=7, skewed=skewed, seed=11)
-    reference = rp.relaxed_perplexity(model, q, t, implementation="reference", **kwargs)
-    reused = rp.relaxed_perplexity(model, q, t, implementation="fast", **kwargs)
-    fresh = rp.relaxed_perplexity(model, q, t, implementation="fast", reuse_sampling_cache=False, **kwargs)
-    explicit = rp.relaxed_perplexity(
-        model, q, t, implementation="fast", continuations=reference.continuations, **kwargs
-    )
-    assert reference.continuations == reused.continuations == fresh.continuations
+    sampled = rp.relaxed_perplexity(backend, q, t, **kwargs)
+    explicit = rp.relaxed_perplexity(backend, q, t, continuations=sampled.continuations, **kwargs)
     # 7 is not a stride point, but the paper's normaliser is n + len(t) with n = max_tokens
-    assert reference.steps == (0, 2, 4, 6) and reference.n_max == 7
-    assert reference.perplexity == pytest.approx(math.exp(reference.cross_entropy / (7 + len(t))))
-    for other in (reused, fresh, explicit):
-        assert other.steps == reference.steps
-        assert other.log_terms == pytest.approx(reference.log_terms, abs=tol)
-        assert other.cross_entropy == pytest.approx(reference.cross_entropy, abs=tol)
-        assert other.perplexity == pytest.approx(reference.perplexity, rel=tol)
-    # the fast scorer runs fewer tokens through the model, and none of q + c again when it reuses the cache
-    assert reused.tokens_run < fresh.tokens_run < reference.tokens_run
+    assert sampled.steps == (0, 2, 4, 6) and sampled.n_max == 7
+    want = relaxed_terms(model, q, t, sampled.continuations, [0, 2, 4, 6, 8], skewed)
+    for got in (sampled, explicit):
+        assert got.steps == sampled.steps and got.continuations == sampled.continuations
+        assert got.log_terms == pytest.approx(want, abs=tol)
+        assert got.cross_entropy == pytest.approx(-sum(want), abs=tol)
+        assert got.perplexity == pytest.approx(math.exp(-sum(want) / (7 + len(t))), rel=tol)
 
 
-def test_fast_matches_reference_on_uneven_explicit_continuations_and_many_targets():
+def test_uneven_explicit_continuations_and_many_targets_give_the_definitions_terms():
     model = tiny_llama(vocab=7)
+    backend = model_backend(model)
     q = [0, 3]
     conts = [(1, 2, 3, 4, 5, 6), (1, 2, 6), (), (4, 4, 4, 4, 4, 4, 4, 4, 4)]
     targets = [[5], [2, 3, 4, 1], [6, 6]]
     for skewed in (True, False):
         kwargs = dict(stride=3, max_tokens=9, skewed=skewed, continuations=conts)
-        fast = rp.relaxed_perplexities(model, q, targets, implementation="fast", **kwargs)
-        for target, got in zip(targets, fast):
-            ref = rp.relaxed_perplexity(model, q, target, implementation="reference", **kwargs)
-            assert got.steps == ref.steps == (0, 3, 6, 9)
-            assert got.log_terms == pytest.approx(ref.log_terms, abs=1e-10)
+        for target, got in zip(targets, rp.relaxed_perplexities(backend, q, targets, **kwargs)):
+            assert got.steps == (0, 3, 6, 9)
+            assert got.log_terms == pytest.approx(
+                relaxed_terms(model, q, target, conts, [0, 3, 6, 9], skewed), abs=1e-10
+            )
 
 
-def test_fast_scorer_splits_copies_over_passes_without_changing_results(monkeypatch):
+def test_the_sampler_cache_is_used_once_and_only_for_its_own_prompt():
+    """A target_logprobs call continues the last sampling call's cache only for that prompt and its continuations."""
+    model = tiny_llama(vocab=7)
+    backend = model_backend(model)
+    kwargs = dict(l=2, s=4, stride=2, max_tokens=4, seed=3, skewed=False)
+    first = rp.relaxed_perplexity(backend, [0, 1], [2, 3], **kwargs)
+    assert backend._sampled is None  # consumed
+    backend.sample_continuations([0, 2], n=2, max_tokens=4, top_p=0.9, seed=1)  # another prompt's
+    again = rp.relaxed_perplexity(backend, [0, 1], [2, 3], continuations=first.continuations, **kwargs)
+    assert again.log_terms == pytest.approx(first.log_terms, abs=1e-10)
+
+
+def test_the_target_copies_split_over_passes_without_changing_results(monkeypatch):
     model = tiny_llama(vocab=7)
     kwargs = dict(l=2, s=4, stride=1, max_tokens=6, seed=3)
-    whole = rp.relaxed_perplexity(model, [0, 1], [2, 3], **kwargs)
+    whole = rp.relaxed_perplexity(model_backend(model), [0, 1], [2, 3], **kwargs)
     monkeypatch.setattr(rp_hf, "LOGITS_BUDGET", 1)  # one copy per pass: the cache is cut back each time
-    split = rp.relaxed_perplexity(model, [0, 1], [2, 3], **kwargs)
+    split = rp.relaxed_perplexity(model_backend(model), [0, 1], [2, 3], **kwargs)
     assert split.log_terms == pytest.approx(whole.log_terms, abs=1e-12)
 
 
-def test_sliding_window_models_get_the_window_in_the_fast_mask():
-    """Gemma-3-style layers attend to the last `sliding_window` positions only; the fast
-    scorer's own mask must apply that window as the model's own masks do."""
+def test_sliding_window_models_get_the_window_in_the_copies_mask():
+    """Gemma-3-style layers attend to the last `sliding_window` positions only; the target copies' own mask
+    must apply that window as the model's own masks do."""
     torch.manual_seed(0)
     config = tiny_gemma3_config(
         7,
@@ -188,18 +208,18 @@ def test_sliding_window_models_get_the_window_in_the_fast_mask():
     )
     model = transformers.Gemma3ForCausalLM(config).eval().double()
     kwargs = dict(l=2, s=3, stride=2, max_tokens=6, seed=5, skewed=False)
-    reference = rp.relaxed_perplexity(model, [0, 1, 2, 3], [5, 6, 1], implementation="reference", **kwargs)
-    fast = rp.relaxed_perplexity(model, [0, 1, 2, 3], [5, 6, 1], implementation="fast", **kwargs)
-    assert fast.log_terms == pytest.approx(reference.log_terms, abs=1e-10)
+    got = rp.relaxed_perplexity(model_backend(model), [0, 1, 2, 3], [5, 6, 1], **kwargs)
+    want = relaxed_terms(model, [0, 1, 2, 3], [5, 6, 1], got.continuations, [0, 2, 4, 6], skewed=False)
+    assert got.log_terms == pytest.approx(want, abs=1e-10)
 
 
 # --------------------------------------------------------------------------- sampling
 def test_sampling_is_seeded_full_length_and_keeps_the_most_likely():
     model = tiny_llama(vocab=7)
     q = [0, 1, 2]
-    first = rp_hf.sample_continuations(model, q, s=8, max_tokens=5, top_p=0.9, seed=1, suppress_ids=[EOS])
-    again = rp_hf.sample_continuations(model, q, s=8, max_tokens=5, top_p=0.9, seed=1, suppress_ids=[EOS])
-    other = rp_hf.sample_continuations(model, q, s=8, max_tokens=5, top_p=0.9, seed=2, suppress_ids=[EOS])
+    first = rp_hf.draw_continuations(model, q, s=8, max_tokens=5, top_p=0.9, seed=1, suppress_ids=[EOS])
+    again = rp_hf.draw_continuations(model, q, s=8, max_tokens=5, top_p=0.9, seed=1, suppress_ids=[EOS])
+    other = rp_hf.draw_continuations(model, q, s=8, max_tokens=5, top_p=0.9, seed=2, suppress_ids=[EOS])
     assert first.continuations == again.continuations
     assert first.continuations != other.continuations
     assert all(len(c) == 5 and EOS not in c for c in first.continuations)
@@ -207,7 +227,7 @@ def test_sampling_is_seeded_full_length_and_keeps_the_most_likely():
         assert logps == pytest.approx(brute_logprobs(model, q + list(c))[len(q) - 1 :], abs=1e-10)
     joint = [sum(lp) for lp in first.token_logprobs]
     keep = rp.select_continuations(first.continuations, joint, 3)
-    result = rp.relaxed_perplexity(model, q, [3], l=3, s=8, max_tokens=5, stride=1, seed=1)
+    result = rp.relaxed_perplexity(model_backend(model), q, [3], l=3, s=8, max_tokens=5, stride=1, seed=1)
     assert list(result.continuations) == [first.continuations[i] for i in keep]
     dropped = [joint[i] for i in range(8) if first.continuations[i] not in result.continuations]
     assert all(joint[i] >= max(dropped) for i in keep)
@@ -216,7 +236,7 @@ def test_sampling_is_seeded_full_length_and_keeps_the_most_likely():
 def test_tiny_top_p_samples_the_greedy_path_without_eos():
     model = tiny_llama(vocab=7)
     q = [0, 1]
-    sampled = rp_hf.sample_continuations(model, q, s=2, max_tokens=6, top_p=1e-6, seed=9, suppress_ids=[EOS])
+    sampled = rp_hf.draw_continuations(model, q, s=2, max_tokens=6, top_p=1e-6, seed=9, suppress_ids=[EOS])
     greedy = list(q)
     for _ in range(6):
         with torch.no_grad():
@@ -230,9 +250,19 @@ def test_tiny_top_p_samples_the_greedy_path_without_eos():
 WORDS = ["[UNK]", "a", "b", "c", "d", "e", "<s>", "</s>"]
 
 
+class PrefixedPrompts:
+    """An hf backend whose prompts become "e <prompt>" (as a system prompt would wrap them)."""
+
+    def format(self, prompt):
+        return f"e {prompt}"
+
+
 def tiny_backend(max_length=128):
+    """An HFBackend over a random Llama with a word-level tokenizer of 8 words, without BOS, prompts formatted."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
+
+    from careval.backends.hf.backend import HFBackend
 
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -251,10 +281,17 @@ def tiny_backend(max_length=128):
         pad_token_id=0,
     )
     model = transformers.LlamaForCausalLM(config).eval().double()
-    # an hf-backend stand-in: what the job's score_relaxed_perplexity reads from HFBackend
-    return SimpleNamespace(
-        model=model, tokenizer=tokenizer, format=lambda p: f"e {p}", add_bos=False, max_length=max_length
-    )
+    backend_class = type("Prefixed", (PrefixedPrompts, HFBackend), {})
+    return backend_class("tiny", tokenizer, model, device="cpu", max_length=max_length, add_bos_token=False)
+
+
+def defined(backend, q, t, options=None):
+    """The per-target value the job should give: the algorithm's, after checking its terms against the definition."""
+    options = {**OPTIONS, **(options or {})}
+    got = rp.relaxed_perplexity(backend, q, t, **options)
+    steps = rp.stride_points(options["max_tokens"], options["stride"])
+    assert got.log_terms == pytest.approx(relaxed_terms(backend.model, q, t, got.continuations, steps, True), abs=1e-9)
+    return got
 
 
 OPTIONS = {"l": 2, "s": 3, "stride": 2, "max_tokens": 4, "seed": 7}
@@ -288,8 +325,7 @@ def test_job_rows_average_the_targets_and_count_blank_ones():
     # recomputed directly: question = the formatted generation prompt, targets = " " + statement
     def direct(question, statement):
         q, _ = generation_tokens(backend.tokenizer, f"e d {question}", add_bos=False, max_prompt_tokens=100)
-        t = backend.tokenizer.encode(" " + statement, add_special_tokens=False)
-        return rp.relaxed_perplexity(backend.model, q, t, implementation="reference", **OPTIONS)
+        return defined(backend, q, backend.tokenizer.encode(" " + statement, add_special_tokens=False))
 
     plain = direct("a b", "c d")
     assert by[("plain", "relaxed_perplexity")]["value"] == pytest.approx(plain.perplexity, rel=1e-9)
@@ -370,28 +406,25 @@ def test_the_sentences_option_scores_each_sentence_as_a_statement_would_be():
     assert whole["target"].to_list() == ["c d. d b"]
 
 
-@pytest.mark.parametrize("implementation", ["reference", "fast"])
-def test_no_continuation_tokens_is_the_ordinary_conditional_perplexity(implementation):
+def test_no_continuation_tokens_is_the_ordinary_conditional_perplexity():
     model = tiny_llama()
     q, t = [0, 2, 1], [3, 3, 2]
-    result = rp.relaxed_perplexity(model, q, t, implementation=implementation, max_tokens=0)
+    result = rp.relaxed_perplexity(model_backend(model), q, t, max_tokens=0)
     loglik = sum(brute_logprobs(model, q + t)[len(q) - 1 :])
     assert result.steps == (0,) and result.n_max == 0
     assert result.perplexity == pytest.approx(math.exp(-loglik / len(t)), rel=1e-10)
 
 
 @pytest.mark.slow
-def test_demo_model_job_agrees_with_the_reference_scorer(repo_root):
-    """The real chat model through HFBackend: chat-formatted prompts, both scorers on the same continuations."""
-    from careval.backends import load_backend
+def test_demo_model_job_agrees_with_the_definition(repo_root):
+    """The real chat model through HFBackend: chat-formatted prompts; the terms equal the definition's, computed plainly."""
+    from careval.backends.hf.backend import HFBackend
     from careval.backends.tokenization import generation_tokens
 
     folder = repo_root / "resources" / "models" / "smollm2-135m-instruct"
     if not (folder / "config.json").is_file():
         pytest.skip(f"{folder} not prepared")
-    backend = load_backend(
-        {"name": "smollm2", "path": str(folder), "chat_template": True, "dtype": "float32", "threads": 1}
-    )
+    backend = HFBackend.load("smollm2", str(folder), chat_template=True, dtype="float32", threads=1)
     samples = pl.DataFrame(
         {
             "id": ["a"],
@@ -406,17 +439,15 @@ def test_demo_model_job_agrees_with_the_reference_scorer(repo_root):
     assert formatted.startswith("<|im_start|>")  # the chat template was applied
     q, _ = generation_tokens(backend.tokenizer, formatted, add_bos=backend.add_bos, max_prompt_tokens=1000)
     t = backend.tokenizer.encode(" Hypertension is high blood pressure.", add_special_tokens=False)
-    fast = rp.relaxed_perplexity(backend.model, q, t, **options)
-    reference = rp.relaxed_perplexity(
-        backend.model, q, t, implementation="reference", continuations=fast.continuations, **options
-    )
-    assert fast.log_terms == pytest.approx(reference.log_terms, abs=1e-4)
+    fast = rp.relaxed_perplexity(backend, q, t, **options)
+    want = relaxed_terms(backend.model, q, t, fast.continuations, [0, 4, 8], skewed=True)
+    assert fast.log_terms == pytest.approx(want, abs=1e-4)
     assert targets["relaxed_perplexity"][0] == pytest.approx(fast.perplexity, rel=1e-9)
 
 
 def test_olaph_nice_to_have_is_a_second_target_set_on_a_real_row(tmp_path, shared_data):
     """A real MedLFQA row, normalised as the pipeline does: Must_have and Nice_to_have values per sample, each the
-    mean over its statements of the reference scorer's values."""
+    mean over its statements of the values checked against the definition."""
     from careval.backends.tokenization import generation_tokens
     from careval.datasets import get_benchmark
     from careval.datasets.normalise import build_benchmark
@@ -443,14 +474,7 @@ def test_olaph_nice_to_have_is_a_second_target_set_on_a_real_row(tmp_path, share
     )
     for name, statements in (("", meta["must_have"]), ("_nice_to_have", meta["nice_to_have"])):
         direct = [
-            rp.relaxed_perplexity(
-                backend.model,
-                q,
-                backend.tokenizer.encode(" " + s.strip(), add_special_tokens=False),
-                implementation="reference",
-                **OPTIONS,
-            )
-            for s in statements
+            defined(backend, q, backend.tokenizer.encode(" " + s.strip(), add_special_tokens=False)) for s in statements
         ]
         assert scores[f"relaxed_perplexity{name}"] == pytest.approx(
             sum(r.perplexity for r in direct) / len(direct), rel=1e-6

@@ -2,8 +2,8 @@
 
 The fake ``LLM.generate`` answers prompt-logprob requests from a tiny torch model and
 sampling requests with fixed continuations, so the request construction (which prompts,
-which SamplingParams) and the assembly of the results are checked against the hf
-reference scorer on the same model and continuations.
+which SamplingParams) and the assembly of the results are checked against the definition
+computed plainly (support.reference.relaxed_terms) on the same model and continuations.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from careval.backends.vllm import VLLMBackend  # noqa: E402
+from support.reference import relaxed_terms  # noqa: E402
 
 rp = importlib.import_module("careval.metrics.relaxed_perplexity")
 job = importlib.import_module("careval.jobs.relaxed_perplexity")
@@ -98,12 +99,12 @@ def fake_backend(model):
 
 
 @pytest.mark.parametrize("skewed", [True, False])
-def test_vllm_path_builds_the_prompts_and_matches_the_hf_reference(skewed):
+def test_vllm_path_builds_the_prompts_and_matches_the_definition(skewed):
     model = tiny_model()
     backend = fake_backend(model)
     q, targets = [0, 5, 2], [[3, 1], [6]]
     options = dict(l=2, s=4, stride=2, max_tokens=4, top_p=0.8, seed=3, skewed=skewed)
-    got = rp.relaxed_perplexities_vllm(backend, q, targets, **options)
+    got = rp.relaxed_perplexities(backend, q, targets, **options)
 
     (sample_prompts, sample_params), (score_prompts, score_params) = backend.llm.calls
     assert sample_prompts == [{"prompt_token_ids": q}]
@@ -121,13 +122,13 @@ def test_vllm_path_builds_the_prompts_and_matches_the_hf_reference(skewed):
     assert [p["prompt_token_ids"] for p in score_prompts] == [q + list(p) + t for t in targets for p in prefixes]
 
     for target, result in zip(targets, got):
-        reference = rp.relaxed_perplexity(model, q, target, implementation="reference", continuations=kept, **options)
-        assert result.steps == reference.steps
-        assert result.log_terms == pytest.approx(reference.log_terms, abs=1e-10)
-        assert result.perplexity == pytest.approx(reference.perplexity, rel=1e-10)
+        want = relaxed_terms(model, q, target, kept, [0, 2, 4], skewed)
+        assert result.steps == (0, 2, 4)
+        assert result.log_terms == pytest.approx(want, abs=1e-10)
+        assert result.perplexity == pytest.approx(math.exp(-sum(want) / (4 + len(target))), rel=1e-10)
 
 
-def test_job_dispatches_a_vllm_backend_to_prompt_logprobs():
+def test_the_job_runs_a_vllm_backend_through_the_interface():
     model = tiny_model()
     backend = fake_backend(model)
     # a tokenizer stand-in: characters "0".."6" are the token ids
@@ -142,10 +143,8 @@ def test_job_dispatches_a_vllm_backend_to_prompt_logprobs():
     options = {"l": 2, "s": 4, "stride": 2, "max_tokens": 4, "seed": 3}
     scores = job.score_relaxed_perplexity(backend, samples, "0{question}", options)
     assert scores["status"].to_list() == ["ok", "ok"]
-    kept = rp.relaxed_perplexities_vllm(fake_backend(model), [0, 5, 2], [[3, 1]], **options)[0].continuations
-    reference = rp.relaxed_perplexity(
-        model, [0, 5, 2], [3, 1], implementation="reference", continuations=kept, **options
-    )
+    kept = rp.relaxed_perplexities(fake_backend(model), [0, 5, 2], [[3, 1]], **options)[0].continuations
+    want = relaxed_terms(model, [0, 5, 2], [3, 1], kept, [0, 2, 4], skewed=True)
     value = dict(zip(scores["metric"], scores["value"]))
-    assert value["relaxed_perplexity"] == pytest.approx(reference.perplexity, rel=1e-10)
+    assert value["relaxed_perplexity"] == pytest.approx(math.exp(-sum(want) / (4 + 2)), rel=1e-10)
     assert math.isfinite(value["relaxed_cross_entropy"])

@@ -30,7 +30,7 @@ import polars as pl
 import pytest
 from lm_eval_reference import assert_same_documents
 
-from careval.backends import load_backend
+from careval.backends.hf.backend import HFBackend
 from careval.datasets.loaders import read_source
 from careval.datasets.normalise import normalise
 from careval.datasets.registry import get_benchmark
@@ -189,7 +189,7 @@ def runs(setup, demo_model_dirs):
     from lm_eval.models.huggingface import HFLM
 
     model_dir = demo_model_dirs["smollm2-135m-instruct"]
-    ours = load_backend({"name": "smollm2", "path": str(model_dir), "dtype": "float32", "batch_size": BATCH_SIZE})
+    ours = HFBackend.load("smollm2", str(model_dir), dtype="float32", batch_size=BATCH_SIZE)
     theirs = HFLM(pretrained=str(model_dir), backend="causal", device="cpu", dtype="float32", batch_size=BATCH_SIZE)
     out = {}
     for benchmark in CASES:

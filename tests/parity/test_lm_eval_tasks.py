@@ -29,6 +29,7 @@ from careval.inference import loglik_requests, run_inference, sampling_for
 from careval.schema import with_schema_defaults
 from careval.scoring import score_benchmark
 from support.lm_eval_docs import LOCAL_DOCS, write_local_tasks
+from support.specs import local_model_spec
 from support.tiny_models import build_llama
 
 pytest.importorskip("lm_eval", reason="lm-eval is not installed (it comes with the dev extra)")
@@ -102,7 +103,7 @@ def runs(shared_data, model_dir, tmp_path_factory):
     _write_own_tasks(shared_data, folder)
     tasks += list(OWN_TASKS)
     out = tmp_path_factory.mktemp("careval")
-    spec = {"name": "tiny", "path": str(model_dir), "dtype": "float32", "batch_size": BATCH_SIZE}
+    spec = local_model_spec("tiny", model_dir, dtype="float32", batch_size=BATCH_SIZE)
     generation = with_schema_defaults({}, "sampling")
     ours = {}
     with pytest.MonkeyPatch.context() as patch:

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from lm_eval_reference import assert_same_documents
 
-from careval.backends import load_backend
+from careval.backends.hf.backend import HFBackend
 from careval.datasets.normalise import normalise
 from careval.datasets.registry import get_benchmark
 from careval.inference import loglik_requests, score_logliks
@@ -41,7 +41,7 @@ def runs(shared_data, demo_model_dirs, tmp_path_factory):
     write_local_tasks(shared_data, folder, N_ROWS)
     raw = {benchmark: raw_rows(shared_data, benchmark, N_ROWS) for benchmark in LOCAL_DOCS}
 
-    ours = load_backend({"name": "smollm2", "path": str(model_dir), "dtype": "float32", "batch_size": BATCH_SIZE})
+    ours = HFBackend.load("smollm2", str(model_dir), dtype="float32", batch_size=BATCH_SIZE)
     theirs = HFLM(pretrained=str(model_dir), backend="causal", device="cpu", dtype="float32", batch_size=BATCH_SIZE)
     manager = TaskManager(include_path=str(folder), include_defaults=False)
     out = {}

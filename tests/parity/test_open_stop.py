@@ -11,6 +11,7 @@ import pytest
 from careval.backends import Sampling, load_backend
 from careval.datasets import build_benchmark, get_benchmark
 from careval.inference import run_inference, sampling_for
+from support.specs import local_model_spec
 
 pytestmark = pytest.mark.slow
 
@@ -30,15 +31,14 @@ def test_inference_cuts_the_generation_at_the_authors_stop(tmp_path, shared_data
     entry = get_benchmark("olaph_live_qa", {"path": str(data)})
     samples_path = tmp_path / "samples.parquet"
     build_benchmark(entry, samples_path)
-    spec = {
-        "name": "smollm2",
-        "backend": "hf",
-        "path": str(demo_model_dirs["smollm2-135m-instruct"]),
-        "dtype": "float32",
-        "chat_template": True,
-        "batch_size": 1,
-        "threads": 1,
-    }
+    spec = local_model_spec(
+        "smollm2",
+        demo_model_dirs["smollm2-135m-instruct"],
+        dtype="float32",
+        chat_template=True,
+        batch_size=1,
+        threads=1,
+    )
     generation = {**demo_config["generation"], "max_new_tokens": MAX_NEW_TOKENS}  # the schema's stop: []
     run_inference(
         samples_path,

@@ -79,7 +79,7 @@ class _Crash(Exception):
 
 def _crash_after(monkeypatch, calls: int):
     """The hf backend's generate fails on call `calls` + 1: the job stops as a kill would stop it."""
-    from careval.backends.hf import HFBackend
+    from careval.backends.hf.backend import HFBackend
 
     real, count = HFBackend.generate, {"n": 0}
 

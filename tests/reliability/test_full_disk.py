@@ -94,7 +94,7 @@ def test_a_broken_model_folder_is_one_line_on_the_console(tmp_path, tiny_llama_d
     folder = tmp_path / "broken"
     shutil.copytree(tiny_llama_dir, folder)
     (folder / "config.json").write_text('{"model_type": "llama",')
-    write = f"from careval.backends import load_backend; load_backend({{'name': 't', 'path': {str(folder)!r}}})"
+    write = f"from careval.backends.hf.backend import HFBackend; HFBackend.load('t', {str(folder)!r})"
     result = _job([], tmp_path / "job.log", write)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [

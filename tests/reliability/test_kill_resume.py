@@ -31,7 +31,7 @@ from careval.models.spec import model_spec
 
 repo, samples, out = map(Path, sys.argv[1:4])
 config = load_config(repo / "config" / "config.yaml")
-spec = model_spec("{MODEL}", config["models"]["{MODEL}"], models_dir=repo / config["models_dir"]).for_job(threads=1).backend_kwargs()
+spec = model_spec("{MODEL}", config["models"]["{MODEL}"], models_dir=repo / config["models_dir"]).for_job(threads=1)
 benchmark = get_benchmark("demo_open_qa")
 run_inference(samples, benchmark, spec, sampling_for(benchmark, {{**config["generation"], "max_new_tokens": 16}}),
               out / "loglik.parquet", out / "generations.parquet", checkpoint_every={BATCH})

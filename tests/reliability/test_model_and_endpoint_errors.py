@@ -3,7 +3,7 @@
 import pytest
 
 from careval.backends import Sampling, load_backend
-from careval.backends.openai_compat import EndpointError
+from careval.backends.openai import EndpointError
 from careval.joblog import job_log
 from careval.models import ModelSourceError, model_source, needs_preparation, resolve_model_path
 from careval.models.spec import endpoint_spec
@@ -46,23 +46,13 @@ def test_an_unset_api_key_env_is_named_before_any_request(monkeypatch):
     with FakeOpenAIServer(echo_headers(401)) as server:
         step = {"endpoint": {"model": "gpt-4", "base_url": server.base_url, "api_key_env": "CAREVAL_MISSING_KEY"}}
         with pytest.raises(EndpointError) as error:
-            load_backend(
-                endpoint_spec("translator", step["endpoint"], key="careqa.translator.endpoint").backend_kwargs()
-            )
+            load_backend(endpoint_spec("translator", step["endpoint"], key="careqa.translator.endpoint"))
         assert str(error.value) == (
             "careqa.translator.endpoint.api_key_env: CAREVAL_MISSING_KEY is not set (export the key; "
             "a server that needs none accepts any value, e.g. CAREVAL_MISSING_KEY=EMPTY)"
         )
         with pytest.raises(EndpointError) as error:
-            load_backend(
-                {
-                    "name": "gpt",
-                    "backend": "openai",
-                    "path": "gpt-4",
-                    "base_url": server.base_url,
-                    "api_key_env": "CAREVAL_MISSING_KEY",
-                }
-            )
+            load_backend(endpoint_spec("gpt", step["endpoint"]))
         assert str(error.value).startswith("models.gpt.api_key_env: CAREVAL_MISSING_KEY is not set")
     assert len(server.requests) == 0
 
@@ -72,14 +62,7 @@ def test_an_echoed_key_reaches_no_message_and_no_log(tmp_path, monkeypatch, stat
     monkeypatch.setenv("CAREVAL_ECHO_KEY", KEY)
     log = tmp_path / "logs" / "translate.log"
     with FakeOpenAIServer(echo_headers(status)) as server:
-        spec = {
-            "name": "gpt",
-            "backend": "openai",
-            "path": "gpt-4",
-            "base_url": server.base_url,
-            "api_key_env": "CAREVAL_ECHO_KEY",
-            "max_retries": 0,
-        }
+        spec = endpoint_spec("gpt", {"model": "gpt-4", "base_url": server.base_url, "api_key_env": "CAREVAL_ECHO_KEY"})
         raised = None
         try:
             with job_log(log):
@@ -100,6 +83,20 @@ def test_an_echoed_key_reaches_no_message_and_no_log(tmp_path, monkeypatch, stat
     assert len(server.requests) == 1
     written = log.read_text()
     assert KEY[:10] not in written and "[REDACTED]" in written
+
+
+def test_a_key_an_http_header_cannot_carry_names_its_variable_before_any_request(monkeypatch):
+    """A key pasted with a Cyrillic letter was a bare UnicodeEncodeError from the first request (issue 40)."""
+    monkeypatch.setenv("CAREVAL_CYRILLIC_KEY", "sk-тест-1")
+    with FakeOpenAIServer(echo_headers(200)) as server:
+        endpoint = {"model": "gpt-4", "base_url": server.base_url, "api_key_env": "CAREVAL_CYRILLIC_KEY"}
+        with pytest.raises(EndpointError) as error:
+            load_backend(endpoint_spec("translator", endpoint, key="careqa.translator.endpoint").backend_kwargs())
+    assert str(error.value) == (
+        "careqa.translator.endpoint.api_key_env: the value of CAREVAL_CYRILLIC_KEY has a character an HTTP header "
+        "cannot carry (character 4 of 9 is not Latin-1); set it to the key exactly as issued"
+    )
+    assert "тест" not in str(error.value) and len(server.requests) == 0
 
 
 def test_redact_catches_registered_keys_and_header_shapes_only():

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 
@@ -50,3 +52,24 @@ def manual_greedy(model, ids: list[int], max_new_tokens: int, eos_ids: set[int])
         new.append(nxt)
         ids.append(nxt)
     return new
+
+
+@torch.inference_mode()
+def relaxed_terms(model, q: list[int], t: list[int], kept, steps, skewed: bool) -> list[float]:
+    """Relaxed Perplexity's log P(A_n | B_n) at each stride point some kept continuation reaches, by its definition:
+    the distinct prefixes c[:n], one plain forward of q + p + t each, log P(t | q + p) (times P(p | q) unskewed)
+    summed over the prefixes. Float64 log-softmax; no cache, no mask, no careval code."""
+    terms = []
+    for n in steps:
+        prefixes = list(dict.fromkeys(tuple(c[:n]) for c in kept if len(c) >= n))
+        if not prefixes:
+            continue
+        values = []
+        for p in prefixes:
+            ids = list(q) + list(p) + list(t)
+            logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].double(), dim=-1)
+            per_token = [float(logp[j - 1, ids[j]]) for j in range(len(q), len(ids))]
+            values.append(sum(per_token[len(p) :]) + (0.0 if skewed else sum(per_token[: len(p)])))
+        top = max(values)
+        terms.append(top + math.log(sum(math.exp(v - top) for v in values)))
+    return terms

@@ -41,12 +41,12 @@ def encode(value: Any) -> Any:
 
 
 class RemoteBackend:
-    """Each method call runs in the worker's VLLMBackend and returns its JSON-decoded result
-    (tuples come back as lists). ``info``: the worker's description (max_length, add_bos,
-    engine_start_s, library versions)."""
+    """Each method call runs in the worker's VLLMBackend (built from `spec`, a careval.models.spec.ModelSpec, as a
+    job builds it: VLLMBackend.from_spec) and returns its JSON-decoded result (tuples come back as lists).
+    ``info``: the worker's description (max_length, add_bos, engine_start_s, library versions)."""
 
-    def __init__(self, spec: dict, python: Path, log_path: Path) -> None:
-        self.spec = dict(spec)
+    def __init__(self, spec: Any, python: Path, log_path: Path) -> None:
+        self.spec = dataclasses.asdict(spec)
         self.log_path = Path(log_path)
         env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         # vLLM's CPU backend sizes its KV cache from this (GiB); its default (4) is too much for a
@@ -115,3 +115,29 @@ class RemoteBackend:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         self._log.close()
+
+
+def local_engine(remote: RemoteBackend, tokenizer: Any) -> Any:
+    """A VLLMBackend as job code sees one: its engine's calls run in the worker (``remote``), its tokenizer here
+    (test_vllm_engine.py checks that both tokenizers give the same ids), so careval's algorithms over the backend
+    interface (Relaxed Perplexity, the judge, inference) run here on the worker's engine."""
+    from careval.backends.tokenization import prefix_token_id
+    from careval.backends.vllm import VLLMBackend
+
+    class LocalEngine(VLLMBackend):
+        ENGINE_CALLS = ("generate", "loglikelihood", "loglikelihood_rolling", "sample_token_ids", "token_logprobs")
+
+        def __init__(self) -> None:
+            self.remote, self.tokenizer = remote, tokenizer
+            self.name, self.max_length, self.add_bos = remote.name, remote.max_length, remote.add_bos
+            self.prefix_id = prefix_token_id(tokenizer)
+            self.chat_template = remote.spec["chat_template"]
+            self.system_prompt = remote.spec["system_prompt"]
+            self.tensor_parallel = 1
+
+        def __getattribute__(self, name: str) -> Any:
+            if name in LocalEngine.ENGINE_CALLS:
+                return getattr(object.__getattribute__(self, "remote"), name)
+            return object.__getattribute__(self, name)
+
+    return LocalEngine()

@@ -4,9 +4,10 @@ vLLM pins its own transformers (and torch build), so it runs in the vllm venv
 (tests/vllm_worker/setup_venv.sh), with the clone's ``src`` on PYTHONPATH so that the code
 under test is the clone's::
 
-    PYTHONPATH=<repo>/src <vllm venv>/bin/python tests/vllm_worker/worker.py '<backend spec as JSON>'
+    PYTHONPATH=<repo>/src <vllm venv>/bin/python tests/vllm_worker/worker.py '<the model spec's fields as JSON>'
 
-It starts one engine (``careval.backends.load_backend(spec)``), writes one line describing the
+It starts one engine (``VLLMBackend.from_spec``, as a job builds it from its careval.models.spec.ModelSpec;
+the spec's fields arrive as JSON), writes one line describing the
 backend, then answers each request line until stdin closes::
 
     {"call": "loglikelihood", "args": [[["context", "continuation"]]], "kwargs": {}}
@@ -48,10 +49,12 @@ def main() -> None:
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stdout (this process and the engine processes it starts) -> stderr
     spec = json.loads(sys.argv[1])
-    from careval.backends import load_backend
+    from types import SimpleNamespace
+
+    from careval.backends.vllm import VLLMBackend
 
     start = time.perf_counter()
-    backend = load_backend(spec)
+    backend = VLLMBackend.from_spec(SimpleNamespace(**spec))
     started = time.perf_counter() - start
     import torch
     import transformers

@@ -264,7 +264,7 @@ def test_a_job_runs_the_model_the_worker_loaded_with_the_threads_snakemake_gave_
 
     monkeypatch.delenv(SOCKET_ENV, raising=False)
     log = tmp_path / "worker.log"
-    process = warm_server.start(log, 8000, modules=("torch", "careval.backends.hf"))
+    process = warm_server.start(log, 8000, modules=("torch", "careval.backends.hf.backend"))
     socket_path = os.environ.pop(SOCKET_ENV)
     try:
         loads = {
@@ -284,11 +284,12 @@ import sys
 
 import torch
 
-from careval.backends import hf, load_backend
+from careval.backends import load_backend
+from careval.backends.hf import loading
 from careval.canonical import job_of
 
-backend = load_backend(job_of(snakemake).judge.for_job(snakemake.threads, 0).backend_kwargs())
-preloaded = [model for _tokenizer, model in hf._PRELOADED.values()]
+backend = load_backend(job_of(snakemake).judge.for_job(snakemake.threads, 0))
+preloaded = [model for _tokenizer, model in loading._PRELOADED.values()]
 print(json.dumps({
     "ppid": os.getppid(),
     "preloaded": any(backend.model is model for model in preloaded),
@@ -308,7 +309,7 @@ print(json.dumps({
     assert facts["threads"] == 2
     assert "model tiny" in log.read_text() and "ready in" in log.read_text()
     # the same numbers as the model loaded in this process
-    cold = load_backend(model_spec(**loads).for_job(threads=1).backend_kwargs())
+    cold = load_backend(model_spec(**loads).for_job(threads=1))
     assert facts["logliks"] == pytest.approx(cold.loglikelihood([tuple(p) for p in pairs]), abs=1e-6)
 
 
@@ -340,10 +341,10 @@ import os
 
 import torch
 
-from careval.backends import load_backend
+from careval.backends.hf.backend import HFBackend
 
 initialized_at_start = torch.cuda.is_initialized()  # what the worker left: it must not have touched CUDA
-backend = load_backend(snakemake.params.spec)
+backend = HFBackend.load("tiny", **snakemake.params.spec)
 print(json.dumps({
     "ppid": os.getppid(),
     "cuda_initialized_at_start": initialized_at_start,
@@ -358,19 +359,13 @@ print(json.dumps({
 def test_on_a_gpu_machine_the_worker_loads_no_model_and_its_jobs_run_on_the_gpu(tiny_llama_dir, tmp_path, monkeypatch):
     """A fork cannot use a CUDA context its parent made: the worker looks for GPU device files, never asks CUDA,
     and the jobs it forks put their own model on the GPU, in bfloat16 where the GPU computes it (bfloat16_if_native)."""
-    from careval.backends import load_backend
+    from careval.backends.hf.backend import HFBackend
 
     monkeypatch.delenv(SOCKET_ENV, raising=False)
     log = tmp_path / "worker.log"
-    process = warm_server.start(log, 8000, modules=("torch", "transformers", "careval.backends.hf"))
+    process = warm_server.start(log, 8000, modules=("torch", "transformers", "careval.backends.hf.backend"))
     socket_path = os.environ.pop(SOCKET_ENV)
-    spec = {
-        "name": "tiny",
-        "backend": "hf",
-        "path": str(tiny_llama_dir),
-        "dtype": "bfloat16_if_native",
-        "batch_size": 2,
-    }
+    spec = {"path": str(tiny_llama_dir), "dtype": "bfloat16_if_native", "batch_size": 2}
     pairs = [["The patient presented with", " chest pain"], ["Aspirin is", " contraindicated"]]
     try:
         result = _run(_script(tmp_path, GPU_JOB), {"spec": spec, "pairs": pairs}, socket_path, tmp_path, gpu=1)
@@ -382,7 +377,7 @@ def test_on_a_gpu_machine_the_worker_loads_no_model_and_its_jobs_run_on_the_gpu(
     assert facts["device"].startswith("cuda") and facts["dtype"] == "torch.bfloat16"
     text = log.read_text()
     assert "a GPU is visible" in text and "warning" not in text and "multi-threaded" not in text  # no CUDA thread
-    cold = load_backend(spec).loglikelihood([tuple(p) for p in pairs])
+    cold = HFBackend.load("tiny", **spec).loglikelihood([tuple(p) for p in pairs])
     assert facts["logliks"] == pytest.approx(cold, abs=1e-3)
 
 
@@ -403,7 +398,7 @@ def _job_naming(folder: Path, dtype: str, tmp_path: Path) -> SimpleNamespace:
 def test_weights_bytes_is_the_memory_the_loaded_model_takes(tiny_llama_dir):
     import torch
 
-    from careval.backends.hf import load_pretrained
+    from careval.backends.hf.loading import load_pretrained
     from careval.warm.preload import weights_bytes
 
     for dtype in ("float32", "bfloat16"):
@@ -418,7 +413,7 @@ def test_the_shelf_keeps_the_models_that_fit_its_budget_dropping_the_least_recen
 ):
     import shutil
 
-    from careval.backends import hf
+    from careval.backends.hf import loading as hf
     from careval.warm.preload import ModelShelf, weights_bytes
 
     monkeypatch.setattr(hf, "_PRELOADED", {})

@@ -38,7 +38,8 @@ def _config(repo: Path) -> dict:
 
 
 # what two runs of one DAG cannot share: the jobs' wall times (results/benchmarks), and what the cost job draws from
-# them (results/summary/cost.parquet's seconds, its figure, the report's cost page)
+# them (results/summary/cost.parquet's seconds, its figure, the report's cost page); and which files each run made
+# (results/index.tsv: the resumed run keeps what the killed one finished)
 TIMED_COLUMNS = ("wall_seconds", "gpu_seconds")
 TIMED_FIGURE = "cost"
 
@@ -49,7 +50,7 @@ def _outputs(work: Path) -> dict[str, str]:
     digests = {}
     for path in sorted((work / "results").rglob("*")):
         relative = str(path.relative_to(work))
-        if not path.is_file() or re.match(r"results/(logs|benchmarks)/", relative):
+        if not path.is_file() or re.match(r"results/(logs/|benchmarks/|index\.tsv$)", relative):
             continue
         if relative == f"results/figures/{TIMED_FIGURE}.png":
             continue

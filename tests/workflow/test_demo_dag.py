@@ -118,7 +118,8 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     config["generation"]["max_new_tokens"] = 12
     # the LLM-based metrics and reruns on 2 samples with short outputs: every job kind still runs
     config["metrics"]["judge"].update(limit=2, max_new_tokens=16)
-    config["metrics"]["relaxed_perplexity"].update(limit=2, s=2, max_tokens=8, stride=4)
+    # s = 3: the demo's study keeps l = 3 of them
+    config["metrics"]["relaxed_perplexity"].update(limit=2, s=3, max_tokens=8, stride=4)
     config["analysis"]["resilience"].update(limit=2, sampling={"max_new_tokens": 12})
     config["analysis"]["consistency"].update(limit=2, r=2, sampling={"max_new_tokens": 8})
     work = _workdir(repo_root, tmp_path, config)
@@ -183,6 +184,24 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     assert (work / "results" / "tables" / "table4_careqa_statistics.tex").is_file()
     for title in ("Table 4: CareQA", "Figure 5: CareQA", "Figure 6: CareQA", "Figure 7: CareQA"):
         assert any(title in t for t in texts), title
+    # the demo's studies (careval.studies): the chat template off for SmolLM2, Relaxed Perplexity's l = 3; each
+    # baseline's rows are the run's own values, and each study has its page
+    main = pl.read_parquet(work / "results" / "summary" / "sample_scores.parquet")
+    studies = pl.read_parquet(work / "results" / "summary" / "studies.parquet")
+    for study, baseline, variant in (
+        ("chat_template", "chat_template=true", "chat_template=false"),
+        ("relaxed_perplexity_l", "l=2", "l=3"),
+    ):
+        table = pl.read_parquet(work / "results" / "studies" / study / "sample_scores.parquet")
+        ours = table.filter(pl.col("variant") == baseline).drop("variant")
+        theirs = main.join(
+            ours.select("model", "benchmark", "metric").unique(), on=["model", "benchmark", "metric"], how="semi"
+        )
+        order = ["model", "benchmark", "metric", "id"]
+        assert ours.height and ours.sort(order).equals(theirs.sort(order)), study
+        rows = studies.filter(pl.col("study") == study)
+        assert set(rows["variant"]) == {variant} and set(rows["baseline"]) == {baseline}
+        assert rows["p_value"].is_not_null().all() and any(f"Study '{study}'" in t for t in texts)
     # the judge is in the resilience and self-consistency tables: a value or a counted failure per graded repeat
     for kind in ("resilience", "consistency"):
         table = pl.read_parquet(work / "results" / "summary" / f"{kind}.parquet")

@@ -64,6 +64,12 @@ FIGURES = {"figure_index", "correlations"}  # the report's figure list and the r
 # a model's marker is named by its weights (models.smk): other weights, a new marker for prepare_model to make
 PREPARE = {"prepare_model"}
 TEXT_SCORES = {"score_open", "score_rephrase", "score_consistency"}  # every job computing the text metrics
+# a study's own tables (results/studies/<study>/sample_scores.parquet, results/summary/studies.parquet)
+STUDY_TABLES = {"study_sample_scores", "studies_summary"}
+# a model's jobs under a variant of its entry: on both benchmarks, every job that loads it and everything after
+STUDY_MODEL_JOBS = {"study_infer_open", "study_infer_closed", "study_relaxed_perplexity", "study_judge"} | {
+    f"study_score_{family}" for family in ("accuracy", "rouge", "bleu", "bertscore", "moverscore", "perplexity")
+}
 
 
 @dataclass(frozen=True)
@@ -255,6 +261,35 @@ CASES = [
         20,
         {"sample_consistency"},
         {"judge_repeats"} | CONSISTENCY,
+    ),
+    # --- studies (careval.studies): a study plans its variants' own jobs (new outputs) and the studies' tables, the
+    # report its page; each variant's jobs are exactly the jobs of the run that read its setting (and those after
+    # them), under the variant's plan; every other job is the run's
+    Case(
+        ("studies", "chat"),
+        {"models": [PREPARED], "benchmarks": [MCQA, OPEN], "sweep": {"model": {"chat_template": [False]}}},
+        FIGURES,
+        new=STUDY_TABLES | STUDY_MODEL_JOBS,
+        only=f"model={PREPARED}",
+    ),
+    Case(
+        ("studies", "grid"),
+        {"sweep": {"metrics.relaxed_perplexity": {"l": [1, 2], "stride": [8, 4]}}},
+        FIGURES,
+        new=STUDY_TABLES | {"study_relaxed_perplexity"},
+    ),
+    Case(
+        ("studies", "bertscore"),
+        {"models": [LOCAL], "sweep": {"metrics.bertscore": {"num_layers": [5]}}},
+        FIGURES,
+        new=STUDY_TABLES | {"study_score_bertscore"},
+        only=f"model={LOCAL}",
+    ),
+    Case(
+        ("studies", "rephrasings"),
+        {"runs": 2, "sweep": {"analysis.resilience": {"k": [3]}}},
+        FIGURES,
+        new=STUDY_TABLES | {"study_rephrase", "study_score_rephrase", "study_judge_repeats", "study_review_sheet"},
     ),
     # --- execution settings and what this target never reads
     Case(("resources", "llm_threads"), 2, NOTHING),

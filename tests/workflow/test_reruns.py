@@ -125,12 +125,12 @@ def test_replacing_a_model_reruns_only_its_jobs(copy_of, repo_root):
 def test_rerunning_one_model_reruns_only_its_jobs(copy_of):
     work, _, base_jobs = copy_of
     kept = _states(work, KEPT)
-    # the README's way: delete every result of the model (`rm -r results/*/<model>`) and force the
-    # aggregate, whose missing inputs are then made again; this also covers the model's jobs that
+    # the README's way: delete every result of the model (`rm -r results/*/<model>`) and type the same command:
+    # the files a job read that are gone are made again (careval.results_check), and with them the model's jobs that
     # read no inference output (relaxed perplexity, consistency samples)
     for folder in (work / "results").glob(f"*/{CHANGED}"):
         shutil.rmtree(folder)
-    jobs = _rerun(work, "--forcerun", "aggregate_scores")
+    jobs = _rerun(work)
     assert jobs == _jobs_of(base_jobs, CHANGED) | {("aggregate_scores", "")}
     assert _states(work, KEPT) == kept
 
@@ -149,3 +149,44 @@ def test_adding_a_benchmark_runs_only_its_jobs(copy_of):
         assert _states(work, model, benchmarks=set(BENCHMARKS)) == before[model]
     summary = pl.read_parquet(work / TARGET)
     assert "demo_note" in set(summary["benchmark"])
+
+
+def test_a_deleted_or_cut_short_intermediate_is_made_again_and_a_stale_file_is_marked(copy_of):
+    """Issue 40: a deleted score file stayed gone ("Nothing to be done"), a parquet file cut short failed the next
+    job with polars' "File out of specification" naming no file, and an earlier config's files lay beside the new
+    ones unmarked. The same command now makes both again (the same bytes) and names each; the index marks the rest."""
+    work, _, _ = copy_of
+    deleted = f"results/scores/{KEPT}/demo_mcqa/accuracy.parquet"
+    cut = f"results/scores/{CHANGED}/demo_mcqa/accuracy.parquet"
+    stale = f"results/scores/{KEPT}/demo_open_qa/bleurt.parquet"  # BLEURT is skipped: an earlier config's file
+    before = {path: file_states(work / path.rsplit("/", 1)[0])[path.rsplit("/", 1)[1]][0] for path in (deleted, cut)}
+    shutil.copy(work / deleted, work / stale)
+    (work / deleted).unlink()
+    data = (work / cut).read_bytes()
+    (work / cut).write_bytes(data[: len(data) // 2])
+    result = snakemake(["--cores", "2", TARGET], work, timeout=900)
+    assert result.returncode == 0, result.stderr[-5000:]
+    lines = (result.stdout + result.stderr).splitlines()
+    assert f"careval: {cut}: cut short (no PAR1 at its end); it is made again, with the jobs after it" in lines
+    assert (
+        f"careval: {deleted} is gone (it was read to make results/summary/judge_verdicts.parquet); it is made again"
+        in lines
+    )
+    assert (
+        "careval warning: 1 file(s) under the results folder are not made by this config (left by an earlier one): "
+        f"{stale}; results/index.tsv marks them stale" in lines
+    )
+    # the two scoring jobs and the summary, nothing else; their files as the first run wrote them
+    assert jobs_run(result.stdout + result.stderr) == {
+        ("score_mcqa", f"model={KEPT}, benchmark=demo_mcqa"),
+        ("score_mcqa", f"model={CHANGED}, benchmark=demo_mcqa"),
+        ("aggregate_scores", ""),
+    }
+    for path, digest in before.items():
+        assert file_states(work / path.rsplit("/", 1)[0])[path.rsplit("/", 1)[1]][0] == digest
+    index = dict(line.split("\t") for line in (work / "results/index.tsv").read_text().splitlines()[1:])
+    assert index[deleted] == index[cut] == index[TARGET] == "made"
+    assert index[stale] == "stale" and index[f"results/generations/{KEPT}/demo_open_qa.parquet"] == "kept"
+    # and a second time: nothing to do (a dry run plans as a run does), the stale file still named
+    again = snakemake(["-n", "--cores", "2", TARGET], work, timeout=300)
+    assert "Nothing to be done" in again.stdout + again.stderr and "careval: " not in again.stdout + again.stderr

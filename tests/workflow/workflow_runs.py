@@ -35,6 +35,8 @@ def reduced_config(repo: Path, models: list[str], benchmarks: dict[str, dict | N
     }
     config["benchmarks"] = benchmarks
     config["generation"]["max_new_tokens"] = max_new_tokens
+    # the demo's studies name its models and benchmarks: a run of fewer plans none (config/studies.yaml has its own)
+    config.pop("studies", None)
     # the demo's model sets name its three models: keep the ones this run has
     sets = config["analysis"].get("model_sets", {})
     config["analysis"]["model_sets"] = {name: [m for m in members if m in models] for name, members in sets.items()}

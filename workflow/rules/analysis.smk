@@ -7,6 +7,8 @@ rule aggregate_scores:
     input:
         scores=score_files(),
         datasets=[f"{DATASETS_DIR}/{benchmark}.json" for benchmark in BENCHMARKS],
+        # no file: forces the jobs of files cut short or deleted since (common.smk)
+        lost=remake_lost_results,
     output:
         summary=f"{RESULTS}/summary/scores.parquet",
         samples=f"{RESULTS}/summary/sample_scores.parquet",
@@ -48,6 +50,7 @@ rule correlations:
     input:
         unpack(analysis_inputs),
         figure_index=f"{RESULTS}/figures/index.tsv",
+        lost=remake_lost_results,
     output:
         pdf=report(f"{RESULTS}/correlations.pdf", caption="../report/correlations_pdf.rst", category="0. All figures"),
         table=f"{RESULTS}/summary/correlations.parquet",

@@ -6,14 +6,17 @@ import re
 import shlex
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from careval.analysis.elo import resolve_elo_path
 from careval.canonical import JobParam
 from careval.careqa.acquire import edition_name, is_url
 from careval.datasets.benchmark import TASKS, LmEvalSource, LocalSource
 from careval.models.prepare import weights_digest
+from careval.metrics.registry import FAMILIES
 from careval.plan import EXTRA_FAMILIES, LM_EVAL_SCORING
-from careval import runlock
+from careval.studies import studies_job
+from careval import results_check, runlock
 from careval.warm import server as warm_server
 
 RESULTS = PLAN.results_dir
@@ -114,7 +117,7 @@ def engine_command(spec):
     (an environment with vLLM; careval need not be installed there), else by the python running Snakemake."""
     import careval.backends.vllm_serve as serve
 
-    backend = spec.for_job().backend_kwargs()
+    backend = serve.server_spec(spec.for_job())
     python = spec.engine_python or sys.executable
     return " ".join(shlex.quote(part) for part in (python, serve.__file__, "--spec", json.dumps(backend)))
 
@@ -148,6 +151,69 @@ def start_warm_worker():
 def stop_warm_worker():
     while WARM_WORKER:
         warm_server.stop(WARM_WORKER.pop())
+
+
+# --- what lies under the results folder (careval.results_check): files cut short and intermediates deleted since
+# they were read are made again by this run; files no job of this config makes are named and marked in the index
+RESULTS_STATE = {"remake": set(), "made": set(), "forced": False}
+
+
+def produced_here(path):
+    """Whether a rule of this config makes `path` (an output, log or benchmark file of its jobs)."""
+    return any(rule.is_producer(path) for rule in workflow.rules)
+
+
+def check_results():
+    """Before the DAG: each parquet or JSON file cut short is named (and remade: remake_lost_results), and the files no
+    rule of this config makes (an earlier config's, e.g. a table its metrics no longer fill) are named in one line."""
+    if not workflow.is_main_process:
+        return
+    files = results_check.result_files(RESULTS) + results_check.result_files(DATASETS_DIR)
+    for path, why in results_check.cut_short(files).items():
+        if produced_here(path):
+            print(f"careval: {path}: {why}; it is made again, with the jobs after it", file=sys.stderr)
+            RESULTS_STATE["remake"].add(path)
+        else:
+            print(f"careval warning: {path}: {why}, and no job of this config makes it: delete it", file=sys.stderr)
+    stale = [path for path in results_check.result_files(RESULTS) if not produced_here(path)]
+    if stale:
+        summary = results_check.stale_summary(stale)
+        print(f"careval warning: {summary}; {RESULTS}/{results_check.INDEX} marks them stale", file=sys.stderr)
+
+
+def remake_lost_results(wildcards):
+    """An input function with no input: while Snakemake builds the DAG, it forces the jobs of the files cut short
+    (check_results) and of the intermediates deleted after a job read them (Snakemake's records of the files under
+    the results and datasets folders), so the same command remakes them and the jobs after them. Snakemake itself
+    remakes a missing file only where a job after it must run anyway; --forcerun is what a user would type."""
+    if RESULTS_STATE["forced"] or not workflow.is_main_process:
+        return []
+    RESULTS_STATE["forced"] = True
+    from snakemake.io import IOFile
+
+    files = results_check.result_files(RESULTS) + results_check.result_files(DATASETS_DIR)
+    recorded = lambda path: workflow.persistence.input(IOFile(path))
+    # a dataset source or a model's marker is no intermediate of a run: its own rule decides (models.smk)
+    folders = (f"{RESULTS}/", f"{DATASETS_DIR}/")
+    for path, reader in results_check.deleted_inputs(files, recorded).items():
+        if path.startswith(folders) and produced_here(path) and path not in RESULTS_STATE["remake"]:
+            print(f"careval: {path} is gone (it was read to make {reader}); it is made again", file=sys.stderr)
+            RESULTS_STATE["remake"].add(path)
+    workflow.dag.forcefiles.update(RESULTS_STATE["remake"])
+    return []
+
+
+def record_planned_outputs():
+    """onstart: the outputs this run's jobs make (the index's `made`)."""
+    RESULTS_STATE["made"] = {str(f) for job in workflow.dag.needrun_jobs(exclude_finished=False) for f in job.output}
+
+
+def write_results_index():
+    """onsuccess: results/index.tsv, every file of this run's DAG (made now or kept) and the stale ones."""
+    kept = {str(f) for job in workflow.dag.jobs for f in job.output}
+    stale = [path for path in results_check.result_files(RESULTS) if not produced_here(path)]
+    rows = results_check.index_rows(RESULTS_STATE["made"], kept, stale)
+    results_check.write_index(f"{RESULTS}/{results_check.INDEX}", rows)
 
 
 def prepared_marker(spec):
@@ -224,6 +290,14 @@ def analysis_inputs(wildcards):
     inputs["cost"] = f"{RESULTS}/summary/cost.parquet"
     if JURY_REPORT:  # jury.smk: the jury's and the human-agreement tables
         inputs.update({key: f"{RESULTS}/summary/{key}.parquet" for key in JURY_REPORT_OUTPUTS})
+    if PLAN.studies:  # studies.smk: every study's tests and per-sample table, and Table 6
+        inputs["studies"] = f"{RESULTS}/summary/studies.parquet"
+        inputs["study_tables"] = [f"{RESULTS}/studies/{study}/sample_scores.parquet" for study in PLAN.studies]
+        sheets = [name for name, study in PLAN.studies.items() if study.has_review_sheet]
+        if sheets:  # made with the report (the study pages say where they are)
+            inputs["review_sheets"] = [f"{RESULTS}/studies/{name}/review_sheet.csv" for name in sheets]
+    if PLAN.analysis.table6:
+        inputs["table6"] = f"{RESULTS}/tables/table6_relaxed_perplexity_examples.csv"
     return inputs
 
 
@@ -260,25 +334,24 @@ def careqa_local_documents(wildcards):
     return [edition[part] for part in ("booklet", "key") if not is_url(edition[part])]
 
 
-def repeats_judged(benchmark):
-    """Whether the judge grades this benchmark's repeats too: wherever it grades its answers (paper 3.4-3.5)."""
-    return PLAN.judge is not None and "judge" in PLAN.families(benchmark)
-
-
 def comparison_repeats(wildcards):
     """The scored sampled answers of the self-consistency analysis, where the two-level bootstrap reads them."""
     if not PLAN.comparisons_job().two_level:
         return []
     benchmarks = PLAN.analysis.consistency_benchmarks
     return [f"{RESULTS}/consistency_scores/{m}/{b}.parquet" for m in MODELS for b in benchmarks] + [
-        f"{RESULTS}/consistency_judge/{m}/{b}.parquet" for m in MODELS for b in benchmarks if repeats_judged(b)
+        f"{RESULTS}/consistency_judge/{m}/{b}.parquet" for m in MODELS for b in benchmarks if PLAN.repeats_judged(b)
     ]
 
 
 def cost_inputs(wildcards):
     """Every inference output (whose tokens are counted) and the analysis tables, after whose jobs every job time
     under results/benchmarks is written."""
-    inputs = {k: v for k, v in analysis_inputs(wildcards).items() if k not in ("elo", "comparisons", "cost")}
+    inputs = {
+        k: v
+        for k, v in analysis_inputs(wildcards).items()
+        if k not in ("elo", "comparisons", "cost", "studies", "study_tables", "review_sheets", "table6")
+    }
     for model in MODELS:
         for benchmark, entry in BENCHMARKS.items():
             inputs[f"loglik/{model}/{benchmark}"] = f"{RESULTS}/loglik/{model}/{benchmark}.parquet"
@@ -304,3 +377,72 @@ def jury_report_inputs(wildcards):
         inputs["ratings"] = str(resolve_elo_path(ANALYSIS["human_ratings"]))
         inputs["datasets"] = [f"{DATASETS_DIR}/{b}.parquet" for b in BENCHMARKS]
     return inputs
+
+
+# --- studies.smk (careval.studies): a variant's jobs are the run's rules over its own plan, under STUDY
+STUDIES = PLAN.studies
+STUDY = f"{RESULTS}/studies/{{study}}/{{variant}}"
+STUDY_RUN = f"{STUDY}/run{{run}}"
+STUDY_LOGS = f"{LOGS}/studies/{{study}}/{{variant}}"
+
+
+def study_plan(wildcards):
+    """The plan of the wildcards' study variant (of its run, for a study with runs)."""
+    plans = STUDIES[wildcards.study].variants[wildcards.variant].plans
+    return plans[int(wildcards.get("run", 0))]
+
+
+def study_model(wildcards):
+    """The model a study job loads: the variant's evaluated model (section models: another model)."""
+    return study_plan(wildcards).models[wildcards.model]
+
+
+def study_model_folder(wildcards):
+    return prepared_marker(study_model(wildcards))
+
+
+def study_answers(wildcards):
+    """The generations and log-likelihoods a variant's scoring or grading reads: the run's, or its own."""
+    study = STUDIES[wildcards.study]
+    inputs = {"loglik": study.answers_file(wildcards.variant, wildcards.model, wildcards.benchmark, "loglik")}
+    if BENCHMARKS[wildcards.benchmark].generates:
+        inputs["generations"] = study.answers_file(
+            wildcards.variant, wildcards.model, wildcards.benchmark, "generations"
+        )
+    return {"samples": f"{DATASETS_DIR}/{wildcards.benchmark}.parquet", **inputs}
+
+
+def study_rephrasings(wildcards):
+    """A run's rephrasings of one model's answers (the run's own or the study's) and the answers themselves."""
+    study = STUDIES[wildcards.study]
+    w = wildcards
+    return {
+        "samples": f"{DATASETS_DIR}/{w.benchmark}.parquet",
+        "generations": f"{RESULTS}/generations/{w.model}/{w.benchmark}.parquet",
+        "repeats": study.rephrase_file(w.variant, int(w.run), w.model, w.benchmark, "rephrase"),
+    }
+
+
+def study_pattern(names):
+    return "|".join(re.escape(name) for name in names) or "(?!)"
+
+
+def study_sources(wildcards):
+    return [source.path for source in STUDIES[wildcards.study].sources()]
+
+
+def study_examples(wildcards):
+    """The local source files of a study's Table 6 benchmarks (read whole by the job: `limit` sizes a run, not the table)."""
+    benchmarks = sorted({e.benchmark for e in STUDIES[wildcards.study].examples})
+    return [path for b in benchmarks for path in benchmark_source_files(SimpleNamespace(benchmark=b))]
+
+
+# the families a study's scoring job computes one at a time (the run's scoring jobs compute all of a task's at once)
+STUDY_SCORE_FAMILIES = [name for name, family in FAMILIES.items() if family.job in ("score", "extra")]
+# the study with paper Table 6's examples (careval.studies: at most one), or None
+STUDY_EXAMPLES = next((study for study in STUDIES.values() if study.examples), None)
+STUDY_WILDCARDS = {
+    "study": study_pattern(STUDIES),
+    "variant": study_pattern({v for study in STUDIES.values() for v in study.variants}),
+    "run": r"\d+",
+}

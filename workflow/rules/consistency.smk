@@ -53,7 +53,7 @@ rule consistency:
             f"{RESULTS}/consistency_judge/{model}/{benchmark}.parquet"
             for model in MODELS
             for benchmark in PLAN.analysis.consistency_benchmarks
-            if repeats_judged(benchmark)
+            if PLAN.repeats_judged(benchmark)
         ],
     output:
         f"{RESULTS}/summary/consistency.parquet",

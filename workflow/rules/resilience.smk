@@ -61,7 +61,7 @@ rule resilience:
             f"{RESULTS}/rephrase_judge/{model}/{benchmark}.parquet"
             for model in MODELS
             for benchmark in PLAN.analysis.resilience_benchmarks
-            if repeats_judged(benchmark)
+            if PLAN.repeats_judged(benchmark)
         ],
     output:
         f"{RESULTS}/summary/resilience.parquet",

@@ -13,7 +13,7 @@ with job_log(snakemake.log[0], snakemake.output):
     build_iteration1(
         snakemake.input.english,
         snakemake.input.screened,
-        job.model.for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
+        job.model.for_job(snakemake.threads, snakemake.resources.gpu),
         job.sampling,
         snakemake.output.audit,
         snakemake.output.report,

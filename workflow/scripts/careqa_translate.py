@@ -12,7 +12,7 @@ with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     translate_careqa(
         snakemake.input.spanish,
-        job.model.for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
+        job.model.for_job(snakemake.threads, snakemake.resources.gpu),
         job.sampling,
         snakemake.output.english,
         snakemake.output.audit,

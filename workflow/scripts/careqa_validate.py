@@ -12,7 +12,7 @@ with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     build_validation(
         snakemake.input.candidates,
-        job.model.for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
+        job.model.for_job(snakemake.threads, snakemake.resources.gpu),
         job.sampling,
         int(snakemake.wildcards.iteration),
         snakemake.output.audit,

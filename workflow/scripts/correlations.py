@@ -29,6 +29,11 @@ with job_log(snakemake.log[0], snakemake.output):
     }
     if "paper_tables" in snakemake.input.keys():  # the tables' folder (results/tables/)
         inputs["paper_tables"] = Path(snakemake.input.paper_tables[0]).parent
+    if "studies" in snakemake.input.keys():  # the studies' tests, and each study's per-sample table
+        inputs["studies"] = Path(snakemake.input.studies)
+        inputs["study_tables"] = [Path(path) for path in snakemake.input.study_tables]
+    if "table6" in snakemake.input.keys():
+        inputs["table6"] = Path(snakemake.input.table6)
     outputs = {
         "pdf": Path(snakemake.output.pdf),
         "figures": Path(snakemake.params.figures_dir),

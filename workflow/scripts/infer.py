@@ -23,7 +23,7 @@ with job_log(snakemake.log[0], snakemake.output):
     run_inference(
         Path(snakemake.input.samples),
         job.entry,
-        model_for_job(job.model, snakemake).backend_kwargs(),
+        model_for_job(job.model, snakemake),
         job.sampling,
         loglik_path=Path(snakemake.output.loglik),
         generations_path=Path(snakemake.output.generations) if "generations" in snakemake.output.keys() else None,

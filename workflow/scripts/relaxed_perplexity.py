@@ -24,7 +24,7 @@ with job_log(snakemake.log[0], snakemake.output):
         Path(snakemake.input.samples),
         Path(snakemake.output[0]),
         job.entry.prompt,
-        model_for_job(job.model, snakemake).backend_kwargs(),
+        model_for_job(job.model, snakemake),
         job.options,
         targets_path=Path(snakemake.output.targets),
     )

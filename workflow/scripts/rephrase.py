@@ -14,7 +14,7 @@ with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     run_rephrasing(
         Path(snakemake.input.generations),
-        job.rephraser.for_job(snakemake.threads, snakemake.resources.gpu).backend_kwargs(),
+        job.rephraser.for_job(snakemake.threads, snakemake.resources.gpu),
         job.k,
         job.sampling,
         Path(snakemake.output[0]),

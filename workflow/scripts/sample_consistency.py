@@ -23,7 +23,7 @@ with job_log(snakemake.log[0], snakemake.output):
     run_consistency(
         Path(snakemake.input.samples),
         job.entry,
-        model_for_job(job.model, snakemake).backend_kwargs(),
+        model_for_job(job.model, snakemake),
         job.r,
         job.sampling,
         Path(snakemake.output.samples),

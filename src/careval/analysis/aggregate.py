@@ -20,6 +20,8 @@ from careval.metrics.registry import (
 from careval.schemas import JUDGE_VERDICTS_SCHEMA, SUMMARY_SAMPLE_SCHEMA, SUMMARY_SCHEMA
 
 MCQA_AVERAGE = "mcqa_weighted_average"
+# the metrics it averages (and writes)
+MCQA_AVERAGE_METRICS = ("acc", "acc_norm")
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,9 @@ def mcqa_weighted_averages(summary: pl.DataFrame, members: list[str] | None = No
     Over `members` (None: every mcqa benchmark of the summary); members absent from the summary are left out.
     """
     mcqa = summary.filter(
-        (pl.col("task") == "mcqa") & pl.col("metric").is_in(["acc", "acc_norm"]) & (pl.col("benchmark") != MCQA_AVERAGE)
+        (pl.col("task") == "mcqa")
+        & pl.col("metric").is_in(list(MCQA_AVERAGE_METRICS))
+        & (pl.col("benchmark") != MCQA_AVERAGE)
     )
     if members is not None:
         mcqa = mcqa.filter(pl.col("benchmark").is_in(list(members)))

@@ -134,7 +134,8 @@ def mcnemar_exact(a: np.ndarray, b: np.ndarray, common: np.ndarray) -> np.ndarra
     return np.where(discordant > 0, p, 1.0)
 
 
-def _stat(x: np.ndarray, w: np.ndarray, geometric: bool) -> np.ndarray:
+def statistic(x: np.ndarray, w: np.ndarray, geometric: bool) -> np.ndarray:
+    """The (weighted, or geometric) mean from summed weighted (log-)values `x` and summed weights `w`; NaN where w is 0."""
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(w > 0, x / np.where(w > 0, w, 1.0), np.nan)
     return np.exp(mean) if geometric else mean
@@ -158,7 +159,7 @@ class ModelSums:
         return bool(self.valid.all() and (self.w == 1).all())
 
     def diff(self, xa, wa, xb, wb) -> np.ndarray:
-        return _stat(xa, wa, self.geometric) - _stat(xb, wb, self.geometric)
+        return statistic(xa, wa, self.geometric) - statistic(xb, wb, self.geometric)
 
 
 def model_sums(block: Block, geometric: bool) -> ModelSums:

@@ -19,7 +19,9 @@ Intervals resample the sample ids (careval.analysis.judge_agreement.bootstrap_in
 from __future__ import annotations
 
 import csv
+import io
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +32,7 @@ from careval.analysis.judge_agreement import bootstrap_intervals, rater_matrix
 from careval.analysis.reliability import icc, krippendorff_alpha
 from careval.metrics.registry import VALUED_STATUSES, higher_is_better
 from careval.schemas import HUMAN_AGREEMENT_SCHEMA, RATER_AGREEMENT_SCHEMA, RATINGS_SCHEMA
+from careval.textio import TextDecodeError, read_text
 
 COLUMNS = ("model", "benchmark", "id", "criterion", "rating", "rater")
 
@@ -39,57 +42,69 @@ class HumanRatingsError(ValueError):
 
 
 def read_human_ratings(
-    path: Path, models: list[str], sample_ids: dict[str, set[str]], rating_range: tuple[float, float]
+    path: Path,
+    models: list[str],
+    sample_ids: Mapping[str, set[str] | None],
+    rating_range: tuple[float, float],
 ) -> pl.DataFrame:
     """The ratings (RATINGS_SCHEMA), every row checked: a known model, a known benchmark and sample id
-    (`sample_ids`: benchmark -> its ids), a rating in `rating_range`, a criterion and a rater."""
+    (`sample_ids`: benchmark -> its ids; None where they are not known yet, before the benchmark is normalised),
+    a rating in `rating_range`, a criterion and a rater, and one rating per rater, answer and criterion: the same
+    row twice is read once, two different ratings of one answer by one rater are an error (their mean would be
+    a rating the rater never gave). The file is read as UTF-8, a spreadsheet's byte-order mark dropped."""
     low, high = rating_range
-    rows = []
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(line for line in handle if not line.startswith("#"))
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise HumanRatingsError(f"{path}: line 1: missing column {', '.join(missing)} (need {', '.join(COLUMNS)})")
-        for record in reader:
-            # the header is the first non-comment line; the reader counts lines of the filtered stream, so the
-            # file's line number is found again by counting comment lines
-            line = _file_line(path, reader.line_num)
+    try:
+        text = read_text(path)
+    except TextDecodeError as error:
+        raise HumanRatingsError(str(error)) from None
+    # (line in the file, text) of every line that is not a '#' comment: the header is the first of them
+    lines = enumerate(text.splitlines(keepends=True), start=1)
+    kept = [(number, line) for number, line in lines if not line.startswith("#")]
+    reader = csv.DictReader(io.StringIO("".join(line for _, line in kept), newline=""))
+    header_line = kept[0][0] if kept else 1
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise HumanRatingsError(
+            f"{path}: line {header_line}: missing column {', '.join(missing)} (need {', '.join(COLUMNS)})"
+        )
+    rows: dict[tuple[str, str, str, str, str], tuple[float, int, str]] = {}  # the key's rating, line and cell
+    for record in reader:
+        # the reader counts the lines of the comment-free text (a quoted cell may span several): back to the file's
+        line = kept[min(reader.line_num, len(kept)) - 1][0]
 
-            def bad(field: str, why: str, line: int = line) -> HumanRatingsError:
-                return HumanRatingsError(f"{path}: line {line}: field {field}: {why}")
+        def bad(field: str, why: str, line: int = line) -> HumanRatingsError:
+            return HumanRatingsError(f"{path}: line {line}: field {field}: {why}")
 
-            for field in COLUMNS:
-                if not (record.get(field) or "").strip():
-                    raise bad(field, "empty")
-            model, benchmark, sample = record["model"].strip(), record["benchmark"].strip(), record["id"].strip()
-            if model not in models:
-                raise bad("model", f"'{model}' is not an evaluated model (have: {', '.join(models)})")
-            if benchmark not in sample_ids:
-                raise bad("benchmark", f"'{benchmark}' is not a benchmark of this run (have: {', '.join(sample_ids)})")
-            if sample not in sample_ids[benchmark]:
-                raise bad("id", f"'{sample}' is not a sample id of {benchmark}")
-            try:
-                rating = float(record["rating"])
-            except ValueError:
-                raise bad("rating", f"'{record['rating']}' is not a number") from None
-            if not (math.isfinite(rating) and low <= rating <= high):
-                raise bad("rating", f"{record['rating']} is outside the declared range [{low:g}, {high:g}]")
-            rows.append((model, benchmark, sample, record["criterion"].strip(), rating, record["rater"].strip()))
+        for field in COLUMNS:
+            if not (record.get(field) or "").strip():
+                raise bad(field, "empty")
+        model, benchmark, sample = record["model"].strip(), record["benchmark"].strip(), record["id"].strip()
+        if model not in models:
+            raise bad("model", f"'{model}' is not an evaluated model (have: {', '.join(models)})")
+        if benchmark not in sample_ids:
+            raise bad("benchmark", f"'{benchmark}' is not a benchmark of this run (have: {', '.join(sample_ids)})")
+        known = sample_ids[benchmark]
+        if known is not None and sample not in known:
+            raise bad("id", f"'{sample}' is not a sample id of {benchmark}")
+        try:
+            rating = float(record["rating"])
+        except ValueError:
+            raise bad("rating", f"'{record['rating']}' is not a number") from None
+        if not (math.isfinite(rating) and low <= rating <= high):
+            raise bad("rating", f"{record['rating']} is outside the declared range [{low:g}, {high:g}]")
+        key = (model, benchmark, sample, record["criterion"].strip(), record["rater"].strip())
+        if key in rows and rows[key][0] != rating:
+            _, first_line, cell = rows[key]
+            raise bad(
+                "rating",
+                f"{record['rating'].strip()} conflicts with {cell} on line {first_line}: rater '{key[4]}' rated "
+                f"{model}'s answer to {benchmark} {sample} ({key[3]}) twice; keep one rating",
+            )
+        rows.setdefault(key, (rating, line, record["rating"].strip()))
     if not rows:
-        raise HumanRatingsError(f"{path}: line 2: field rating: the file has no ratings")
-    return pl.DataFrame(rows, schema=RATINGS_SCHEMA, orient="row")
-
-
-def _file_line(path: Path, filtered_line: int) -> int:
-    """The file's line number of the `filtered_line`-th line that is not a '#' comment."""
-    seen = 0
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.startswith("#"):
-                seen += 1
-                if seen == filtered_line:
-                    return number
-    return filtered_line
+        raise HumanRatingsError(f"{path}: line {header_line + 1}: field rating: the file has no ratings")
+    table = [(*key[:4], rating, key[4]) for key, (rating, _, _) in rows.items()]
+    return pl.DataFrame(table, schema=RATINGS_SCHEMA, orient="row")
 
 
 def rater_agreement(ratings: pl.DataFrame, bootstrap=None) -> pl.DataFrame:

@@ -123,7 +123,14 @@ def judge_bias_figure(table: pl.DataFrame, benchmark: str):
     preference = block.filter(pl.col("check") == "self_preference")
     if preference.is_empty():
         axes[1].axis("off")
-        axes[1].text(0.5, 0.5, "no judge is an evaluated model\n(metrics.judge.same_family)", ha="center", fontsize=8)
+        # a judge's grades of its own family's answers are compared with the other judges': one judge has none
+        why = (
+            "needs two judges: a judge's grades of its own answers\nare compared with the other judges' "
+            "(metrics.judge.models has one)"
+            if block["judge"].n_unique() < 2
+            else "no judge is an evaluated model\n(metrics.judge.same_family)"
+        )
+        axes[1].text(0.5, 0.5, why, ha="center", fontsize=8)
     else:
         labels = [f"{j} on {m}\n{r}" for j, m, r in preference.select("judge", "model", "rubric").iter_rows()]
         below, above = _ci(preference)

@@ -30,6 +30,13 @@ PAPER_TASKS = {
     "question_entailment": "Question entailment",
 }
 CLOSE_ENDED_TASKS = tuple(list(PAPER_TASKS)[:4])
+# figure 1's task rows are named "task:<paper task>" in the benchmark column of correlations.parquet
+TASK_ROW = "task:"
+
+
+def task_row(paper_task: str) -> str:
+    return f"{TASK_ROW}{paper_task}"
+
 
 # Table 20's columns: the close-ended metrics of each careval task (the paper reports accuracy; careval's
 # classification and relation extraction also write macro-F1 and F1, shown beside it).
@@ -147,12 +154,14 @@ class TableSpec(JobSpec):
 class PaperTablesJob(JobSpec):
     """paper_tables: every planned table, the judge's rubrics (the main one first) and the bootstrap settings.
 
-    bootstrap None: no intervals. mcqa_average: the members of mcqa_weighted_average (None: every mcqa benchmark)."""
+    bootstrap None: no intervals. mcqa_average: the members of mcqa_weighted_average (None: every mcqa benchmark).
+    additions: the tables' benchmarks outside the paper's Table 1 (careval's additions, marked in the files)."""
 
     tables: tuple[TableSpec, ...]
     rubrics: tuple[str, ...]
     bootstrap: Bootstrap | None
     mcqa_average: tuple[str, ...] | None
+    additions: tuple[str, ...] = ()
 
 
 def _kind_families(table: PaperTable, task: str) -> tuple[str, ...] | None:
@@ -191,6 +200,29 @@ def planned_tables(
                 )
             )
     return tuple(planned)
+
+
+def unfilled_tables(
+    benchmarks: dict[str, tuple[str, str | None]],
+    families: Callable[[str], Iterable[str]],
+    why: Callable[[str], str],
+) -> tuple[str, ...]:
+    """One line per table that a benchmark of the run belongs to but no family of the config fills, saying why it is
+    not made (planned_tables' arguments; `why(family)`: the setting that keeps the family off those benchmarks)."""
+    notes = []
+    for table in PAPER_TABLES:
+        members = [name for name, (task, paper_task) in benchmarks.items() if table.covers(name, paper_task)]
+        # the families that would put a column in the table, per member (none: its task has no column there)
+        wanted = {name: fams for name in members if (fams := _kind_families(table, benchmarks[name][0]))}
+        if not wanted or any(set(fams) & set(families(name)) for name, fams in wanted.items()):
+            continue
+        kinds = sorted({family for fams in wanted.values() for family in fams})
+        reasons = sorted({why(family) for family in kinds})
+        notes.append(
+            f"Table {table.number} ({table.caption.rstrip('.')}) is not made: {', '.join(wanted)} "
+            f"{'is' if len(wanted) == 1 else 'are'} scored with none of {', '.join(kinds)} ({'; '.join(reasons)})"
+        )
+    return tuple(notes)
 
 
 def table_metric(kind: str, task: str, metric: str) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from careval.analysis.paper_tables import PaperTablesJob, TableSpec
+from careval.analysis.studies import StudyPage
 from careval.canonical import JobSpec, job_spec
 from careval.metrics.registry import paper_metrics
 from careval.schema import with_schema_defaults
@@ -53,6 +54,11 @@ FIGURE_KINDS = {
     "judge_bias": ("judge_bias.rst", "6. Judge jury"),
     "jury_stability": ("jury_stability.rst", "6. Judge jury"),
     "human_agreement": ("human_agreement.rst", "7. Agreement with people"),
+    # config `studies:` (careval.studies, careval.analysis.study_figures): a page per study, and paper Table 6
+    "study": ("study.rst", "12. Studies"),
+    "table6": ("table6.rst", "12. Studies"),
+    # what this config does not make and why (a paper table whose metrics are skipped), and settings it cannot apply
+    "run_notes": ("run_notes.rst", "0. About this run"),
 }
 
 
@@ -72,13 +78,20 @@ class FigureSpec(JobSpec):
     model_set: str | None = None
     benchmark: str | None = None
     method: str | None = None
+    study: str | None = None
 
 
-def figure(kind: str, model_set: str | None = None, benchmark: str | None = None, method: str | None = None):
-    """The figure of `kind` over these: named <kind>[_<model_set>][_<benchmark>][_<method>]."""
+def figure(
+    kind: str,
+    model_set: str | None = None,
+    benchmark: str | None = None,
+    method: str | None = None,
+    study: str | None = None,
+):
+    """The figure of `kind` over these: named <kind>[_<model_set>][_<benchmark>][_<method>][_<study>]."""
     caption, category = FIGURE_KINDS[kind]
-    name = "_".join(part for part in (kind, model_set, benchmark, method) if part is not None)
-    return FigureSpec(name, kind, caption, category, model_set, benchmark, method)
+    name = "_".join(part for part in (kind, model_set, benchmark, method, study) if part is not None)
+    return FigureSpec(name, kind, caption, category, model_set, benchmark, method, study)
 
 
 @job_spec
@@ -113,6 +126,16 @@ class ReportJob(JobSpec):
     comparison_alpha: float | None = None
     comparison_adjust: str | None = None
     cost: dict[str, str] | None = None
+    # the study pages (config `studies:`): what each page says of its study
+    studies: tuple[StudyPage, ...] = ()
+    # the paper task (Table 1) of each of the run's benchmarks that has one: figure 1's task rows
+    paper_tasks: dict[str, str] = field(default_factory=dict)
+    # the run's benchmarks outside the paper's Table 1 (careval's additions): marked in the paper's figures
+    additions: tuple[str, ...] = ()
+    # figure 7: careqa.review.filled_sheets, named on its page while it holds no filled sheet; None: not drawn
+    review_sheets: str | None = None
+    # the run notes page (AnalysisPlan.notes): one line each
+    notes: tuple[str, ...] = ()
 
     def of_kind(self, kind: str) -> list[FigureSpec]:
         return [f for f in self.figures if f.kind == kind]
@@ -170,6 +193,18 @@ class AnalysisPlan:
     # the benchmarks a jury grades (metrics.judge.models; set by careval.plan), and whether people's ratings are given
     jury_benchmarks: tuple[str, ...] = field(default=(), kw_only=True)
     human_ratings: bool = field(default=False, kw_only=True)
+    # the studies (set by careval.plan once they are planned) and whether one writes paper Table 6
+    studies: tuple[StudyPage, ...] = field(default=(), kw_only=True)
+    table6: bool = field(default=False, kw_only=True)
+    # the paper task of each run benchmark that has one, and the run's benchmarks outside the paper's Table 1 (the
+    # catalogue's Benchmark.paper_task and .addition; set by careval.plan)
+    paper_tasks: dict[str, str] = field(kw_only=True, default_factory=dict)
+    additions: tuple[str, ...] = field(default=(), kw_only=True)
+    # figure 7's folder of filled review sheets (careqa.review.filled_sheets) where its page is drawn
+    review_sheets: str | None = field(default=None, kw_only=True)
+    # what the config does not make and why, and its settings that cannot take effect (set by careval.plan): the
+    # report's first page where there are any
+    notes: tuple[str, ...] = field(default=(), kw_only=True)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -181,7 +216,8 @@ class AnalysisPlan:
     @cached_property
     def figures(self) -> tuple[FigureSpec, ...]:
         """Every figure of the report, in its page order: each correlation figure once per model set."""
-        figures = [figure("scores")]
+        figures = [figure("run_notes")] if self.notes else []
+        figures += [figure("scores")]
         figures += [figure("mcqa_vs_open", s) for s in self.sets("mcqa_vs_open")]
         figures += [figure("metric_x_metric", s, b) for s in self.sets("metric_x_metric") for b in self.open_benchmarks]
         figures += [
@@ -214,6 +250,8 @@ class AnalysisPlan:
             + (("jury_stability",) if b in self.resilience_benchmarks + self.consistency_benchmarks else ())
         ]
         figures += [figure("human_agreement")] if self.human_ratings else []
+        figures += [figure("study", study=page.name) for page in self.studies]
+        figures += [figure("table6")] if self.table6 else []
         return tuple(figures)
 
     def figure_names(self) -> list[str]:
@@ -243,6 +281,11 @@ class AnalysisPlan:
             comparison_alpha=self.comparisons.get("alpha"),
             comparison_adjust=self.comparisons.get("adjust"),
             cost=dict(self.cost) or None,
+            studies=self.studies,
+            paper_tasks=dict(self.paper_tasks),
+            additions=self.additions,
+            review_sheets=self.review_sheets if "review" in self.careqa_pages else None,
+            notes=self.notes,
         )
 
     @property
@@ -260,6 +303,7 @@ class AnalysisPlan:
             rubrics=self.rubrics,
             bootstrap=self.bootstrap,
             mcqa_average=None if self.mcqa_average is None else tuple(self.mcqa_average),
+            additions=tuple(b for b in self.additions if any(b in table.benchmarks for table in self.paper_tables)),
         )
 
 
@@ -319,19 +363,18 @@ def _bootstrap(bootstrap: dict) -> Bootstrap | None:
     return Bootstrap(int(bootstrap["resamples"]), bootstrap["confidence"], int(bootstrap["seed"]))
 
 
-def _careqa_pages(config: dict) -> tuple[str, ...]:
-    """Table 4 and figures 5-6 where careqa.statistics.tokenizer names a model; figure 7 where filled sheets exist."""
-    from careval.careqa.statistics import filled_sheets
-
-    careqa = with_schema_defaults(config.get("careqa"), "careqa")
+def _careqa_pages(careqa: dict, models: dict) -> tuple[str, ...]:
+    """Table 4 and figures 5-6 where careqa.statistics.tokenizer names a model; figure 7 too where
+    careqa.review.filled_sheets names a folder, whether or not it holds filled sheets yet: the plan follows the
+    config, not what lies on disk when it is read (a page says so while the folder is empty)."""
     tokenizer = careqa["statistics"]["tokenizer"]
     if tokenizer is None:
         return ()
-    if tokenizer not in config["models"]:
+    if tokenizer not in models:
         raise AnalysisConfigError(
-            f"careqa.statistics.tokenizer: '{tokenizer}' is not a key of `models` (have: {', '.join(config['models'])})"
+            f"careqa.statistics.tokenizer: '{tokenizer}' is not a key of `models` (have: {', '.join(models)})"
         )
-    review = ("review",) if filled_sheets(careqa["review"]["filled_sheets"]) else ()
+    review = ("review",) if careqa["review"]["filled_sheets"] is not None else ()
     return ("table4", "closed", "open", *review)
 
 
@@ -351,6 +394,7 @@ def analysis_plan(
             f"(have: {', '.join(config['models'])})"
         )
     model_sets, figure_sets = _model_sets(analysis, list(config["models"]))
+    careqa = with_schema_defaults(config.get("careqa"), "careqa")
     anchor = analysis["relaxed_perplexity_anchor"]
     if anchor is not None and anchor not in open_benchmarks:
         raise AnalysisConfigError(
@@ -372,7 +416,8 @@ def analysis_plan(
         clusters=analysis["clusters"],
         resilience_k=int(resilience["k"]),
         consistency_r=int(consistency["r"]),
-        careqa_pages=_careqa_pages(config),
+        careqa_pages=_careqa_pages(careqa, config["models"]),
+        review_sheets=careqa["review"]["filled_sheets"],
         metric_view=analysis["metric_view"],
         rubrics=_rubrics(config),
         resilience_scaling=resilience["scaling"],

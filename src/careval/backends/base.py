@@ -1,9 +1,30 @@
-"""The one protocol every model runtime implements (transformers, vLLM, ...)."""
+"""The one interface every model runtime implements (transformers, vLLM, an OpenAI-compatible server, ...).
+
+A caller (inference, the judge, Relaxed Perplexity, the rephraser, the CareQA steps) sees a :class:`Backend`
+and nothing else: it asks the backend's declared :class:`Capabilities` what it can do, never its class or its
+private attributes (tests/test_import_graph.py holds every caller to that). What a caller uses:
+
+* ``format(prompt)``: the text a prompt becomes for this model (system prompt, chat template);
+  ``prompt_tokens(prompt, room)``: those as token ids for generation; ``encode(text)``: a continuation's ids.
+* ``generate``, ``loglikelihood``, ``loglikelihood_rolling``: lm-eval's three requests.
+* ``sample_continuations`` and ``target_logprobs``: the token-level pair Relaxed Perplexity is written over
+  (careval.metrics.relaxed_perplexity): sampled continuations of a prompt, then the log-probability of each
+  target after each prefix of them.
+* ``name``, ``max_length``, ``gpus``, ``capabilities``; ``close()``.
+
+A backend registers itself by name (careval.backends.registry) and is built from the typed model spec.
+:class:`Backend` answers for a runtime without a capability: a one-line :class:`CapabilityError`.
+"""
 
 from __future__ import annotations
 
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, NamedTuple
+
+Prefix = tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -42,19 +63,140 @@ class Sampling:
         return self.temperature == 0
 
 
-@runtime_checkable
-class Backend(Protocol):
-    name: str
-    max_length: int
+@dataclass(frozen=True)
+class Capabilities:
+    """What a runtime can do, declared once where it registers (careval.backends.registry), read at plan time.
 
+    ``prompt_logprobs``: the log-probability of given text (loglikelihood, loglikelihood_rolling,
+    target_logprobs; MCQA, perplexity, Relaxed Perplexity and the judge's score distribution need it).
+    ``top_logprobs``: the most likely next tokens with their log-probabilities at each generated step.
+    ``chat_template``: it wraps prompts in the model's own chat template (a server applies its own).
+    ``max_gpus``: the most GPUs one model of it runs on (None: as many as the spec gives).
+    """
+
+    prompt_logprobs: bool
+    top_logprobs: bool
+    chat_template: bool
+    max_gpus: int | None
+
+
+# The capability -> how a message names it.
+CAPABILITY_NAMES = {
+    "prompt_logprobs": "prompt log-probabilities",
+    "top_logprobs": "top-k log-probabilities",
+    "chat_template": "chat template of its own",
+}
+
+
+class CapabilityError(RuntimeError):
+    """A request a backend cannot answer, in one line ("backend openai has no prompt log-probabilities")."""
+
+    one_line = True  # careval.joblog: the message alone on the console, no traceback
+
+
+def missing(backend: str, capability: str, needed_by: str = "") -> CapabilityError:
+    """The one line for a capability `backend` lacks (and who needs it)."""
+    needs = f": {needed_by} needs them" if needed_by else ""
+    return CapabilityError(f"backend {backend} has no {CAPABILITY_NAMES[capability]}{needs}")
+
+
+class Continuation(NamedTuple):
+    """A sampled continuation: its token ids and its joint log-probability under the model (unmodified by top-p)."""
+
+    token_ids: Prefix
+    logprob: float
+
+
+class PrefixedTarget(NamedTuple):
+    """log P(prefix | prompt) and log P(target | prompt + prefix), natural logs summed over the tokens."""
+
+    prefix: float
+    target: float
+
+
+def step_prefixes(continuations: Sequence[Sequence[int]], steps: Sequence[int]) -> dict[int, list[Prefix]]:
+    """The distinct prefixes c[:n] at each stride point, in first-seen order; unreached points are left out."""
+    out: dict[int, list[Prefix]] = {}
+    for n in steps:
+        seen: dict[Prefix, None] = {}
+        for c in continuations:
+            if len(c) >= n:
+                seen.setdefault(tuple(c[:n]), None)
+        if seen:
+            out[n] = list(seen)
+    return out
+
+
+class Backend(ABC):
+    """The interface (see the module docstring), with what a runtime lacking a capability answers.
+
+    A runtime implements ``generate``; with ``prompt_logprobs`` also ``encode`` and the log-probability
+    methods, else those raise :class:`CapabilityError`. ``format`` is the prompt itself where the runtime
+    applies no template of its own (a server applies its own).
+    """
+
+    capabilities: ClassVar[Capabilities]
+    backend: ClassVar[str]  # the name it is registered under (careval.backends.registry)
+    name: str  # the model's name (its config key)
+    max_length: int  # the context window, in tokens
+
+    @property
+    def gpus(self) -> int:
+        """The GPUs this model runs on."""
+        return 0
+
+    def format(self, prompt: str) -> str:
+        """The text `prompt` becomes for this model (its system prompt and chat template applied)."""
+        return prompt
+
+    def encode(self, text: str) -> list[int]:
+        """The token ids of `text` as a continuation of running text (no special tokens)."""
+        raise CapabilityError(f"backend {self.backend} gives no token ids (a served model's tokenizer is the server's)")
+
+    def prompt_tokens(self, prompt: str, room: int) -> tuple[list[int], int]:
+        """The token ids `prompt` is generated from (formatted, its special tokens, left-truncated to the last
+        `room` ids) and how many ids it had before that."""
+        ids = self.encode(self.format(prompt))
+        if room < 1:
+            raise ValueError(f"no room for the prompt: the context window leaves {room} tokens")
+        return ids[-room:], len(ids)
+
+    @abstractmethod
     def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
-        """One completion per prompt (text only, prompt stripped); chat templates are applied inside (see chat.py)."""
-        ...
+        """One completion per prompt (text only, prompt stripped)."""
 
     def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
         """Natural-log sum over the continuation's tokens given the context, per (context, continuation)."""
-        ...
+        raise missing(self.backend, "prompt_logprobs", "a log-likelihood request")
 
     def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
         """Natural-log likelihood of each whole text (lm-eval's rolling windows, BOS as the first context)."""
-        ...
+        raise missing(self.backend, "prompt_logprobs", "a rolling log-likelihood request")
+
+    def greedy_flags(self, pairs: list[tuple[str, str]]) -> list[float]:
+        """lm-eval's is_greedy of each (context, continuation): 1.0 where every continuation token is the model's
+        most likely next token given what precedes it, 0.0 where not (what lm-eval's loglikelihood `acc` reads);
+        NaN where the runtime cannot say (the metrics that read it are then counted as not scored)."""
+        return [math.nan] * len(pairs)
+
+    def sample_continuations(
+        self, prompt_ids: Sequence[int], *, n: int, max_tokens: int, top_p: float, seed: int
+    ) -> list[Continuation]:
+        """`n` continuations of exactly `max_tokens` tokens (end-of-sequence held back) drawn at temperature 1
+        with nucleus `top_p`, seeded by (`seed`, the prompt), each with its joint log-probability."""
+        raise missing(self.backend, "prompt_logprobs", "sampling with log-probabilities")
+
+    def target_logprobs(
+        self,
+        prompt_ids: Sequence[int],
+        continuations: Sequence[Sequence[int]],
+        lengths: Sequence[int],
+        targets: Sequence[Sequence[int]],
+    ) -> list[dict[Prefix, PrefixedTarget]]:
+        """Per target, for every distinct prefix ``p = c[:n]`` of the continuations (n in `lengths`,
+        :func:`step_prefixes`): log P(p | prompt) and log P(target | prompt + p)."""
+        raise missing(self.backend, "prompt_logprobs", "target log-probabilities")
+
+    def close(self) -> None:
+        """Free what the runtime holds (an engine, an accelerator); the backend is unusable after."""
+        return None  # most runtimes hold nothing their process's end does not free

@@ -30,8 +30,13 @@ The rules follow lm-evaluation-harness's HFLM / TemplateLM as of lm-eval 0.4.13:
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+from .chat import format_prompt
+
+log = logging.getLogger(__name__)
 
 # transformers' "no limit" sentinel for tokenizer.model_max_length
 _TOKENIZER_INFINITY = 1000000000000000019884624838656
@@ -267,3 +272,36 @@ def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
         if i != -1:
             cut = min(cut, i)
     return text[:cut]
+
+
+# ---------------------------------------------------------------------------------------
+# a backend's prompts
+# ---------------------------------------------------------------------------------------
+class TokenizerPrompts:
+    """The prompt methods of a backend that tokenizes with a transformers tokenizer (hf, vllm; Backend's
+    ``format``, ``encode`` and ``prompt_tokens``), by the rules above."""
+
+    name: str
+    tokenizer: Any
+    chat_template: bool
+    system_prompt: str | None
+    add_bos: bool | None
+
+    def format(self, prompt: str) -> str:
+        return format_prompt(self.tokenizer, prompt, self.chat_template, self.system_prompt)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def prompt_tokens(self, prompt: str, room: int) -> tuple[list[int], int]:
+        return generation_tokens(self.tokenizer, self.format(prompt), add_bos=self.add_bos, max_prompt_tokens=room)
+
+    def generation_ids(self, texts: Sequence[str], room: int) -> list[list[int]]:
+        """The ids each formatted prompt is generated from, left-truncated to `room` (a warning where one is)."""
+        ids = []
+        for text in texts:
+            kept, n = generation_tokens(self.tokenizer, text, add_bos=self.add_bos, max_prompt_tokens=room)
+            if n > room:
+                log.warning("%s: prompt of %d tokens left-truncated to %d", self.name, n, room)
+            ids.append(kept)
+        return ids

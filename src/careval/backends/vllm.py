@@ -22,21 +22,20 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .base import Sampling
-from .chat import format_prompt, require_chat_template
+from .base import Backend, Sampling
+from .chat import require_chat_template
+from .registry import register_backend
 from .tokenization import (
-    encode_pair,
-    generation_tokens,
     prefix_token_id,
     request_seeds,
     resolve_max_length,
-    rolling_pairs,
-    rolling_tokens,
     scoring_window,
     truncate_at_stop,
 )
+from .vllm_base import CAPABILITIES, VLLMRequests
 
 log = logging.getLogger(__name__)
+
 
 INSTALL_HINT = (
     "backend 'vllm' needs vLLM, which is not installed: install the gpu extra "
@@ -74,8 +73,19 @@ def engine_lengths(name: str, config: Any, max_length: int | None) -> tuple[int,
     return engine_len, window
 
 
-class VLLMBackend:
-    """A causal LM served by vLLM's offline engine; implements careval.backends.base.Backend."""
+@register_backend("vllm", CAPABILITIES)
+def load(spec: Any) -> Backend:
+    """A job's vLLM backend: a client of the model's shared engine where one serves the job (``engine: shared``,
+    vllm_server.py: no engine here, no vLLM import), else an engine of its own."""
+    if spec.engine_url_file:
+        from .vllm_server import VLLMServerBackend
+
+        return VLLMServerBackend.from_spec(spec)
+    return VLLMBackend.from_spec(spec)
+
+
+class VLLMBackend(VLLMRequests):
+    """A causal LM served by vLLM's offline engine (the Backend interface: vllm_base.py)."""
 
     def __init__(
         self,
@@ -102,6 +112,7 @@ class VLLMBackend:
         self.chat_template = bool(chat_template)
         self.system_prompt = system_prompt
         self.batch_size = int(batch_size)  # vLLM schedules its own batches; kept for the record
+        self.tensor_parallel = int(gpus or 1)
 
         config = AutoConfig.from_pretrained(self.path, trust_remote_code=trust_remote_code)
         if self.chat_template:  # fail before the (slow) engine start, not at the first prompt
@@ -114,7 +125,7 @@ class VLLMBackend:
             model=self.path,
             dtype=dtype or "auto",
             seed=int(seed),
-            tensor_parallel_size=int(gpus or 1),
+            tensor_parallel_size=self.tensor_parallel,
             max_model_len=engine_len,
             trust_remote_code=trust_remote_code,
         )
@@ -124,8 +135,27 @@ class VLLMBackend:
         self.llm: Any = vllm.LLM(**kwargs)  # None once closed
         self._SamplingParams = vllm.SamplingParams
         self.tokenizer = self.llm.get_tokenizer()
-        self.add_bos = None if add_bos_token is None else bool(add_bos_token)  # as hf.py
+        self.add_bos = None if add_bos_token is None else bool(add_bos_token)  # as the hf backend
         self.prefix_id = prefix_token_id(self.tokenizer)
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> VLLMBackend:
+        """The engine a careval.models.spec.ModelSpec describes: tensor-parallel over its GPUs, its vllm_args."""
+        return cls(
+            spec.name,
+            spec.path,
+            chat_template=spec.chat_template,
+            dtype=spec.dtype,
+            batch_size=spec.batch_size,
+            max_length=spec.max_length,
+            system_prompt=spec.system_prompt,
+            gpus=spec.gpus,
+            **dict(spec.vllm_args),
+        )
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel
 
     def close(self) -> None:
         """Stop vLLM's engine processes and free the accelerator (the backend is unusable after)."""
@@ -141,20 +171,13 @@ class VLLMBackend:
         )
 
     # ------------------------------------------------------------------ generation
-    def format(self, prompt: str) -> str:
-        return format_prompt(self.tokenizer, prompt, self.chat_template, self.system_prompt)
 
     def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
         if not prompts:
             return []
         texts = [self.format(p) for p in prompts]
         room = self.max_length - sampling.max_new_tokens
-        token_prompts = []
-        for text in texts:
-            ids, n = generation_tokens(self.tokenizer, text, add_bos=self.add_bos, max_prompt_tokens=room)
-            if n > room:
-                log.warning("%s: prompt of %d tokens left-truncated to %d", self.name, n, room)
-            token_prompts.append({"prompt_token_ids": ids})
+        token_prompts = [{"prompt_token_ids": ids} for ids in self.generation_ids(texts, room)]
         seeds = request_seeds(sampling.seed, texts)
         params = [
             self._SamplingParams(
@@ -170,31 +193,13 @@ class VLLMBackend:
         outputs = self.llm.generate(token_prompts, params, use_tqdm=True)
         return [truncate_at_stop(o.outputs[0].text, sampling.stop) for o in outputs]
 
-    # ------------------------------------------------------------------ scoring
-    def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
-        requests = [encode_pair(self.tokenizer, c, x, add_bos=self.add_bos) for c, x in pairs]
-        return self.score_tokens(requests)
-
-    def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
-        windows, owner = [], []
-        for i, text in enumerate(texts):
-            for pair in rolling_pairs(
-                rolling_tokens(self.tokenizer, text, self.add_bos), self.prefix_id, self.max_length
-            ):
-                windows.append(pair)
-                owner.append(i)
-        totals = [0.0] * len(texts)
-        for i, s in zip(owner, self.score_tokens(windows)):
-            totals[i] += s
-        return totals
-
-    # ------------------------------------------------------------------ relaxed perplexity
+    # ------------------------------------------------------------------ the engine's primitives
     def sample_token_ids(
         self, prompt_ids: list[int], *, n: int, max_tokens: int, top_p: float, seed: int
     ) -> list[tuple[list[int], float]]:
         """``n`` sampled continuations (temperature 1, top-p) of exactly ``max_tokens`` token ids
         -- ``min_tokens`` holds EOS back -- with their joint log-probabilities, for
-        careval.metrics.relaxed_perplexity. vLLM reports the model's raw log-probabilities."""
+        sample_continuations. vLLM reports the model's raw log-probabilities."""
         params = self._SamplingParams(
             n=n,
             max_tokens=max_tokens,

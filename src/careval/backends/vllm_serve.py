@@ -59,6 +59,15 @@ def engine_flags(args: dict[str, Any]) -> list[str]:
     return flags
 
 
+# What the server reads of the model's spec: the engine settings that VLLMBackend.from_spec passes a per-job engine.
+SERVER_KEYS = ("name", "path", "dtype", "gpus", "max_length", "vllm_args", "engine_start_timeout")
+
+
+def server_spec(spec: Any) -> dict[str, Any]:
+    """The JSON the server is started with, from a careval.models.spec.ModelSpec (as its job runs it)."""
+    return {key: getattr(spec, key) for key in SERVER_KEYS}
+
+
 def server_command(spec: dict, port: int, engine_len: int, python: str = sys.executable) -> list[str]:
     command = [
         python,
@@ -211,11 +220,11 @@ def bootstrap_careval() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--spec", required=True, help="the backend spec (ModelSpec.backend_kwargs) as JSON")
+    parser.add_argument("--spec", required=True, help="the model's engine settings (server_spec) as JSON")
     parser.add_argument("--url-file", required=True, type=Path)
     args = parser.parse_args(argv)
     spec = json.loads(args.spec)
-    # every key of ModelSpec.backend_kwargs is given (its defaults are the config schema's)
+    # every key of SERVER_KEYS is given (its defaults are the config schema's)
     return serve(spec, args.url_file, float(spec["engine_start_timeout"]))
 
 

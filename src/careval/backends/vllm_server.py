@@ -7,7 +7,7 @@ process's tokenizer, tokenization.py) and the server sees the very ids the per-j
 Each VLLMBackend call becomes the same request: a greedy or seeded generation per prompt,
 ``prompt_logprobs: 0`` with ``max_tokens: 1`` for every scored position, ``n`` seeded samples with
 ``min_tokens`` and their token ids (``return_token_ids``) and log-probabilities for Relaxed Perplexity.
-The class is a VLLMBackend (its log-likelihood, rolling and formatting code), minus the engine.
+The class shares VLLMBackend's requests (vllm_base.py: log-likelihood, rolling, formatting, Relaxed Perplexity), minus the engine.
 
 The address file the server job writes (JSON): ``state`` ("ready" once the server answers;
 anything else, or no file: not yet), ``url``, ``api_key`` (a fresh one per start: a file left by
@@ -28,8 +28,8 @@ from typing import Any
 
 from .base import Sampling
 from .chat import require_chat_template
-from .tokenization import generation_tokens, prefix_token_id, request_seeds, scoring_window, truncate_at_stop
-from .vllm import VLLMBackend
+from .tokenization import prefix_token_id, request_seeds, scoring_window, truncate_at_stop
+from .vllm_base import VLLMRequests
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def read_address(path: Path) -> dict | None:
     return info if isinstance(info, dict) and info.get("state") == "ready" else None
 
 
-class VLLMServerBackend(VLLMBackend):
+class VLLMServerBackend(VLLMRequests):
     """careval.backends.base.Backend over a shared vLLM server (see the module docstring)."""
 
     def __init__(
@@ -80,7 +80,7 @@ class VLLMServerBackend(VLLMBackend):
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
         if self.chat_template:
             require_chat_template(self.tokenizer)
-        self.add_bos = None if add_bos_token is None else bool(add_bos_token)  # as hf.py
+        self.add_bos = None if add_bos_token is None else bool(add_bos_token)  # as the hf backend
         self.prefix_id = prefix_token_id(self.tokenizer)
         self.llm = None  # no engine in this process
         start = time.perf_counter()
@@ -89,6 +89,23 @@ class VLLMServerBackend(VLLMBackend):
         self.max_length = int(self.info["max_length"])
         # one line per job: the logs count connections here and engine starts in the vllm_engine log
         print(f"using the shared vLLM engine of {name} at {self.url} (waited {time.perf_counter() - start:.1f}s)")
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> VLLMServerBackend:
+        """The client of the shared engine serving a job (ModelSpec.for_job gave it the engine's address file)."""
+        return cls(
+            spec.name,
+            spec.path,
+            spec.engine_url_file,
+            chat_template=spec.chat_template,
+            system_prompt=spec.system_prompt,
+            batch_size=spec.batch_size,
+            start_timeout=float(spec.engine_start_timeout),
+        )
+
+    @property
+    def gpus(self) -> int:
+        return 0  # the server's (the vllm_engine job holds them)
 
     def _connect(self, timeout: float) -> dict:
         """Wait for the address file and a server behind it that knows its key and serves this model."""
@@ -164,10 +181,7 @@ class VLLMServerBackend(VLLMBackend):
         texts = [self.format(p) for p in prompts]
         room = self.max_length - sampling.max_new_tokens
         bodies = []
-        for text, seed in zip(texts, request_seeds(sampling.seed, texts)):
-            ids, n = generation_tokens(self.tokenizer, text, add_bos=self.add_bos, max_prompt_tokens=room)
-            if n > room:
-                log.warning("%s: prompt of %d tokens left-truncated to %d", self.name, n, room)
+        for ids, seed in zip(self.generation_ids(texts, room), request_seeds(sampling.seed, texts)):
             body: dict[str, Any] = {
                 "prompt": ids,
                 "max_tokens": sampling.max_new_tokens,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from careval.backends.base import Backend, Sampling
+from careval.models.spec import ModelSpec
 
 
 def llm_sampling(step: dict) -> Sampling:
@@ -12,9 +13,9 @@ def llm_sampling(step: dict) -> Sampling:
     return Sampling(max_new_tokens=step["max_new_tokens"], temperature=step["temperature"], seed=step["seed"])
 
 
-def as_backend(backend_or_spec: Backend | dict) -> Backend:
-    """A backend as given (tests pass one), or loaded from a spec (the workflow passes the step's ModelSpec mapping)."""
-    if isinstance(backend_or_spec, dict):
+def as_backend(backend_or_spec: Backend | ModelSpec) -> Backend:
+    """A backend as given (tests pass one), or loaded from a spec (the workflow passes the step's ModelSpec)."""
+    if isinstance(backend_or_spec, ModelSpec):
         from careval.backends import load_backend
 
         return load_backend(backend_or_spec)

@@ -14,6 +14,7 @@ import polars as pl
 from careval.backends.base import Backend, Sampling
 from careval.careqa.filters import screen_question
 from careval.careqa.llm import as_backend, verdict_sampling
+from careval.models.spec import ModelSpec
 from careval.schemas import CAREQA_OPEN_SCHEMA
 
 # Appendix A.2 describes the prompts without printing them: rephrase into an open-ended question,
@@ -312,7 +313,7 @@ def build_screened(english_path: Path, spanish_path: Path, screened_path: Path, 
 def build_iteration1(
     english_path: Path,
     screened_path: Path,
-    backend: Backend | dict,
+    backend: Backend | ModelSpec,
     sampling: Sampling,
     audit_path: Path,
     report_path: Path,
@@ -342,7 +343,7 @@ def build_iteration1(
 
 def build_validation(
     candidates_path: Path,
-    backend: Backend | dict,
+    backend: Backend | ModelSpec,
     sampling: Sampling,
     iteration: int,
     audit_path: Path,
@@ -370,7 +371,7 @@ def build_validation(
 def build_iteration2(
     english_path: Path,
     validation1_path: Path,
-    backend: Backend | dict,
+    backend: Backend | ModelSpec,
     sampling: Sampling,
     audit_path: Path,
     report_path: Path,

@@ -10,6 +10,7 @@ import polars as pl
 from careval.backends.base import Backend, Sampling
 from careval.careqa.layout import COLUMNS
 from careval.careqa.llm import as_backend
+from careval.models.spec import ModelSpec
 from careval.schemas import CAREQA_CLOSE_SCHEMA, CAREQA_TRANSLATION_AUDIT_SCHEMA
 
 TEXT_FIELDS = ("question", "op1", "op2", "op3", "op4")
@@ -57,7 +58,7 @@ def translate_frame(spanish: pl.DataFrame, backend: Backend, sampling: Sampling)
 
 def translate_careqa(
     spanish_path: Path,
-    backend: Backend | dict,
+    backend: Backend | ModelSpec,
     sampling: Sampling,
     english_path: Path,
     audit_path: Path,

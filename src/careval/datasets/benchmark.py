@@ -115,6 +115,15 @@ class Benchmark:
     # the paper's task (its Table 1) this benchmark belongs to: groups benchmarks into the Appendix E tables
     # (careval.analysis.paper_tables.PAPER_TASKS); None: in no paper table
     paper_task: str | None
+    # the dataset as the paper's Table 1 names it (this entry is it, or a subset or subject of it); None: not in
+    # Table 1, careval's addition (a config's own benchmarks, lm-eval tasks too), marked with a dagger wherever the
+    # paper's figures and tables name it
+    paper_dataset: str | None
+
+    @property
+    def addition(self) -> bool:
+        """Whether the benchmark is careval's addition: no dataset of the paper's Table 1."""
+        return self.paper_dataset is None
 
     @property
     def lm_eval(self) -> LmEvalSource | None:
@@ -129,3 +138,10 @@ class Benchmark:
     def generates(self) -> bool:
         """Whether the model generates text on this benchmark (else it is scored by log-likelihood only)."""
         return self.task in GENERATING_TASKS or (self.task == "classification" and self.mode == "generate")
+
+    @property
+    def computes_logliks(self) -> bool:
+        """Whether its inference asks the model for log-likelihoods: the options of a choice task scored by
+        log-likelihood, the reference of an open one (perplexity), an lm-eval task's requests (a generating one's:
+        its reference's perplexity); none where it is scored on generations alone."""
+        return self.lm_eval is not None or self.task == "open" or (self.task in CHOICE_TASKS and not self.generates)

@@ -267,6 +267,7 @@ def build_benchmark_spec(name: str, mapping: dict, where: str, lm_eval_facts=Non
         min_chars=filled["min_chars"],
         mcqa_style=filled["mcqa_style"],
         paper_task=filled.get("paper_task"),
+        paper_dataset=filled.get("paper_dataset"),
     )
 
 
@@ -306,4 +307,5 @@ def _lm_eval_benchmark(name: str, mapping: dict, where: str, lm_eval_facts) -> B
         min_chars=filled["min_chars"],
         mcqa_style=filled["mcqa_style"],
         paper_task=filled.get("paper_task"),
+        paper_dataset=filled.get("paper_dataset"),
     )

@@ -19,7 +19,7 @@ from careval.metrics.judge import judge_model_spec, score_judge
 def _judge_factory(spec):
     spec = judge_model_spec(spec)
     print(f"judge: {spec.describe()}")
-    return lambda: load_backend(spec.backend_kwargs())
+    return lambda: load_backend(spec)
 
 
 def run_judge(samples_path: Path, generations_path: Path, output_path: Path, spec, options: dict) -> None:

@@ -1,7 +1,8 @@
 """The Relaxed Perplexity job of one model x benchmark: samples in, per-sample score rows out.
 
 The estimator (careval.metrics.relaxed_perplexity) takes token ids; this module turns a benchmark's
-samples into them (the generation prompt, the targets), loads the backend and writes the parquet.
+samples into them (the generation prompt, the targets) through the backend's interface, loads the
+backend and writes the parquet.
 """
 
 from __future__ import annotations
@@ -12,22 +13,19 @@ import math
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
-from careval.backends import load_backend
-from careval.backends.tokenization import generation_tokens
-from careval.backends.vllm import VLLMBackend
+from careval.backends import Backend, load_backend
 from careval.metrics.relaxed_perplexity import (
     ESTIMATOR_OPTIONS,
     METRICS,
     NICE_TO_HAVE,
     RelaxedPerplexity,
     relaxed_perplexities,
-    relaxed_perplexities_vllm,
     resolve_options,
 )
+from careval.models.spec import ModelSpec
 from careval.schemas import RELAXED_PERPLEXITY_TARGET_SCHEMA, SCORE_SCHEMA
 from careval.tasks.open import generation_prompts
 
@@ -82,13 +80,14 @@ def metric_name(metric: str, target_set: str) -> str:
 
 
 def relaxed_perplexity_targets(
-    backend: Any, samples: pl.DataFrame, prompt_template: str, options: dict | None = None
+    backend: Backend, samples: pl.DataFrame, prompt_template: str, options: dict | None = None
 ) -> pl.DataFrame:
     """Per (sample, target) values, for the first ``options["limit"]`` samples (all when unset).
 
-    The question is the generation prompt (careval.tasks.open.generation_prompts, then the
-    backend's ``format``: chat template, system prompt), encoded as for generation and
-    left-truncated to leave room for max_tokens and the longest target. A target that is
+    The question is the generation prompt (careval.tasks.open.generation_prompts) as the backend
+    generates from it (``prompt_tokens``: chat template, system prompt, special tokens),
+    left-truncated to leave room for max_tokens and the longest target; a target is the
+    backend's ``encode`` of " " + the statement. A target that is
     blank gets status ``empty_target``, one that cannot fit ``too_long``, a non-finite
     value ``non_finite``; the value is then NaN.
     """
@@ -97,10 +96,6 @@ def relaxed_perplexity_targets(
         samples = samples.head(int(opts["limit"]))
     params = {k: opts[k] for k in ESTIMATOR_OPTIONS}
     reference_targets = opts["reference_targets"]
-    is_vllm = isinstance(backend, VLLMBackend)
-    if not is_vllm and not (hasattr(backend, "model") and hasattr(backend, "tokenizer")):
-        raise TypeError(f"relaxed perplexity needs an hf or vllm backend, got {type(backend).__name__}")
-    tokenizer = backend.tokenizer
     rows: list[dict] = []
     prompts = generation_prompts(samples, prompt_template)
     for sample, prompt in zip(samples.iter_rows(named=True), prompts):
@@ -111,7 +106,7 @@ def relaxed_perplexity_targets(
             for i, t in enumerate(texts)
         ]
         texts = [t for _, _, t in labelled]
-        encoded = [list(tokenizer.encode(" " + t, add_special_tokens=False)) if t else [] for t in texts]
+        encoded = [backend.encode(" " + t) if t else [] for t in texts]
         statuses = ["ok" if ids else "empty_target" for ids in encoded]
         longest = max((len(ids) for ids in encoded), default=0)
         room = backend.max_length - opts["max_tokens"] - longest
@@ -121,14 +116,12 @@ def relaxed_perplexity_targets(
             for i in scored:
                 statuses[i] = "too_long"
         elif scored:
-            question_ids, untruncated = generation_tokens(
-                tokenizer, backend.format(prompt), add_bos=backend.add_bos, max_prompt_tokens=room
-            )
+            question_ids, untruncated = backend.prompt_tokens(prompt, room)
             if untruncated > room:
                 log.warning("%s: prompt of %d tokens left-truncated to %d", sample["id"], untruncated, room)
-            run = relaxed_perplexities_vllm if is_vllm else relaxed_perplexities
-            model = backend if is_vllm else backend.model
-            for i, result in zip(scored, run(model, question_ids, [encoded[i] for i in scored], **params)):
+            for i, result in zip(
+                scored, relaxed_perplexities(backend, question_ids, [encoded[i] for i in scored], **params)
+            ):
                 values[i] = result
                 if not (math.isfinite(result.cross_entropy) and math.isfinite(result.perplexity)):
                     statuses[i] = "non_finite"
@@ -161,7 +154,7 @@ def relaxed_perplexity_targets(
 
 
 def score_relaxed_perplexity(
-    backend: Any, samples: pl.DataFrame, prompt_template: str, options: dict | None = None
+    backend: Backend, samples: pl.DataFrame, prompt_template: str, options: dict | None = None
 ) -> pl.DataFrame:
     """Per-sample rows in careval's score layout: the mean over the sample's targets of the
     relaxed perplexity and of the relaxed cross-entropy, per target set (:func:`sample_target_sets`).
@@ -203,7 +196,7 @@ def run_relaxed_perplexity(
     samples_path: Path,
     output_path: Path,
     prompt_template: str,
-    spec: dict,
+    spec: ModelSpec,
     options: dict | None = None,
     targets_path: Path | None = None,
 ) -> None:
@@ -216,7 +209,7 @@ def run_relaxed_perplexity(
     scores = scores_from_targets(per_target)
     counts = scores.filter(pl.col("metric") == METRICS[0])["status"].value_counts(sort=True)
     print(
-        f"relaxed perplexity of {spec['name']} on {scores['id'].n_unique()} samples in "
+        f"relaxed perplexity of {spec.name} on {scores['id'].n_unique()} samples in "
         f"{time.perf_counter() - start:.1f}s; statuses: {dict(zip(*counts.to_dict(as_series=False).values()))}"
     )
     output_path.parent.mkdir(parents=True, exist_ok=True)

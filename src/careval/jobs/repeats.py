@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import polars as pl
@@ -20,6 +20,7 @@ from careval.checkpoint import (
 )
 from careval.datasets.benchmark import Benchmark
 from careval.inference import OnDemandBackend, benchmark_settings, model_facts, score_logliks
+from careval.models.spec import ModelSpec
 from careval.schemas import CONSISTENCY_LOGLIK_SCHEMA, REPEAT_GENERATION_SCHEMA
 from careval.tasks import open as open_task
 
@@ -88,11 +89,14 @@ def consistency_samples(
     return sample_repeats(backend, samples["id"].to_list(), prompts, r, sampling)
 
 
-def consistency_logliks(backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int) -> pl.DataFrame:
+def consistency_logliks(
+    backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int, chat_template: bool = False
+) -> pl.DataFrame:
     """The reference log-likelihoods once per repeat, so perplexity's self-consistency is measured, not assumed."""
     requests = open_task.loglik_requests(samples, benchmark.prompt)
     frames = [
-        score_logliks(backend, requests).with_columns(repeat=pl.lit(repeat, dtype=pl.Int64)) for repeat in range(r)
+        score_logliks(backend, requests, chat_template).with_columns(repeat=pl.lit(repeat, dtype=pl.Int64))
+        for repeat in range(r)
     ]
     return pl.concat(frames)
 
@@ -117,7 +121,7 @@ def _checkpointed(
 
 def run_rephrasing(
     generations_path: Path,
-    spec: dict,
+    spec: ModelSpec,
     k: int,
     sampling: Sampling,
     output: Path,
@@ -131,7 +135,7 @@ def run_rephrasing(
     In checkpointed batches of `checkpoint_every` answers (careval.checkpoint); identical answers share
     a batch, so each copy keeps the seed it has in one whole call.
     """
-    backend = OnDemandBackend({**spec, "system_prompt": REPHRASE_SYSTEM_PROMPT})
+    backend = OnDemandBackend(replace(spec, system_prompt=REPHRASE_SYSTEM_PROMPT))
     generations = pl.read_parquet(generations_path)
     generations = generations.head(limit) if limit else generations
     check_repeat_sampling(sampling, k)
@@ -154,7 +158,7 @@ def run_rephrasing(
 def run_consistency(
     samples_path: Path,
     benchmark: Benchmark,
-    spec: dict,
+    spec: ModelSpec,
     r: int,
     sampling: Sampling,
     output: Path,
@@ -193,7 +197,7 @@ def run_consistency(
         loglik_output,
         f"{benchmark.name} consistency log-likelihoods",
         loglik_batches,
-        lambda batch: consistency_logliks(backend(), samples[batch], benchmark, r),
+        lambda batch: consistency_logliks(backend(), samples[batch], benchmark, r, backend.spec.chat_template),
         CONSISTENCY_LOGLIK_SCHEMA,
         r=r,
         requests=digest(open_task.loglik_requests(samples, benchmark.prompt).rows()),

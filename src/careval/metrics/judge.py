@@ -30,7 +30,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import polars as pl
 from prometheus_eval.parser import parse_output
@@ -212,7 +211,7 @@ def score_judge(
                 )
 
     if prompts:
-        judge: Any = backend if hasattr(backend, "generate") else backend()  # pyright: ignore[reportCallIssue]
+        judge = backend if isinstance(backend, Backend) else backend()
         start = time.perf_counter()
         verdicts = grade_with_retries(prompts, backend_generate(judge, settings), retries)
         print(f"judge: graded {len(prompts)} prompts in {time.perf_counter() - start:.1f}s")
@@ -220,7 +219,7 @@ def score_judge(
         distributions = score_distributions(judge, prompts, [v.output for v in verdicts])
         if distributions is None:
             print(
-                f"judge: {getattr(judge, 'name', 'the judge')} gives no log-probabilities: unparseable verdicts "
+                f"judge: {judge.name} gives no log-probabilities: unparseable verdicts "
                 "stay parse_error and the expected scores no_logprobs"
             )
         else:

@@ -17,6 +17,8 @@ import math
 import re
 from collections.abc import Sequence
 
+from careval.backends.base import Backend
+
 SCORES = (1, 2, 3, 4, 5)
 # prometheus' output format: "Feedback: ... [RESULT] n"
 RESULT_MARK = "[RESULT]"
@@ -66,27 +68,23 @@ def expected_score(probs: Sequence[float]) -> float:
     return float(sum(score * p for score, p in zip(SCORES, probs)))
 
 
-def score_distributions(backend, prompts: Sequence[str], outputs: Sequence[str | None]) -> list[list[float]] | None:
-    """The five probabilities per (judge prompt, judge output), or None when the judge gives no log-probabilities.
+def score_distributions(
+    backend: Backend, prompts: Sequence[str], outputs: Sequence[str | None]
+) -> list[list[float]] | None:
+    """The five probabilities per (judge prompt, judge output), or None when the judge gives no log-probabilities
+    (its capabilities say so: an OpenAI-compatible server).
 
-    One loglikelihood call for every verdict (5 pairs each). A backend without ``format`` (its
-    chat template is the server's) or whose loglikelihood refuses (the OpenAI-compatible one)
-    has no distribution.
+    One loglikelihood call for every verdict (5 pairs each), after the prompt as the judge was sent it
+    (``format``: its system prompt and chat template).
     """
-    from careval.backends.openai_compat import NoLogLikelihoodError
-
-    formatter = getattr(backend, "format", None)
-    if formatter is None:
+    if not backend.capabilities.prompt_logprobs:
         return None
     pairs = [
         pair
         for prompt, output in zip(prompts, outputs)
-        for pair in score_pairs(scoring_context(formatter(prompt), output))
+        for pair in score_pairs(scoring_context(backend.format(prompt), output))
     ]
-    try:
-        logliks = backend.loglikelihood(pairs)
-    except NoLogLikelihoodError:
-        return None
+    logliks = backend.loglikelihood(pairs)
     if len(logliks) != len(pairs):
         raise ValueError(f"judge returned {len(logliks)} log-likelihoods for {len(pairs)} score pairs")
     n = len(SCORES)

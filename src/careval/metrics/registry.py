@@ -93,6 +93,9 @@ class MetricFamily:
     execution_options: tuple[str, ...] = ()
     plan_options: tuple[str, ...] = ()
     scorer: str | None = None
+    # its values come from the evaluated model's log-probabilities (its inference's log-likelihoods, or its own
+    # job's): a backend without them is refused at plan time (careval.plan, the backend's declared capabilities)
+    logprobs: bool = False
 
     def __post_init__(self) -> None:
         if self.job not in JOBS:
@@ -142,6 +145,7 @@ FAMILIES: dict[str, MetricFamily] = {
                 MetricSpec("acc_norm", "accuracy", True, label="accuracy (length-normalised)", binary=True),
             ),
             scorer=f"{_SCORING}:score_accuracy",
+            logprobs=True,
         ),
         MetricFamily(
             "classification",
@@ -149,6 +153,7 @@ FAMILIES: dict[str, MetricFamily] = {
             # acc, with accuracy's spec, and macro-F1 (tasks/classification.py)
             metrics=(MetricSpec("macro_f1", "classification", True, label="macro-F1"),),
             scorer=f"{_SCORING}:score_classification_family",
+            logprobs=True,  # in mode loglik (a generating benchmark computes none: careval.plan)
         ),
         MetricFamily(
             "relation_extraction",
@@ -227,6 +232,7 @@ FAMILIES: dict[str, MetricFamily] = {
                 MetricSpec("bits_per_byte", "perplexity", False, bounds=(0.0, INF), label="bits per byte", paper=True),
             ),
             scorer=f"{_SCORING}:score_perplexity_family",
+            logprobs=True,
         ),
         # judge_<rubric> and judge_<rubric>_expected, one pair per rubric (metric_spec's patterns).
         # No scorer: the judge job (careval.jobs) loads the judge LLM and grades. Its `model` (which LLM)
@@ -253,6 +259,7 @@ FAMILIES: dict[str, MetricFamily] = {
             "relaxed_perplexity",
             "relaxed perplexity",
             job="llm",
+            logprobs=True,
             metrics=(
                 MetricSpec("relaxed_perplexity", "relaxed_perplexity", label="Relaxed Perplexity", **_PERPLEXITY),
                 MetricSpec(
@@ -370,6 +377,8 @@ def lm_eval_metric_name(metric: str, filter_key: str) -> str:
 # judge's score distribution because its verdict did not parse (judge.py). Every other status is
 # a failure with a NaN value, counted apart.
 VALUED_STATUSES = ("ok", "from_distribution")
+# the suffix of a metric's per-sample variance over rephrasings, in a study of the resilience analysis
+REPHRASE_VARIANCE = "_rephrase_variance"
 # The statuses of a judge_<rubric> row the judge was asked for: parsed, read from the distribution,
 # or neither (a judge without log-probabilities). Other statuses: the answer was not sent to the judge.
 JUDGE_VERDICT_STATUSES = ("ok", "from_distribution", "parse_error")
@@ -394,6 +403,12 @@ def metric_spec(name: str) -> MetricSpec:
             base.average,
             base.in_cv,
             f"{base.label} given the question",
+        )
+    if name.endswith(REPHRASE_VARIANCE):
+        # a study of the resilience analysis (careval.analysis.studies): a metric's variance over a sample's rephrasings
+        spec = metric_spec(name[: -len(REPHRASE_VARIANCE)])
+        return MetricSpec(
+            name, spec.family, False, (0.0, INF), in_cv=False, label=f"{spec.label}: variance over rephrasings"
         )
     if name.startswith(JUDGE_PREFIX) and JUDGE_SEPARATOR in name:
         # one judge of a jury (careval.metrics.jury): judge_<rubric>[_expected]@<judge>, its jury metric's facts

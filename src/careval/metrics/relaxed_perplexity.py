@@ -37,9 +37,10 @@ Choices where the paper is terse (all documented here, all exercised by the test
   scored in the same pass (appendix D, table 6 reports both): metrics ``*_nice_to_have``.
   The benchmark job, with the per-target values kept in a file: careval.jobs.relaxed_perplexity.
 
-Two scorers give the same numbers (tests check 1e-5 in float32): ``implementation="reference"``
-(one forward pass per prefix) and ``"fast"`` (a batched pass over the cached prefix; see
-careval.backends.hf_relaxed_perplexity). vLLM backends use prompt log-probabilities (:func:`relaxed_perplexities_vllm`).
+Written once, over the backend interface (careval.backends.base.Backend): ``sample_continuations`` draws the
+continuations, ``target_logprobs`` gives log P(t | q + p) and log P(p | q) for every distinct prefix; each
+backend computes those its own way (hf on the sampler's key/value cache, vLLM from prompt log-probabilities).
+tests/metrics/test_relaxed_perplexity.py checks the result against a brute-force enumeration.
 """
 
 from __future__ import annotations
@@ -49,14 +50,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from careval.backends.base import Backend, Prefix, step_prefixes
 from careval.schema import with_schema_defaults
-
-Prefix = tuple[int, ...]
 
 # The estimator's options (paper section 4); their defaults (the paper's) live in the config schema only,
 # metrics.relaxed_perplexity, and resolve_options fills them from there.
 ESTIMATOR_OPTIONS = ("l", "s", "stride", "top_p", "max_tokens", "skewed", "seed")
-IMPLEMENTATIONS = ("fast", "reference")
 METRICS = ("relaxed_perplexity", "relaxed_cross_entropy")
 # The second target set (OLAPH's Nice_to_have statements): its metrics carry this suffix.
 NICE_TO_HAVE = "nice_to_have"
@@ -74,7 +73,6 @@ class RelaxedPerplexity:
     target_tokens: int
     skewed: bool
     continuations: tuple[Prefix, ...] = field(repr=False, default=())
-    tokens_run: int = field(repr=False, default=0)  # token positions the scorer ran through the model
 
 
 # ---------------------------------------------------------------------------------------
@@ -86,19 +84,6 @@ def stride_points(max_tokens: int, stride: int) -> list[int]:
     if max_tokens < 0:
         raise ValueError(f"relaxed perplexity: max_tokens must be >= 0, got {max_tokens}")
     return list(range(0, max_tokens + 1, stride))
-
-
-def step_prefixes(continuations: Sequence[Sequence[int]], steps: Sequence[int]) -> dict[int, list[Prefix]]:
-    """The distinct prefixes c[:n] at each stride point, in first-seen order; unreached points are left out."""
-    out: dict[int, list[Prefix]] = {}
-    for n in steps:
-        seen: dict[Prefix, None] = {}
-        for c in continuations:
-            if len(c) >= n:
-                seen.setdefault(tuple(c[:n]), None)
-        if seen:
-            out[n] = list(seen)
-    return out
 
 
 def select_continuations(continuations: Sequence[Sequence[int]], logprobs: Sequence[float], l: int) -> list[int]:  # noqa: E741  (the paper's l)
@@ -126,7 +111,6 @@ def combine(
     n_max: int,
     skewed: bool,
     continuations: Sequence[Prefix] = (),
-    tokens_run: int = 0,
 ) -> RelaxedPerplexity:
     """The metric from log P(t | q + p) (and, unskewed, log P(p | q)) of every distinct prefix p;
     ``n_max`` (max_tokens) is the n of the paper's normaliser n + len(target)."""
@@ -150,7 +134,6 @@ def combine(
         target_tokens,
         skewed,
         tuple(tuple(c) for c in continuations),
-        tokens_run,
     )
 
 
@@ -171,200 +154,65 @@ def resolve_options(options: dict | None, allowed: Sequence[str] = ESTIMATOR_OPT
 
 
 # ---------------------------------------------------------------------------------------
-# transformers models
+# the algorithm, over any backend
 # ---------------------------------------------------------------------------------------
-def _eos_ids(model: Any) -> list[int]:
-    ids: set[int] = set()
-    for source in (getattr(model, "generation_config", None), model.config):
-        eos = getattr(source, "eos_token_id", None)
-        if eos is not None:
-            ids.update([int(eos)] if isinstance(eos, int) else [int(e) for e in eos])
-    return sorted(ids)
-
-
 def relaxed_perplexities(
-    model: Any,
+    backend: Backend,
     question_ids: Sequence[int],
     targets: Sequence[Sequence[int]],
     *,
     continuations: Sequence[Sequence[int]] | None = None,
-    implementation: str = "fast",
-    reuse_sampling_cache: bool = True,
-    suppress_ids: Sequence[int] | None = None,
     **options: Any,
 ) -> list[RelaxedPerplexity]:
-    """Relaxed Perplexity of several targets of one question (sampling and the prefix pass are shared).
+    """Relaxed Perplexity of several targets of one question (the continuations are sampled once for all).
 
-    ``model``: a transformers causal LM; ``question_ids``: the prompt's token ids;
-    ``targets``: token ids of each target (each non-empty). ``continuations``: explicit
-    continuations (token ids) used as the kept set as they are -- no sampling, no
-    selection; otherwise ``s`` are sampled (seeded) and the ``l`` most likely kept.
-    ``options``: l, s, stride, top_p, max_tokens, skewed, seed (unset: the schema's defaults, the
-    paper's). ``suppress_ids``: tokens never sampled (default: the model's EOS ids).
-    ``reuse_sampling_cache``: the fast scorer starts from the sampler's KV cache.
+    ``question_ids``: the prompt's token ids (as the backend generates from them); ``targets``: token ids of
+    each target (each non-empty). ``continuations``: explicit continuations (token ids) used as the kept set
+    as they are -- no sampling, no selection; otherwise ``s`` are sampled (seeded) and the ``l`` most likely
+    kept. ``options``: l, s, stride, top_p, max_tokens, skewed, seed (unset: the schema's defaults, the paper's).
     """
-    from careval.backends import hf_relaxed_perplexity as hf
-
-    if implementation not in IMPLEMENTATIONS:
-        raise ValueError(f"relaxed perplexity: implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
     opts = resolve_options(options)
     if not question_ids:
         raise ValueError("relaxed perplexity: the question encodes to zero tokens")
     if any(len(t) == 0 for t in targets):
         raise ValueError("relaxed perplexity: a target encodes to zero tokens")
     steps = stride_points(opts["max_tokens"], opts["stride"])
-    prefix_cache = None
-    known_logprobs: list[list[float]] | None = None
     if continuations is None and opts["max_tokens"] == 0:
         continuations = [()]  # only n = 0: nothing to sample
     if continuations is None:
-        sampled = hf.sample_continuations(
-            model,
-            question_ids,
-            s=opts["s"],
-            max_tokens=opts["max_tokens"],
-            top_p=opts["top_p"],
-            seed=opts["seed"],
-            suppress_ids=_eos_ids(model) if suppress_ids is None else suppress_ids,
+        sampled = backend.sample_continuations(
+            question_ids, n=opts["s"], max_tokens=opts["max_tokens"], top_p=opts["top_p"], seed=opts["seed"]
         )
-        joint = [sum(lp) for lp in sampled.token_logprobs]
-        keep = select_continuations(sampled.continuations, joint, opts["l"])
-        kept = [sampled.continuations[i] for i in keep]
-        known_logprobs = [sampled.token_logprobs[i] for i in keep]
-        if implementation == "fast" and reuse_sampling_cache and sampled.cache is not None:
-            prefix_cache = hf.prefix_cache_from_sample(sampled, question_ids, keep)
+        drawn = [c.token_ids for c in sampled]
+        kept = [drawn[i] for i in select_continuations(drawn, [c.logprob for c in sampled], opts["l"])]
     else:
         kept = [tuple(int(x) for x in c) for c in continuations] or [()]
     prefixes = step_prefixes(kept, steps)
-    all_prefixes = [p for group in prefixes.values() for p in group]
-
-    results = []
-    if implementation == "reference":
-        for target in targets:
-            target_ll, prefix_ll, run = hf.score_reference(model, question_ids, target, all_prefixes)
-            results.append(
-                combine(
-                    prefixes,
-                    target_ll,
-                    prefix_ll,
-                    len(target),
-                    n_max=opts["max_tokens"],
-                    skewed=opts["skewed"],
-                    continuations=kept,
-                    tokens_run=run,
-                )
-            )
-        return results
-
-    if prefix_cache is None:
-        need = not opts["skewed"] and known_logprobs is None
-        prefix_cache = hf.build_prefix_cache(model, question_ids, kept, token_logprobs=need)
-        if need:
-            known_logprobs = prefix_cache.token_logprobs
-    prefix_ll = None
-    if not opts["skewed"]:
-        prefix_ll = {}
-        assert known_logprobs is not None  # unskewed: sampled or built with token_logprobs above
-        for c, lps in zip(kept, known_logprobs):
-            for n in prefixes:
-                if n <= len(c):
-                    prefix_ll.setdefault(tuple(c[:n]), float(sum(lps[:n])))
-    shared_run = prefix_cache.tokens_run
-    for index, target in enumerate(targets):
-        target_ll, run = hf.score_fast(model, prefix_cache, target, list(prefixes))
-        # the prefix pass is shared by all targets; it is counted with the first
-        results.append(
-            combine(
-                prefixes,
-                target_ll,
-                prefix_ll,
-                len(target),
-                n_max=opts["max_tokens"],
-                skewed=opts["skewed"],
-                continuations=kept,
-                tokens_run=run + (shared_run if index == 0 else 0),
-            )
+    scored = backend.target_logprobs(question_ids, kept, list(prefixes), targets)
+    return [
+        combine(
+            prefixes,
+            {p: value.target for p, value in by_prefix.items()},
+            {p: value.prefix for p, value in by_prefix.items()},
+            len(target),
+            n_max=opts["max_tokens"],
+            skewed=opts["skewed"],
+            continuations=kept,
         )
-    return results
+        for target, by_prefix in zip(targets, scored)
+    ]
 
 
 def relaxed_perplexity(
-    model: Any,
+    backend: Backend,
     question_ids: Sequence[int],
     target_ids: Sequence[int],
     *,
     continuations: Sequence[Sequence[int]] | None = None,
-    implementation: str = "fast",
     **options: Any,
 ) -> RelaxedPerplexity:
-    """Relaxed Perplexity of one target given one question on a transformers model (see the module docstring).
+    """Relaxed Perplexity of one target given one question (see the module docstring and :func:`relaxed_perplexities`).
 
-    Returns cross-entropy, perplexity and the per-step terms log P(A_n | B_n). Keywords as
-    :func:`relaxed_perplexities` (l, s, stride, top_p, max_tokens, skewed, seed, ...).
+    Returns cross-entropy, perplexity and the per-step terms log P(A_n | B_n).
     """
-    return relaxed_perplexities(
-        model, question_ids, [target_ids], continuations=continuations, implementation=implementation, **options
-    )[0]
-
-
-# ---------------------------------------------------------------------------------------
-# vLLM (prompt log-probabilities)
-# ---------------------------------------------------------------------------------------
-def relaxed_perplexities_vllm(
-    backend: Any,
-    question_ids: Sequence[int],
-    targets: Sequence[Sequence[int]],
-    *,
-    continuations: Sequence[Sequence[int]] | None = None,
-    **options: Any,
-) -> list[RelaxedPerplexity]:
-    """As :func:`relaxed_perplexities`, on a VLLMBackend: vLLM samples (``n=s``, ``min_tokens``
-    holds EOS back) and scores each ``q + p + t`` prompt by its prompt log-probabilities."""
-    opts = resolve_options(options)
-    if any(len(t) == 0 for t in targets):
-        raise ValueError("relaxed perplexity: a target encodes to zero tokens")
-    steps = stride_points(opts["max_tokens"], opts["stride"])
-    if not question_ids:
-        raise ValueError("relaxed perplexity: the question encodes to zero tokens")
-    if continuations is None and opts["max_tokens"] == 0:
-        continuations = [()]
-    if continuations is None:
-        from careval.backends.tokenization import request_seeds
-
-        # one seed per question, as the hf sampler's rows (vLLM's RNG differs from torch's anyway)
-        seed = request_seeds(opts["seed"], [" ".join(map(str, question_ids))])[0]
-        sampled = backend.sample_token_ids(
-            list(question_ids), n=opts["s"], max_tokens=opts["max_tokens"], top_p=opts["top_p"], seed=seed
-        )
-        conts = [tuple(c) for c, _ in sampled]
-        keep = select_continuations(conts, [lp for _, lp in sampled], opts["l"])
-        kept = [conts[i] for i in keep]
-    else:
-        kept = [tuple(int(x) for x in c) for c in continuations] or [()]
-    prefixes = step_prefixes(kept, steps)
-    all_prefixes = [p for group in prefixes.values() for p in group]
-    q = list(question_ids)
-    requests = [q + list(p) + list(t) for t in targets for p in all_prefixes]
-    logprobs = backend.token_logprobs(requests, [len(q)] * len(requests))
-    results = []
-    for k, target in enumerate(targets):
-        target_ll: dict[Prefix, float] = {}
-        prefix_ll: dict[Prefix, float] = {}
-        for j, p in enumerate(all_prefixes):
-            values = logprobs[k * len(all_prefixes) + j]  # tokens of p then t
-            prefix_ll[p] = float(sum(values[: len(p)]))
-            target_ll[p] = float(sum(values[len(p) :]))
-        run = sum(len(r) - 1 for r in requests[k * len(all_prefixes) : (k + 1) * len(all_prefixes)])
-        results.append(
-            combine(
-                prefixes,
-                target_ll,
-                prefix_ll,
-                len(target),
-                n_max=opts["max_tokens"],
-                skewed=opts["skewed"],
-                continuations=kept,
-                tokens_run=run,
-            )
-        )
-    return results
+    return relaxed_perplexities(backend, question_ids, [target_ids], continuations=continuations, **options)[0]

@@ -78,6 +78,21 @@ def _local_dir(name: str, src: ModelSource) -> Path:
     return src.path
 
 
+def check_local_folder(name: str, entry: dict) -> None:
+    """A local source's folder holds a model: its config.json at least (transformers and vLLM read it first; an
+    empty folder would fail only in the job, after every model before it ran, asking for a tokenizer library)."""
+    src = model_source(name, entry)
+    if src.kind != "local":
+        return
+    folder = _local_dir(name, src)
+    if not (folder / "config.json").is_file():
+        content = "is empty" if not any(folder.iterdir()) else "has no config.json"
+        raise ModelSourceError(
+            f"models.{name}.source: local model folder {str(folder)!r} {content}; a local model is the folder holding "
+            "config.json, the tokenizer and the weights"
+        )
+
+
 def resolve_model_path(name: str, entry: dict, models_dir: Path) -> str:
     """What a backend passes to from_pretrained: the hub repo id, the local folder, or models_dir/name."""
     src = model_source(name, entry)

@@ -9,7 +9,7 @@ schema only (careval.config.with_schema_defaults); nothing here writes a default
 
 from __future__ import annotations
 
-from dataclasses import asdict, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,23 +74,15 @@ class ModelSpec(JobSpec):
         self, threads: int | None = None, gpus: int | None = None, engine_url_file: str | None = None
     ) -> ModelSpec:
         """The spec as a job runs it: the threads and GPUs the scheduler actually gave the job, the address
-        file of the shared engine that serves it (if any), and an hf model's dtype as this machine runs it
-        (`bfloat16_if_native` resolved: careval.backends.dtype)."""
+        file of the shared engine that serves it (if any), and the dtype as this machine runs it
+        (`bfloat16_if_native` resolved: careval.backends.dtype; model_spec allows it for hf only)."""
         changes: dict[str, Any] = {
             key: int(value) for key, value in (("threads", threads), ("gpus", gpus)) if value is not None
         }
-        if self.backend == "hf":
-            changes["dtype"] = resolve_dtype(self.dtype)  # imports torch only for bfloat16_if_native
+        changes["dtype"] = resolve_dtype(self.dtype)  # imports torch only for bfloat16_if_native
         if engine_url_file:
             changes["engine_url_file"] = str(engine_url_file)
         return replace(self, **changes)
-
-    def backend_kwargs(self) -> dict[str, Any]:
-        """The mapping careval.backends.load_backend takes, every key explicit."""
-        dropped = ("endpoint", "label", "prepared", "engine", "engine_python", "weights")
-        spec = {key: value for key, value in asdict(self).items() if key not in dropped}
-        spec.update(self.endpoint)
-        return spec
 
     def preload_facts(self) -> dict[str, Any]:
         """What the warm worker needs to preload the model a job loads (careval.canonical.JobParam.preload)."""

@@ -23,8 +23,7 @@ from typing import Any
 WARM_MODULES = (  # in the order a run's jobs first need them
     "torch",
     "transformers",
-    "careval.backends.hf",  # transformers' auto classes, the hf backend (every LLM job)
-    "careval.backends.hf_relaxed_perplexity",
+    "careval.backends.hf.backend",  # transformers' auto classes, the hf backend (every LLM job)
     "careval.metrics.judge_distribution",
     "prometheus_eval.prompts",
     "prometheus_eval.parser",  # fastchat
@@ -74,7 +73,7 @@ class ModelShelf:
         from transformers.utils import logging as transformers_logging
 
         from careval.backends.dtype import resolve_dtype
-        from careval.backends.hf import drop_preloaded, preload
+        from careval.backends.hf.loading import drop_preloaded, preload
 
         # the facts of the job's model, read without unpickling its spec (careval.canonical.JobParam)
         facts = getattr(getattr(snakemake.params, "job", None), "preload", None)

@@ -1,4 +1,5 @@
-"""A served model behind an OpenAI-compatible /v1/chat/completions endpoint (GPT-4, vLLM serve, ...), via urllib."""
+"""Backend ``openai``: a served model behind an OpenAI-compatible /v1/chat/completions endpoint (GPT-4, vLLM serve,
+...), via urllib. Generation only: the chat API returns no prompt log-probabilities."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Any
 
 from careval.redaction import redact, register_secret
 
-from .base import Sampling
+from .base import Backend, Capabilities, Sampling
+from .registry import register_backend
 from .tokenization import truncate_at_stop
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -22,15 +24,20 @@ class EndpointError(RuntimeError):
     """A request the endpoint refused or answered with something that is not a chat completion (one line)."""
 
 
-class NoLogLikelihoodError(RuntimeError):
-    """A scoring request sent to a backend that can only generate."""
+# The chat API returns no prompt log-probabilities and applies the model's chat template itself.
+CAPABILITIES = Capabilities(prompt_logprobs=False, top_logprobs=False, chat_template=False, max_gpus=0)
 
 
-class OpenAICompatBackend:
-    """``generate`` through the chat-completions API; the log-likelihood methods are not offered.
+@register_backend("openai", CAPABILITIES)
+def load(spec: Any) -> Backend:
+    return OpenAICompatBackend.from_spec(spec)
 
-    The chat API returns no prompt log-probabilities, so scoring (MCQA, perplexity) needs a local
-    backend; this one serves generation-only jobs such as the CareQA translation and rephrasing.
+
+class OpenAICompatBackend(Backend):
+    """``generate`` through the chat-completions API; a log-likelihood request is a one-line CapabilityError.
+
+    Scoring (MCQA, perplexity) needs a local backend; this one serves generation-only jobs such as the
+    CareQA translation and rephrasing, and a judge without a score distribution.
     The chat template is the server's: a prompt is sent as one user message (after the system
     prompt, if any). Transient failures (HTTP 429 and 5xx, a dropped connection) are retried with
     exponential backoff; anything else stops the job with one line naming the endpoint and status.
@@ -39,6 +46,9 @@ class OpenAICompatBackend:
     `config_key` is where the entry lives in the config (`models.<name>`, `careqa.translator.endpoint`),
     for the messages.
     """
+
+    backend = "openai"
+    capabilities = CAPABILITIES
 
     def __init__(
         self,
@@ -64,11 +74,33 @@ class OpenAICompatBackend:
                 f"a server that needs none accepts any value, e.g. {api_key_env}=EMPTY)"
             )
         register_secret(self.api_key)
+        try:  # an HTTP header carries Latin-1 only: a key pasted with a typographic quote or a Cyrillic letter
+            self.api_key.encode("latin-1")
+        except UnicodeEncodeError as error:
+            raise EndpointError(
+                f"{config_key or f'models.{name}'}.api_key_env: the value of {api_key_env} has a character an HTTP "
+                f"header cannot carry (character {error.start + 1} of {len(self.api_key)} is not Latin-1); "
+                "set it to the key exactly as issued"
+            ) from None
         self.system_prompt = system_prompt
         self.timeout = timeout
         self.max_retries = max_retries
         self.concurrency = max(1, concurrency)
         self.max_length = max_length
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> OpenAICompatBackend:
+        """The client of an endpoint spec (careval.models.spec.endpoint_spec: `path` is the served model id)."""
+        endpoint = spec.endpoint
+        return cls(
+            name=spec.name,
+            model=spec.path,
+            base_url=endpoint.get("base_url"),
+            api_key_env=endpoint["api_key_env"],
+            system_prompt=spec.system_prompt or None,
+            concurrency=int(endpoint["concurrency"]),
+            config_key=endpoint.get("config_key"),
+        )
 
     @property
     def url(self) -> str:
@@ -130,14 +162,3 @@ class OpenAICompatBackend:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
             # map keeps the input order whatever order the requests finish in.
             return list(pool.map(lambda prompt: self._complete(prompt, sampling), prompts))
-
-    def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
-        # Not a gap to fill: the chat-completions API returns no prompt log-probabilities, so this
-        # backend serves generation only (translation, rephrasing, judging); scoring needs hf or vllm.
-        raise NoLogLikelihoodError(
-            f"{self.name}: an OpenAI-compatible chat endpoint returns no prompt log-likelihoods; "
-            "use an hf or vllm backend for scoring"
-        )
-
-    def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
-        return self.loglikelihood([])

@@ -1,18 +1,18 @@
-"""Relaxed Perplexity on a transformers model: seeded top-p sampling and the two target scorers (reference, fast).
+"""The hf backend's token-level methods, which Relaxed Perplexity is written over: seeded top-p sampling
+(``sample_continuations``) and the target log-probabilities after every prefix of the kept continuations
+(``target_logprobs``), on the sampler's own key/value cache.
 
-Both scorers return, for every distinct prefix ``p = c[:n]`` of the kept continuations,
-``log P(t | q + p)`` and ``log P(p | q)`` (natural logs, the model's unmodified
-distribution), which careval.metrics.relaxed_perplexity combines into the metric.
-
-* reference: one forward pass of ``q + p + t`` per distinct prefix (the definition, plainly).
-* fast: one cached pass over ``q + c`` for all kept continuations (or the KV cache the
-  sampler has already built, which covers ``q + c[:-1]``), then the target copies of every
-  stride point of every continuation in one batched forward over that cache. Each copy
-  ``[c[n-1], t[0], ..., t[T-2]]`` sits at positions ``|q| + n - 1 ...`` and a 4D additive
-  mask lets it see only ``q + c[:n-1]`` of the cache and its own earlier tokens; re-feeding
-  ``c[n-1]`` (``q[-1]`` for n = 0) yields the distribution of ``t[0]`` without keeping the
-  logits of the prefix pass. Copies are split over several passes only to bound the logits
-  memory (``LOGITS_BUDGET``); the cache is cut back to the prefix after each pass.
+``target_logprobs`` returns, for every distinct prefix ``p = c[:n]`` of the kept continuations,
+``log P(p | q)`` and ``log P(t | q + p)`` (natural logs, the model's unmodified distribution), which
+careval.metrics.relaxed_perplexity combines into the metric. The kept continuations' keys/values come from the
+sampling call just before (``sample_continuations`` keeps them until the next call), else from one cached pass
+over ``q + c`` for all of them. Then the target copies of every stride point of every continuation run in one
+batched forward over that cache. Each copy ``[c[n-1], t[0], ..., t[T-2]]`` sits at positions ``|q| + n - 1 ...``
+and a 4D additive mask lets it see only ``q + c[:n-1]`` of the cache and its own earlier tokens; re-feeding
+``c[n-1]`` (``q[-1]`` for n = 0) yields the distribution of ``t[0]`` without keeping the logits of the prefix
+pass. Copies are split over several passes only to bound the logits memory (``LOGITS_BUDGET``); the cache is cut
+back to the prefix after each pass. The shared-prefix scorer (scoring.py) would run ``q`` again for every prefix:
+tests/metrics/test_relaxed_perplexity_speed.py measures both.
 
 Models with sliding-window layers (Gemma 3) get a per-layer-type mask dict with the window
 applied, and a plain (non-sliding) cache so that no layer drops keys the mask refers to.
@@ -29,8 +29,9 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
-from careval.backends.hf import _SeededSampler
-from careval.backends.tokenization import request_seeds
+from ..base import Continuation, PrefixedTarget
+from ..tokenization import request_seeds
+from .generation import _SeededSampler
 
 Prefix = tuple[int, ...]
 
@@ -94,7 +95,7 @@ class Sampled:
 
 
 @torch.inference_mode()
-def sample_continuations(
+def draw_continuations(
     model: Any,
     question_ids: Sequence[int],
     *,
@@ -136,34 +137,6 @@ def sample_continuations(
         if step < max_tokens - 1:  # the last token is never fed: the cache covers q + c[:-1]
             logits = _forward(model, cache, input_ids=chosen[:, None])[:, -1]
     return Sampled([tuple(t) for t in tokens], logps, cache)
-
-
-# ---------------------------------------------------------------------------------------
-# reference scorer
-# ---------------------------------------------------------------------------------------
-@torch.inference_mode()
-def score_reference(
-    model: Any, question_ids: Sequence[int], target_ids: Sequence[int], prefixes: Sequence[Prefix]
-) -> tuple[dict[Prefix, float], dict[Prefix, float], int]:
-    """One forward pass of q + p + t per prefix: (log P(t | q + p), log P(p | q), tokens run)."""
-    q, t = list(question_ids), list(target_ids)
-    target_ll: dict[Prefix, float] = {}
-    prefix_ll: dict[Prefix, float] = {}
-    tokens_run = 0
-    for prefix in prefixes:
-        sequence = q + list(prefix) + t
-        inputs = sequence[:-1]  # the last token is only predicted
-        scored = len(prefix) + len(t)  # logits at the last `scored` inputs predict p and t
-        logits = model(
-            input_ids=torch.tensor([inputs], device=model.device), use_cache=False, logits_to_keep=scored
-        ).logits[0]
-        logp = _log_softmax(logits)
-        wanted = torch.tensor(sequence[-scored:], device=logp.device)
-        per_token = logp.gather(-1, wanted[:, None])[:, 0]
-        prefix_ll[prefix] = float(per_token[: len(prefix)].sum())
-        target_ll[prefix] = float(per_token[len(prefix) :].sum())
-        tokens_run += len(inputs)
-    return target_ll, prefix_ll, tokens_run
 
 
 # ---------------------------------------------------------------------------------------
@@ -314,3 +287,59 @@ def score_fast(
                 target_ll[c[:n]] = float(block.gather(-1, wanted[:, None]).sum())
         tokens_run += sum(len(o) for o in chunk) * T
     return target_ll, tokens_run
+
+
+def eos_ids(model: Any) -> list[int]:
+    """Every end-of-sequence id of the model (its generation config's and its config's): never sampled."""
+    ids: set[int] = set()
+    for source in (getattr(model, "generation_config", None), model.config):
+        eos = getattr(source, "eos_token_id", None)
+        if eos is not None:
+            ids.update([int(eos)] if isinstance(eos, int) else [int(e) for e in eos])
+    return sorted(ids)
+
+
+class TokenLevelMixin:
+    """HFBackend's sample_continuations and target_logprobs (careval.backends.base.Backend)."""
+
+    model: Any
+    _sampled: tuple[Prefix, Sampled] | None  # the last sampling call's prompt and its continuations' cache
+
+    def sample_continuations(
+        self, prompt_ids: Sequence[int], *, n: int, max_tokens: int, top_p: float, seed: int
+    ) -> list[Continuation]:
+        sampled = draw_continuations(
+            self.model, prompt_ids, s=n, max_tokens=max_tokens, top_p=top_p, seed=seed, suppress_ids=eos_ids(self.model)
+        )
+        self._sampled = (tuple(prompt_ids), sampled)
+        return [Continuation(c, sum(lp)) for c, lp in zip(sampled.continuations, sampled.token_logprobs)]
+
+    def target_logprobs(
+        self,
+        prompt_ids: Sequence[int],
+        continuations: Sequence[Sequence[int]],
+        lengths: Sequence[int],
+        targets: Sequence[Sequence[int]],
+    ) -> list[dict[Prefix, PrefixedTarget]]:
+        kept = [tuple(int(x) for x in c) for c in continuations]
+        prefix = self._prefix_cache(prompt_ids, kept)
+        assert prefix.token_logprobs is not None  # kept by the sampler, or asked for below
+        prefix_ll: dict[Prefix, float] = {}
+        for c, logprobs in zip(kept, prefix.token_logprobs):
+            for n in lengths:
+                if n <= len(c):
+                    prefix_ll.setdefault(c[:n], float(sum(logprobs[:n])))
+        results = []
+        for target in targets:
+            target_ll, _ = score_fast(self.model, prefix, target, lengths)
+            results.append({p: PrefixedTarget(prefix_ll[p], value) for p, value in target_ll.items()})
+        return results
+
+    def _prefix_cache(self, prompt_ids: Sequence[int], kept: list[Prefix]) -> PrefixCache:
+        """The keys/values of q + c[:-1] per kept continuation: the last sampling call's, where it sampled them
+        from this prompt (used once: scoring cuts its rows), else one pass over them."""
+        memo, self._sampled = self._sampled, None
+        if memo is not None and memo[0] == tuple(prompt_ids) and all(c in memo[1].continuations for c in kept):
+            sampled = memo[1]
+            return prefix_cache_from_sample(sampled, prompt_ids, [sampled.continuations.index(c) for c in kept])
+        return build_prefix_cache(self.model, prompt_ids, kept, token_logprobs=True)

@@ -1,0 +1,209 @@
+"""The report's pages of the studies (config `studies:`): per study, every variant against each model's baseline, and
+paper Table 6. They only draw computed tables (careval.analysis.studies, careval.analysis.table6).
+
+A study's page is one grid: a row per benchmark x metric x variant, a column per model and one for the rank
+agreement. A cell shows the paired difference (variant - baseline, in the metric's own unit) and a star where it is
+significant after Holm's adjustment within the study; its colour is the relative change (the difference over the
+baseline's value), blue where the variant does better and red where worse by the metric's direction, so metrics of
+different scales share one colour scale and no axis. A study of the resilience analysis adds figure 13's layout for
+each variant: every metric's per-sample variance over rephrasings (averaged over the runs, then over the models),
+each metric scaled by its largest value over the variants, so the variants compare on one scale.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display on cluster nodes or CI
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+
+from careval.analysis.empty_page import empty_page
+from careval.analysis.studies import StudyPage
+from careval.metrics.registry import REPHRASE_VARIANCE, higher_is_better, metric_spec
+
+# the relative change at which a cell's colour saturates
+SATURATION = 0.5
+
+
+def shown_metrics(samples: pl.DataFrame, view: tuple[str, ...] | None, family: str | None) -> pl.DataFrame:
+    """(benchmark, metric) pairs a study's page shows: close-ended rows, the view's open-ended metrics (analysis
+    .metric_view; a variance over rephrasings by its metric) and every metric of a swept family."""
+    pairs = samples.select("benchmark", "task", "metric").unique(maintain_order=True)
+    if view is None:
+        return pairs
+    base = pl.col("metric").str.replace(f"{REPHRASE_VARIANCE}$", "")
+    keep = (pl.col("task") != "open") | base.is_in(list(view))
+    if family is not None:
+        keep = keep | pl.col("metric").map_elements(lambda m: metric_spec(m).family == family, return_dtype=pl.Boolean)
+    return pairs.filter(keep)
+
+
+def _colour(diff: float, baseline: float, metric: str) -> float:
+    if not (math.isfinite(diff) and math.isfinite(baseline)):
+        return math.nan
+    relative = diff / abs(baseline) if baseline else math.copysign(SATURATION, diff) if diff else 0.0
+    sign = 1.0 if higher_is_better(metric) else -1.0
+    return float(np.clip(sign * relative / SATURATION, -1, 1))
+
+
+def _label(metric: str) -> str:
+    return metric_spec(metric).label or metric
+
+
+def _cell_text(row: dict, alpha: float) -> str:
+    """The difference (a star where Holm's p is below alpha) over its p-value; where no sample was scored under both,
+    how many samples failed under either."""
+    diff, p = row["diff"], row["p_holm"]
+    if not row["n"]:
+        return f"no pairs\n({row['n_dropped']} failed)"
+    text = "n/a" if diff is None or not math.isfinite(diff) else f"{diff:+.3g}"
+    significant = p is not None and math.isfinite(p) and p < alpha
+    return text + ("*" if significant else "") + ("" if p is None or not math.isfinite(p) else f"\np={p:.2g}")
+
+
+def _baselines(page: StudyPage) -> str:
+    variants = set(page.baselines.values())
+    if len(variants) == 1:
+        return f"baseline (the run's own setting) of every model: {next(iter(variants))}"
+    described = "; ".join(f"{page.labels.get(m, m)}: {v}" for m, v in page.baselines.items())
+    return f"baselines (the run's own settings): {described}"
+
+
+def study_grid(ax, rows: pl.DataFrame, page: StudyPage, alpha: float) -> None:
+    """The grid of one study's rows (benchmark x metric x variant by model, then Kendall's tau)."""
+    models = list(page.baselines)
+    keys = rows.select("benchmark", "metric", "variant").unique(maintain_order=True).rows()
+    grid = np.full((len(keys), len(models)), np.nan)
+    at = {key: i for i, key in enumerate(keys)}
+    font = 7 if len(keys) <= 40 else 5
+    for row in rows.iter_rows(named=True):
+        i, j = at[(row["benchmark"], row["metric"], row["variant"])], models.index(row["model"])
+        grid[i, j] = _colour(row["diff"], row["baseline_value"], row["metric"])
+        ax.text(j, i, _cell_text(row, alpha), ha="center", va="center", fontsize=font)
+    taus = rows.group_by("benchmark", "metric", "variant", maintain_order=True).agg(
+        pl.col("kendall_tau").first(), pl.col("n_ranked").first()
+    )
+    for benchmark, metric, variant, tau, ranked in taus.iter_rows():
+        i = at[(benchmark, metric, variant)]
+        text = "n/a" if tau is None or not math.isfinite(tau) else f"{tau:.2f}"
+        ax.text(len(models), i, f"{text} ({ranked})", ha="center", va="center", fontsize=font, color="#333333")
+    ax.imshow(np.hstack([grid, np.full((len(keys), 1), np.nan)]), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(models) + 1))
+    ax.set_xticklabels([page.labels.get(m, m) for m in models] + ["Kendall's tau\n(models)"], fontsize=7, rotation=20)
+    ax.set_yticks(range(len(keys)))
+    ax.set_yticklabels([f"{b} · {_label(m)} · {v}" for b, m, v in keys], fontsize=font)
+    for i in range(1, len(keys)):  # a line between benchmarks
+        if keys[i][0] != keys[i - 1][0]:
+            ax.axhline(i - 0.5, color="black", linewidth=0.8)
+    ax.axvline(len(models) - 0.5, color="black", linewidth=0.8)
+
+
+def variance_panel(ax, samples: pl.DataFrame, page: StudyPage, metrics: list[str]) -> None:
+    """Figure 13 per variant: each metric's per-sample variance over rephrasings (mean over runs, then over models),
+    scaled by the metric's largest such value over the variants."""
+    variants = [*page.variants, *(["baseline"] if "baseline" in set(samples["variant"]) else [])]
+    valued = samples.filter((pl.col("status") == "ok") & pl.col("metric").is_in(metrics))
+    means = valued.group_by("variant", "benchmark", "metric", "id").agg(pl.col("value").mean())
+    width = 0.8 / max(len(variants), 1)
+    colours = plt.get_cmap("tab10")
+    for k, variant in enumerate(variants):
+        data = []
+        for metric in metrics:
+            column = means.filter(pl.col("metric") == metric)
+            top = column["value"].max()
+            values = column.filter(pl.col("variant") == variant)["value"].to_numpy()
+            data.append(values / top if top else values)
+        positions = np.arange(len(metrics)) + (k - (len(variants) - 1) / 2) * width
+        parts = ax.boxplot(data, positions=positions, widths=width * 0.9, patch_artist=True, showfliers=False)
+        for box in parts["boxes"]:
+            box.set_facecolor(colours(k % 10))
+        ax.plot([], [], color=colours(k % 10), linewidth=6, label=variant)
+    ax.set_xticks(range(len(metrics)))
+    ax.set_xticklabels(
+        [_label(m.removesuffix(REPHRASE_VARIANCE)) for m in metrics], rotation=30, ha="right", fontsize=7
+    )
+    ax.set_ylabel("variance over rephrasings\n(mean over runs and models; / its max)", fontsize=8)
+    ax.legend(fontsize=7, loc="upper right")
+
+
+def study_figure(rows: pl.DataFrame | None, samples: pl.DataFrame | None, page: StudyPage, view, alpha: float):
+    """A study's page: its grid, and for a study of the resilience analysis the variances' distributions."""
+    title = f"Study '{page.name}' ({page.section})"
+    if rows is None or samples is None or rows.filter(pl.col("study") == page.name).is_empty():
+        return empty_page(title, "no variant was compared with a baseline (no shared samples)")
+    family = page.section.split(".", 1)[1] if page.section.startswith("metrics.") else None
+    shown = shown_metrics(samples, view, family).select("benchmark", "metric")
+    own = rows.filter(pl.col("study") == page.name).join(shown, on=["benchmark", "metric"], how="semi")
+    keys = own.select("benchmark", "metric", "variant").unique().rows()
+    analysis = page.kind == "analysis"
+    metrics = shown.filter(pl.col("metric").str.ends_with(REPHRASE_VARIANCE))["metric"].unique(maintain_order=True)
+    # inches: the grid's rows, figure 13's panel, the header, the model names under the grid, the note
+    heights = [0.42 * len(keys) + 0.3] + ([3.0] if analysis and len(metrics) else [])
+    label_inches = 0.075 * max((len(f"{b} · {_label(m)} · {v}") for b, m, v in keys), default=20) + 0.3
+    width = max(8.0, label_inches + 1.3 * (len(page.baselines) + 1) + 0.5)
+    chars = int(width * 13)
+    description = textwrap.fill(page.description, chars) + "\n" if page.description else ""
+    header = f"{title}\n{description}{textwrap.fill(_baselines(page), chars)}"
+    header_inches, names_inches, note_inches = 0.25 + 0.17 * (header.count("\n") + 1), 1.0, 0.45
+    gaps = names_inches * (len(heights) - 1)
+    height = sum(heights) + header_inches + names_inches + note_inches + gaps
+    fig, axes = plt.subplots(
+        len(heights), 1, figsize=(width, height), gridspec_kw={"height_ratios": heights}, squeeze=False
+    )
+    fig.subplots_adjust(
+        left=label_inches / width,
+        right=1 - 0.3 / width,
+        top=1 - header_inches / height,
+        bottom=(names_inches + note_inches) / height,
+        hspace=names_inches / (sum(heights) / len(heights)),
+    )
+    study_grid(axes[0, 0], own, page, alpha)
+    if analysis and len(metrics):
+        variance_panel(axes[1, 0], samples, page, metrics.to_list())
+    fig.suptitle(header, fontsize=9)
+    note = (
+        f"cell: variant - baseline in the metric's unit (* p, Holm within the study, < {alpha:g}) over that p; colour: "
+        f"relative change, blue better / red worse (saturated at {SATURATION:.0%}); Kendall's tau of the models' "
+        "ranking under the variant vs the baseline (the models the study leaves alone at their own values)."
+    )
+    fig.text(0.01, 0.005, textwrap.fill(note, int(width * 17)), fontsize=6)
+    return fig
+
+
+def table6_figure(table: pl.DataFrame | None):
+    """Paper Table 6 as a page: question, statements, benchmark, then each model's [must have, nice to have]."""
+    title = "Table 6: Relaxed Cross-Entropy of example questions [Must_have, Nice_to_have]"
+    if table is None or table.is_empty():
+        return empty_page(title, "no example question was scored")
+    labels = [c.removesuffix("/must_have") for c in table.columns if c.endswith("/must_have")]
+
+    def pair(row: dict, label: str) -> str:
+        values = [row[f"{label}/{part}"] for part in ("must_have", "nice_to_have")]
+        return "[" + ", ".join("n/a" if v is None or not math.isfinite(v) else f"{v:.3f}" for v in values) + "]"
+
+    cells = [
+        [
+            textwrap.fill(str(row[k] or ""), width)
+            for k, width in (("question", 48), ("must_have", 24), ("nice_to_have", 24))
+        ]
+        + [row["benchmark"]]
+        + [pair(row, label) for label in labels]
+        for row in table.iter_rows(named=True)
+    ]
+    lines = max((cell.count("\n") + 1 for row in cells for cell in row), default=1)
+    fig, ax = plt.subplots(figsize=(12, 1.6 + len(cells) * (0.25 + 0.16 * lines)))
+    ax.axis("off")
+    header = ["Question", "Must have", "Nice to have", "Benchmark", *(textwrap.fill(label, 18) for label in labels)]
+    tab = ax.table(cellText=cells, colLabels=header, loc="center", cellLoc="left")
+    tab.auto_set_font_size(False)
+    tab.set_fontsize(7)
+    for cell in tab.get_celld().values():
+        cell.set_height(0.9 / (len(cells) + 1))
+    ax.set_title(title, fontsize=10)
+    fig.text(0.01, 0.01, "Files: results/tables/table6_relaxed_perplexity_examples.csv / .md / .tex", fontsize=7)
+    return fig

@@ -1,0 +1,81 @@
+"""A chat model's log-likelihood requests against lm-eval 0.4.13's own `--apply_chat_template`, no model run.
+
+lm-eval builds the requests of the authors' task files (each included by a local task YAML over hand-written
+rows) with `apply_chat_template=True` and HFLM's own `apply_chat_template` method over the tokenizer of a chat model;
+careval's requests, as its inference job sends them to a model with `chat_template: true`
+(careval.inference.model_pair through the hf backend's `format`), must be the same (context, continuation)
+strings: the context wrapped as a user turn with the generation prompt, the choice without the target delimiter.
+The chat-template study (config `studies:`) rests on this.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import types
+
+import pytest
+from lm_eval_reference import write_local_task
+from test_mcqa_prompts import ROWS
+
+from careval.backends.hf.backend import HFBackend
+from careval.datasets.normalise import normalise
+from careval.datasets.registry import get_benchmark
+from careval.inference import loglik_requests, model_pair
+
+pytest.importorskip("lm_eval", reason="lm-eval is not installed (it comes with the dev extra)")
+
+# the tasks without a `description` (lm-eval sends one as a system turn under a chat template): letters and cloze
+BENCHMARKS = ("medqa", "medmcqa", "careqa_en", "pubmedqa", "headqa")
+
+
+@pytest.fixture(scope="module")
+def chat_model(tiny_llama_dir, tmp_path_factory):
+    """The tiny Llama with a ChatML template, and lm-eval's HFLM.apply_chat_template over the same tokenizer."""
+    from lm_eval.models.huggingface import HFLM
+    from transformers import AutoTokenizer
+
+    from support.tiny_models import CHATML
+
+    folder = tmp_path_factory.mktemp("chat-llama") / "model"
+    shutil.copytree(tiny_llama_dir, folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.chat_template = CHATML
+    tokenizer.save_pretrained(folder)
+    backend = HFBackend.load("chat", str(folder), dtype="float32", chat_template=True, device="cpu")
+    lm = types.SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(folder), chat_template_args={})
+    return backend, functools.partial(HFLM.apply_chat_template, lm)
+
+
+def lm_eval_requests(benchmark: str, doc: dict, folder, chat_template) -> list[tuple[str, str]]:
+    from lm_eval.tasks import TaskManager
+
+    data = folder / f"{benchmark}.jsonl"
+    data.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    write_local_task(f"chat_{benchmark}", benchmark, data, folder)
+    task = TaskManager(include_path=str(folder), include_defaults=False).load(f"chat_{benchmark}")["tasks"][
+        f"chat_{benchmark}"
+    ]
+    task.build_all_requests(apply_chat_template=True, chat_template=chat_template)
+    return [tuple(instance.arguments) for instance in sorted(task.instances, key=lambda i: i.idx)]
+
+
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
+def test_a_chat_models_choices_are_sent_as_lm_eval_applies_the_chat_template(chat_model, benchmark, tmp_path):
+    backend, chat_template = chat_model
+    source_row, lm_eval_doc = ROWS[benchmark]
+    entry = get_benchmark(benchmark)
+    requests = loglik_requests(normalise([source_row], entry), entry)
+    ours = [model_pair(backend, c, x, chat_template=True) for c, x in requests.select("context", "continuation").rows()]
+    theirs = lm_eval_requests(benchmark, lm_eval_doc, tmp_path, chat_template)
+    assert ours == theirs
+    assert ours[0][0].startswith("<|im_start|>user\n") and ours[0][0].endswith("<|im_start|>assistant\n")
+
+
+def test_without_a_chat_template_the_requests_are_the_tasks_own(chat_model):
+    backend, _ = chat_model
+    plain = types.SimpleNamespace(format=lambda prompt: prompt)  # a backend without system prompt or template
+    assert model_pair(plain, "Question: q\nAnswer:", " A", chat_template=False) == ("Question: q\nAnswer:", " A")
+    # the option's own leading space stays (MTSamples' " Urology"): only the delimiter goes
+    assert model_pair(backend, "Q", "  Urology", chat_template=True)[1] == " Urology"
