@@ -56,6 +56,7 @@ def fake_config(tmp_path: Path, backend: str = "fake", benchmarks: dict | None =
     """The demo config with one model of `backend` (a local folder), judged and rephrased by itself."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     (tmp_path / "model").mkdir(exist_ok=True)
+    (tmp_path / "model" / "config.json").write_text("{}")  # a local model is a folder with its config (issue 40)
     config.update(results_dir=str(tmp_path / "results"), datasets_dir=str(tmp_path / "datasets"))
     config["models"] = {"fake-model": {"source": f"local:{tmp_path / 'model'}", "backend": backend}}
     config["benchmarks"] = benchmarks or {"demo_mcqa": {"limit": 4}, "demo_open_qa": {"limit": 4}}

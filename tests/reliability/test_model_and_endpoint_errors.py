@@ -91,7 +91,7 @@ def test_a_key_an_http_header_cannot_carry_names_its_variable_before_any_request
     with FakeOpenAIServer(echo_headers(200)) as server:
         endpoint = {"model": "gpt-4", "base_url": server.base_url, "api_key_env": "CAREVAL_CYRILLIC_KEY"}
         with pytest.raises(EndpointError) as error:
-            load_backend(endpoint_spec("translator", endpoint, key="careqa.translator.endpoint").backend_kwargs())
+            load_backend(endpoint_spec("translator", endpoint, key="careqa.translator.endpoint"))
     assert str(error.value) == (
         "careqa.translator.endpoint.api_key_env: the value of CAREVAL_CYRILLIC_KEY has a character an HTTP header "
         "cannot carry (character 4 of 9 is not Latin-1); set it to the key exactly as issued"
