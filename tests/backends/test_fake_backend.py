@@ -83,7 +83,7 @@ def run_slice(plan, work: Path) -> pl.DataFrame:
     """The demo slice's jobs, each called as its workflow script calls it: normalise, inference, scoring, the
     judge, Relaxed Perplexity, the summary."""
     from careval.analysis.aggregate import score_files_from_paths, write_summary
-    from careval.datasets import build_benchmark, get_benchmark
+    from careval.datasets import build_benchmark
     from careval.inference import run_inference
     from careval.jobs.judge import run_judge
     from careval.jobs.relaxed_perplexity import run_relaxed_perplexity
@@ -95,7 +95,7 @@ def run_slice(plan, work: Path) -> pl.DataFrame:
     for name in plan.benchmarks:
         normalise = plan.normalise_job(name)
         samples = work / "datasets" / f"{name}.parquet"
-        build_benchmark(get_benchmark(normalise.benchmark, normalise.overrides), samples, limit=normalise.limit)
+        build_benchmark(normalise.entry, samples, limit=normalise.limit)
         infer = plan.infer_job(model, name)
         loglik, generations = results / "loglik" / f"{name}.parquet", results / "generations" / f"{name}.parquet"
         run_inference(

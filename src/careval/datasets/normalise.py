@@ -362,18 +362,23 @@ def _source_name(entry: Benchmark, root: Path) -> str:
     return hf_name(entry.source)
 
 
-def build_benchmark(entry: Benchmark, output: Path, limit: int | None = None, root: Path = Path(".")) -> pl.DataFrame:
-    """Write the samples and, beside them, the report counting rows read, selected and skipped (report_path);
-    an lm-eval task's samples are its documents as lm-eval builds them (careval.datasets.lm_eval_tasks)."""
+def read_benchmark(entry: Benchmark, limit: int | None = None, root: Path = Path(".")) -> Normalisation:
+    """A benchmark's samples read from its source (normalise_report); an lm-eval task's are its documents as lm-eval
+    builds them (careval.datasets.lm_eval_tasks)."""
     if isinstance(entry.source, LmEvalSource):
         samples = lm_eval_samples(entry, limit)
-        result = Normalisation(samples, samples.height, samples.height, samples.height, [])
-    else:
-        try:
-            rows = read_source(entry.source, root)
-        except SourceError as error:
-            raise SourceError(f"{entry.name}: {error}") from None
-        result = normalise_report(rows, entry, limit)
+        return Normalisation(samples, samples.height, samples.height, samples.height, [])
+    try:
+        rows = read_source(entry.source, root)
+    except SourceError as error:
+        raise SourceError(f"{entry.name}: {error}") from None
+    return normalise_report(rows, entry, limit)
+
+
+def build_benchmark(entry: Benchmark, output: Path, limit: int | None = None, root: Path = Path(".")) -> pl.DataFrame:
+    """Write the samples (read_benchmark) and, beside them, the report counting rows read, selected and skipped
+    (report_path)."""
+    result = read_benchmark(entry, limit, root)
     _log_skipped(entry, result)
     output.parent.mkdir(parents=True, exist_ok=True)
     result.samples.write_parquet(output)

@@ -14,9 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from careval.backends import Backend, load_backend
-from careval.datasets import get_benchmark
-from careval.datasets.loaders import read_source
-from careval.datasets.normalise import normalise
+from careval.datasets.normalise import read_benchmark
 from careval.jobs.relaxed_perplexity import relaxed_perplexity_targets
 from careval.metrics.relaxed_perplexity import NICE_TO_HAVE
 from careval.models.spec import ModelSpec
@@ -56,8 +54,7 @@ def example_sample(samples: pl.DataFrame, example: Example, where: str) -> pl.Da
 
 def benchmark_samples(dataset: NormaliseJob) -> pl.DataFrame:
     """Every sample of a benchmark, read and normalised as its normalisation job reads it (without a limit)."""
-    entry = get_benchmark(dataset.benchmark, dataset.overrides)
-    return normalise(read_source(entry.source, Path(".")), entry)
+    return read_benchmark(dataset.entry).samples
 
 
 def score_examples(backend: Backend, job: ExamplesJob, samples: dict[str, pl.DataFrame]) -> pl.DataFrame:
