@@ -141,7 +141,7 @@ def _task(runs, task: str):
     """careval's benchmark of `task` and its frames, lm-eval's logged documents and aggregated results of it."""
     ours, logged, results = runs
     entry, frames = ours[task]
-    return entry, frames, logged, results
+    return entry, frames, logged[task], results[task]
 
 
 def _values(scores: pl.DataFrame) -> dict[tuple[str, str], float]:
