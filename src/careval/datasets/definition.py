@@ -11,6 +11,7 @@ its key; the defaults of the keys left unset come from the schema ($defs/benchma
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -207,7 +208,11 @@ def _tuple(value) -> tuple | None:
     return None if value is None else tuple(value)
 
 
-def build_benchmark_spec(name: str, mapping: dict, where: str, lm_eval_facts=None) -> Benchmark:
+# What an lm-eval task is: (task, include folder, where) -> its LmEvalSource (careval.datasets.lm_eval_tasks.task_source).
+LmEvalFacts = Callable[[str, "str | None", str], LmEvalSource]
+
+
+def build_benchmark_spec(name: str, mapping: dict, where: str, lm_eval_facts: LmEvalFacts | None = None) -> Benchmark:
     """The Benchmark of a whole definition (layers merged, `format` applied, `include` resolved): its keys checked
     against the schema, the keys a benchmark needs, its transform's and task's names and its prompt's placeholders.
     `lm_eval_facts(task, include, where)`: the LmEvalSource of an lm-eval task (careval.datasets.lm_eval_tasks)."""
@@ -271,7 +276,7 @@ def build_benchmark_spec(name: str, mapping: dict, where: str, lm_eval_facts=Non
     )
 
 
-def _lm_eval_benchmark(name: str, mapping: dict, where: str, lm_eval_facts) -> Benchmark:
+def _lm_eval_benchmark(name: str, mapping: dict, where: str, lm_eval_facts: LmEvalFacts | None) -> Benchmark:
     """An lm-eval task: its careval task follows its output type; lm-eval builds its samples (no fields, no prompt:
     each sample's question is lm-eval's whole context); its generation settings unless the entry sets them."""
     for key in LM_EVAL_BUILDS:

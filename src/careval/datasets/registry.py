@@ -10,6 +10,7 @@ import yaml
 from careval.datasets.benchmark import Benchmark
 from careval.datasets.definition import (
     BenchmarkDefinitionError,
+    LmEvalFacts,
     build_benchmark_spec,
     layered,
     read_definition_file,
@@ -68,7 +69,7 @@ def benchmark_definition(name: str, entry: dict | None = None) -> dict:
     return layered(*layers, {key: value for key, value in entry.items() if key != "format"})
 
 
-def get_benchmark(name: str, entry: dict | None = None, lm_eval_facts=None) -> Benchmark:
+def get_benchmark(name: str, entry: dict | None = None, lm_eval_facts: LmEvalFacts | None = None) -> Benchmark:
     """The benchmark a config's entry names: a catalogue entry with the entry's keys over it, or a definition of
     its own (any other name). `lm_eval_facts`: what an lm-eval task is (careval.datasets.lm_eval_tasks.task_source;
     careval.datasets.definition.build_benchmark_spec)."""
