@@ -1,8 +1,8 @@
 """Speed of shared-prefix scoring against lm-eval 0.4.13's HFLM (issue 15), on the same requests
 in one process: SmolLM2-135M, float32, batch 8, 1 thread, 40 real MedQA/MedMCQA questions x 4
 options, in the cloze and the letters protocol, and as `lm_eval_task:` benchmarks (issue 37: lm-eval's own
-medqa_4options and medmcqa task files on the same rows, and its headqa_en on 40 HEAD-QA rows, their requests as
-careval's lm-eval path builds them).
+medqa_4options and medmcqa task files on the same rows, in their letters frame and in lm-eval's cloze frame, and
+its headqa_en on 40 HEAD-QA rows, their requests as careval's lm-eval path builds them).
 
 Excluded by default (pyproject addopts); run with
 ``pytest -m benchmark -s tests/backends/test_shared_prefix_speed.py``. Wall and process CPU times are printed,
