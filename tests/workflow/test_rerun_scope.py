@@ -167,9 +167,9 @@ CASES = [
     ),
     # the batches handed to a model (careval.models.spec: why a batch is part of a value)
     Case(
-        ("checkpoint_every",),
+        ("request_batch",),
         8,
-        {"infer_open", "infer_closed", "rephrase", "sample_consistency"},
+        {"infer_open", "infer_closed", "rephrase", "sample_consistency", "judge", "judge_repeats"},
         AFTER_MODEL,
     ),
     # --- metric families: each read by the jobs that compute it

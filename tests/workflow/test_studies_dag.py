@@ -89,7 +89,6 @@ def test_the_relaxed_perplexity_variants_equal_the_reference_estimator(studies_r
     import torch
 
     from careval.backends import load_backend
-    from careval.backends.tokenization import generation_tokens
     from careval.jobs.relaxed_perplexity import sample_target_sets
     from careval.metrics.relaxed_perplexity import relaxed_perplexity
     from careval.plan import build_plan
@@ -99,7 +98,7 @@ def test_the_relaxed_perplexity_variants_equal_the_reference_estimator(studies_r
     study = plan.studies["relaxed_perplexity_grid"]
     samples = _read(work, "resources/datasets/demo_open_qa.parquet")
     torch.set_num_threads(1)
-    backend = load_backend(plan.models[SMOL].for_job(threads=1).backend_kwargs())
+    backend = load_backend(plan.models[SMOL].for_job(threads=1))
     checked = 0
     for variant in study.swept:
         job = study.variants[variant].plan.relaxed_perplexity_job(SMOL, "demo_open_qa")
@@ -107,14 +106,12 @@ def test_the_relaxed_perplexity_variants_equal_the_reference_estimator(studies_r
         root = "results" if variant == "l=2,stride=8" else f"results/studies/relaxed_perplexity_grid/{variant}"
         targets = _read(work, f"{root}/relaxed_perplexity_targets/{SMOL}/demo_open_qa.parquet")
         for sample in samples.head(job.options["limit"]).iter_rows(named=True):
-            question, _ = generation_tokens(
-                backend.tokenizer,
-                backend.format(job.entry.prompt.format(question=sample["question"])),
-                add_bos=backend.add_bos,
+            question, _ = backend.prompt_tokens(
+                job.entry.prompt.format(question=sample["question"]), backend.max_length
             )
             for text in sample_target_sets(sample)["reference"]:
-                ids = backend.tokenizer.encode(" " + text.strip(), add_special_tokens=False)
-                expected = relaxed_perplexity(backend.model, question, ids, implementation="reference", **options)
+                ids = backend.encode(" " + text.strip())
+                expected = relaxed_perplexity(backend, question, ids, **options)
                 got = targets.filter((pl.col("id") == sample["id"]) & (pl.col("target") == text.strip()))
                 assert got["relaxed_cross_entropy"][0] == pytest.approx(expected.cross_entropy, rel=1e-4), variant
                 checked += 1
