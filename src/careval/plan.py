@@ -418,7 +418,12 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
     )
     # the Appendix E tables the run's benchmarks fill: known once the families of each benchmark are
     tasks = {name: (entry.task, entry.paper_task) for name, entry in benchmarks.items()}
-    analysis = replace(analysis, paper_tables=planned_tables(tasks, plan.families))
+    analysis = replace(
+        analysis,
+        paper_tables=planned_tables(tasks, plan.families),
+        paper_tasks={name: entry.paper_task for name, entry in benchmarks.items() if entry.paper_task is not None},
+        additions=tuple(name for name, entry in benchmarks.items() if entry.addition),
+    )
     plan = replace(plan, analysis=analysis)
     relaxed = metrics["relaxed_perplexity"]
     if any("relaxed_perplexity" in plan.families(b) for b in benchmarks) and relaxed["l"] > relaxed["s"]:

@@ -102,6 +102,8 @@ class ExamplesJob(JobSpec):
     key: str = field(metadata=EXECUTION)  # where the examples are in the config, for messages
     model: ModelSpec
     examples: tuple[Example, ...]
+    # each example benchmark read as its normalisation reads it, every sample (`limit` sizes a run, not the table)
+    datasets: tuple[NormaliseJob, ...]
     prompts: dict[str, str]  # benchmark -> its prompt template under the variant
     options: dict[str, Any]  # metrics.relaxed_perplexity under the variant, its `limit` left out
 

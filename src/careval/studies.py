@@ -61,10 +61,9 @@ _WORD = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
 
 @dataclass(frozen=True)
 class Variant:
-    """One variant: its name, the settings it sets (as written), and its plan per run (one plan but for runs)."""
+    """One variant: its name (its settings, `l=5,s=10`) and its plan per run (one plan but for a study with runs)."""
 
     name: str
-    settings: tuple[tuple[str, Any], ...]
     plans: tuple[Plan, ...]
 
     @property
@@ -290,11 +289,13 @@ class Study:
         plan = self.variants[variant].plan
         options = dict(plan.family_options("relaxed_perplexity").options)
         options.pop("limit", None)
+        benchmarks = sorted({e.benchmark for e in self.examples})
         return ExamplesJob(
             key=f"studies.{self.name}.examples",
             model=plan.models[model],
             examples=self.examples,
-            prompts={b: plan.benchmarks[b].prompt for b in sorted({e.benchmark for e in self.examples})},
+            datasets=tuple(replace(plan.normalise_job(b), limit=None) for b in benchmarks),
+            prompts={b: plan.benchmarks[b].prompt for b in benchmarks},
             options=options,
         )
 
@@ -373,12 +374,10 @@ def _study(name: str, settings: dict, raw: dict, main: Plan, build_plan) -> Stud
     _check_benchmarks(key, given, kind, section, family, main)
     base = _config_without_studies(raw)
     variants = {
-        variant: Variant(
-            variant, values, _plans(key, variant, section, values, base, main, models, given, runs, build_plan)
-        )
+        variant: Variant(variant, _plans(key, variant, section, values, base, main, models, given, runs, build_plan))
         for variant, values in _grid(f"{key}.sweep.{section}", section, sweep)
     }
-    baseline = Variant(BASELINE, (), _plans(key, BASELINE, section, (), base, main, models, given, runs, build_plan))
+    baseline = Variant(BASELINE, _plans(key, BASELINE, section, (), base, main, models, given, runs, build_plan))
     variants[BASELINE] = baseline
     default = _default_benchmarks(kind, family, main)
     study = Study(

@@ -174,3 +174,65 @@ def test_figure_17_is_scipys_correlation_of_the_anchor_with_every_other_score():
         other = table[(row["benchmark"], row["y"])]
         expected = (stats.pearsonr if row["method"] == "pearson" else stats.spearmanr)(anchor, other)
         assert (row["r"], row["p_value"]) == pytest.approx((expected.statistic, expected.pvalue)), row
+
+
+def test_figure_1s_task_rows_correlate_the_mcqa_average_with_each_tasks_mean_over_its_benchmarks():
+    """Per task and metric: a model's mean over the task's benchmarks (geometric for perplexities), correlated by
+    scipy; a model lacking one benchmark's value has no task value; the interval takes the same mean per resample."""
+    from scipy import stats
+
+    from careval.analysis.bootstrap import percentile_interval, resample_model_scores
+    from careval.analysis.correlations import Scores
+    from careval.schemas import SUMMARY_SAMPLE_SCHEMA
+
+    rng = np.random.default_rng(7)
+    models = ["m1", "m2", "m3", "m4", "m5"]
+    members = {"a": "clinical_note_taking", "b": "clinical_note_taking", "c": "summarization"}
+    samples = []
+    for i, model in enumerate(models):
+        for j in range(8):
+            samples.append(("mc", "mcqa", "acc", model, j, float(rng.random() < 0.15 * (i + 1))))
+        for benchmark in members:
+            for j in range(6):
+                samples.append((benchmark, "open", "rouge1", model, j, float(rng.random())))
+                samples.append((benchmark, "open", "word_perplexity", model, j, float(rng.uniform(5, 60))))
+    frame = pl.DataFrame(
+        [{"model": m, "benchmark": b, "task": t, "metric": k, "id": f"s{j}", "value": v, "status": "ok", "weight": 1.0}
+         for b, t, k, m, j, v in samples],
+        schema=SUMMARY_SAMPLE_SCHEMA,
+    )  # fmt: skip
+    resampled = resample_model_scores(frame, 200, 4, ["mc"])
+    point = {key: dict(zip(resampled.models, values[0])) for key, values in resampled.scores.items()}
+    rows = [
+        {"model": m, "benchmark": b, "task": "mcqa" if b in ("mc", MCQA_AVERAGE) else "open", "metric": k,
+         "value": v, "n": 6, "n_failed": 0}
+        for (b, k), values in point.items()
+        for m, v in values.items()
+        if not (b == "b" and k == "rouge1" and m == "m5")  # m5 has no ROUGE on b: no task value for it
+    ]  # fmt: skip
+    summary = pl.DataFrame(rows, schema=SUMMARY_SCHEMA)
+    table = mcqa_vs_open(Scores(summary, resampled, 0.9), ["pearson"], paper_tasks={"mc": "mcqa", **members})
+    got = {(row["benchmark"], row["y"]): row for row in table.iter_rows(named=True)}
+    acc = [point[(MCQA_AVERAGE, "acc")][m] for m in models]
+    notes = [(point[("a", "word_perplexity")][m] * point[("b", "word_perplexity")][m]) ** 0.5 for m in models]
+    row = got[("task:clinical_note_taking", "word_perplexity")]
+    assert row["r"] == pytest.approx(stats.pearsonr(acc, notes).statistic)
+    assert row["p_value"] == pytest.approx(stats.pearsonr(acc, notes).pvalue) and row["n_models"] == 5
+    rouge = [(point[("a", "rouge1")][m] + point[("b", "rouge1")][m]) / 2 for m in models[:4]]
+    row = got[("task:clinical_note_taking", "rouge1")]
+    assert row["r"] == pytest.approx(stats.pearsonr(acc[:4], rouge).statistic) and row["n_models"] == 4
+    # one benchmark in its task: the task row is that benchmark's
+    assert got[("task:summarization", "rouge1")]["r"] == pytest.approx(got[("c", "rouge1")]["r"])
+    # the interval: the geometric mean of a's and b's resampled perplexities, correlated per resample
+    x = resampled.scores[(MCQA_AVERAGE, "acc")][1:]
+    y = np.sqrt(resampled.scores[("a", "word_perplexity")][1:] * resampled.scores[("b", "word_perplexity")][1:])
+    per_resample = np.array([stats.pearsonr(xs, ys).statistic for xs, ys in zip(x, y)])
+    low, high = percentile_interval(per_resample, 0.9)
+    row = got[("task:clinical_note_taking", "word_perplexity")]
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high))
+    assert [k for k in got if k[0].startswith("task:")] == [
+        ("task:clinical_note_taking", "rouge1"),
+        ("task:clinical_note_taking", "word_perplexity"),
+        ("task:summarization", "rouge1"),
+        ("task:summarization", "word_perplexity"),
+    ]  # Table 1's order of tasks; MCQA is the x, no row of its own

@@ -271,16 +271,18 @@ def _spread():
     )  # fmt: skip
 
 
-def test_figure_2_draws_the_plain_variance_per_prompt_averaged_across_models(monkeypatch):
+def test_figure_2_draws_the_variance_per_prompt_scaled_as_figure_13s_averaged_across_models(monkeypatch):
     import careval.analysis.figures as figures
 
     drawn = []
     monkeypatch.setattr(figures, "_distributions", lambda ax, frame, column, *a: drawn.append((frame, column)))
     figures.consistency_figure(_spread(), "b", 3, cv=False)
     frame, column = drawn[0]
-    assert column == "variance"  # C.2: "We compute variances per prompt, and then average across models"
-    got = dict(frame.select("id", "variance").iter_rows())
-    assert got == pytest.approx({"p1": (0.04 + 0.08) / 2, "p2": (0.0 + 0.02) / 2})
+    # C.2: "We compute variances per prompt, and then average across models"; scaled as C.1 scales figure 13's,
+    # so metrics of different units share the axis (issue 36)
+    assert column == "scaled_variance"
+    got = dict(frame.select("id", "scaled_variance").iter_rows())
+    assert got == pytest.approx({"p1": (0.5 + 1.0) / 2, "p2": (0.0 + 0.25) / 2})
 
 
 @pytest.mark.parametrize(

@@ -578,7 +578,7 @@ def test_careqa_llms_from_config(tmp_path):
         "margin": 0.05,
         "seed": 0,
         "min_reviewers": 3,
-        "filled_sheets": "resources/careqa_review",
+        "filled_sheets": None,  # no human review unless a folder is configured (config/paper.yaml names one)
     }
     with pytest.raises(ConfigError, match=r"careqa\.translator"):
         prepare_config(

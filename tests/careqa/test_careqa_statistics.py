@@ -157,7 +157,7 @@ def test_sources_resolve_benchmarks_files_and_the_build():
     assert Path(shipped["closed"]).is_file()
 
 
-def test_the_plan_draws_the_careqa_pages_only_when_a_tokenizer_is_named():
+def test_the_plan_draws_the_careqa_pages_only_when_a_tokenizer_is_named_and_figure_7_where_sheets_are_configured():
     from careval.config import ConfigError
     from careval.plan import build_plan
 
@@ -172,9 +172,18 @@ def test_the_plan_draws_the_careqa_pages_only_when_a_tokenizer_is_named():
     off = copy.deepcopy(demo)
     del off["careqa"]["statistics"]
     assert not [n for n in build_plan(off).analysis.figure_names() if n.startswith("careqa_")]
+    # figure 7 follows the config, not the disk: a configured folder without sheets yet plans it (its page says so)
     no_sheets = copy.deepcopy(demo)
     no_sheets["careqa"]["review"]["filled_sheets"] = "resources/no_such_folder"
-    assert "careqa_review" not in build_plan(no_sheets).analysis.figure_names()
+    planned = build_plan(no_sheets).analysis
+    assert "careqa_review" in planned.figure_names()
+    assert planned.report_job.review_sheets == "resources/no_such_folder"
+    unset = copy.deepcopy(demo)
+    del unset["careqa"]["review"]["filled_sheets"]  # the schema's default: no human review
+    assert "careqa_review" not in build_plan(unset).analysis.figure_names()
+    assert build_plan(unset).analysis.report_job.review_sheets is None
+    paper = build_plan(yaml.safe_load((REPO / "config" / "paper.yaml").read_text())).analysis
+    assert "careqa_review" in paper.figure_names() and paper.report_job.review_sheets == "resources/careqa_review"
     wrong = copy.deepcopy(demo)
     wrong["careqa"]["statistics"]["tokenizer"] = "no-such-model"
     with pytest.raises(ConfigError, match=re.escape("careqa.statistics.tokenizer: 'no-such-model' is not a key")):

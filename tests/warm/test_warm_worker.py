@@ -456,3 +456,22 @@ def test_every_workflow_script_hands_its_job_to_the_worker_first():
             before.append("(no offload call)")
         late[path.name] = [line for line in before if line not in ("import os", "from careval.warm import offload")]
     assert {name: lines for name, lines in late.items() if lines} == {}
+
+
+def test_the_worker_imports_what_the_runs_jobs_need():
+    """From the specs of the jobs a run will run: the LLM libraries where one loads a model, each scoring job's
+    families' libraries (the registry's `imports`), the analysis libraries where one tests or draws, nothing else."""
+    from careval.metrics.registry import FAMILIES
+    from careval.plan import load_plan
+    from careval.warm.preload import ANALYSIS_MODULES, LLM_MODULES, warm_modules
+
+    plan = load_plan(Path(__file__).resolve().parents[2] / "config" / "config.yaml")
+    assert warm_modules([plan.normalise_job("demo_mcqa")]) == ()  # reading the data needs none of them
+    assert warm_modules([plan.infer_job("gemma3-270m", "demo_mcqa")]) == LLM_MODULES
+    rouge = warm_modules([plan.score_job("demo_open_qa", ["rouge", "perplexity"])])
+    assert rouge == FAMILIES["rouge"].imports and "bert_score" not in rouge
+    report = warm_modules([plan.score_job("demo_open_qa", ["bertscore"]), plan.aggregate_job()])
+    assert report == FAMILIES["bertscore"].imports + ANALYSIS_MODULES
+    everything = warm_modules()  # a worker started outside a run: every job's
+    assert set(LLM_MODULES + ANALYSIS_MODULES + FAMILIES["moverscore"].imports) <= set(everything)
+    assert len(set(everything)) == len(everything)

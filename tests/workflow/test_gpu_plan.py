@@ -69,13 +69,25 @@ def test_every_llm_job_of_the_paper_plan_asks_for_the_gpus_its_backend_uses(pape
 def test_size_classes_reach_every_job_kind(paper_jobs):
     paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
     sizes = {name: paper["model_sizes"][entry["size"]]["gpus"] for name, entry in paper["models"].items()}
+    # the studies' rephrasers (inline entries, like the run's) and the model Table 6's study puts in Mistral's place
+    rephrasers = paper["studies"]["rephraser"]["sweep"]["analysis.resilience"]["rephraser"]
+    in_place = paper["studies"]["general_vs_medical"]["sweep"]["models"]
     for rule, wildcards, spec, gpu in paper_jobs:
-        loaded = spec["name"]
-        if rule in ("judge", "judge_repeats"):  # the inline prometheus-7b-v2.0 judge of size class small
+        loaded, kind = spec["name"], rule.removeprefix("study_")
+        variant = wildcards.get("variant", "")
+        if kind in ("judge", "judge_repeats"):  # the inline prometheus-7b-v2.0 judge of size class small
             assert (loaded, gpu) == ("prometheus-7b-v2.0", paper["model_sizes"]["small"]["gpus"])
-        elif rule == "rephrase":  # the inline Qwen2.5-72B-Instruct rephraser of its own size class
-            rephraser = paper["analysis"]["resilience"]["rephraser"]
-            assert (loaded, gpu) == ("Qwen2.5-72B-Instruct", paper["model_sizes"][rephraser["size"]]["gpus"])
+        elif kind == "rephrase":  # the inline Qwen2.5-72B-Instruct rephraser of its own size class (or a study's)
+            entry = (
+                rephrasers[variant.removeprefix("rephraser=")]
+                if variant
+                else paper["analysis"]["resilience"]["rephraser"]
+            )
+            name = entry["source"].rsplit("/", 1)[-1]
+            assert (loaded, gpu) == (name, paper["model_sizes"][entry["size"]]["gpus"]), (rule, wildcards)
+        elif variant.startswith("model="):  # the study's other model, on that model's GPUs
+            other = in_place[variant.removeprefix("model=")]
+            assert (loaded, gpu) == (other, sizes[other]), (rule, wildcards)
         else:
             assert (loaded, gpu) == (wildcards["model"], sizes[wildcards["model"]]), (rule, wildcards)
     seventy_b = Counter(

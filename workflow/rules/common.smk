@@ -6,6 +6,7 @@ import re
 import shlex
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from careval.analysis.elo import resolve_elo_path
 from careval.canonical import JobParam
@@ -16,7 +17,7 @@ from careval.metrics.registry import FAMILIES
 from careval.plan import EXTRA_FAMILIES
 from careval.studies import studies_job
 from careval import runlock
-from careval.warm import server as warm_server
+from careval.warm import preload as warm_preload, server as warm_server
 
 RESULTS = PLAN.results_dir
 MODELS_DIR = PLAN.models_dir
@@ -139,9 +140,12 @@ WARM_WORKER = []
 
 def start_warm_worker():
     """Jobs of a run on this machine start in forks of one process that has imported their libraries and
-    loaded their hf models; a cluster's jobs (another executor), a dry-run or --touch never use one."""
+    loaded their hf models; a cluster's jobs (another executor), a dry-run or --touch never use one. It imports
+    what the jobs this run will run need (careval.warm.preload.warm_modules, from their specs)."""
     if RES["warm_worker"] and workflow.is_main_process and workflow.local_exec and not workflow.touch:
-        WARM_WORKER.append(warm_server.start(f"{LOGS}/warm_worker.log", RES["warm_worker_model_mb"]))
+        specs = [job.params.job.spec for job in workflow.dag.needrun_jobs() if "job" in job.params.keys()]
+        modules = warm_preload.warm_modules(specs)
+        WARM_WORKER.append(warm_server.start(f"{LOGS}/warm_worker.log", RES["warm_worker_model_mb"], modules))
 
 
 def stop_warm_worker():
@@ -355,8 +359,9 @@ def study_sources(wildcards):
 
 
 def study_examples(wildcards):
-    """The datasets of a study's Table 6 questions."""
-    return [f"{DATASETS_DIR}/{b}.parquet" for b in sorted({e.benchmark for e in STUDIES[wildcards.study].examples})]
+    """The local source files of a study's Table 6 benchmarks (read whole by the job: `limit` sizes a run, not the table)."""
+    benchmarks = sorted({e.benchmark for e in STUDIES[wildcards.study].examples})
+    return [path for b in benchmarks for path in benchmark_source_files(SimpleNamespace(benchmark=b))]
 
 
 # the families a study's scoring job computes one at a time (the run's scoring jobs compute all of a task's at once)

@@ -287,7 +287,7 @@ if STUDY_EXAMPLES is not None:
     # --- paper Table 6: the Relaxed Cross-Entropy of a few questions, for each model and variant of the study
     rule relaxed_perplexity_examples:
         input:
-            datasets=study_examples,
+            sources=study_examples,
             model=study_model_folder,
         output:
             f"{STUDY}/relaxed_perplexity_examples/{{model}}.parquet",

@@ -14,4 +14,4 @@ from careval.models.spec import model_for_job
 with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     spec = model_for_job(job.model, snakemake)
-    run_examples(job, spec, list(snakemake.input.datasets), Path(snakemake.output[0]))
+    run_examples(job, spec, Path(snakemake.output[0]))

@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import polars as pl
 
+from careval.analysis.empty_page import empty_page
 from careval.careqa.statistics import TABLE4_COLUMNS, TOTAL, _cell
 
 SET_TITLES = {
@@ -59,8 +60,19 @@ def categories_figure(table: pl.DataFrame, set_name: str):
     return fig
 
 
-def review_figure(table: pl.DataFrame):
-    """One panel per review kind: per category, the share of items tagged correct by >= 1, >= 2 and all reviewers."""
+REVIEW_TITLE = "Figure 7: CareQA human review, correctness per category"
+
+
+def review_figure(table: pl.DataFrame, folder: str | None = None):
+    """One panel per review kind: per category, the share of items tagged correct by >= 1, >= 2 and all reviewers.
+    Without a filled sheet yet (the page is planned from careqa.review.filled_sheets), a page says where they go."""
+    if not table.height:
+        return empty_page(
+            REVIEW_TITLE,
+            f"No filled review sheet in {folder or 'careqa.review.filled_sheets'} yet.\nOne CSV per reviewer in "
+            "<folder>/translation/ and <folder>/rephrasing/,\neach a filled copy of results/careqa/review/<kind>/"
+            "sheet.csv (snakemake careqa).\nThe report is remade once they are there.",
+        )
     kinds = list(dict.fromkeys(table["kind"].to_list()))
     fig, axes = plt.subplots(1, max(len(kinds), 1), figsize=(6 * max(len(kinds), 1), 5), squeeze=False)
     rows = (
@@ -82,6 +94,6 @@ def review_figure(table: pl.DataFrame):
         ax.set_ylabel("% of reviewed items")
         ax.set_title(kind, fontsize=10)
         ax.legend(fontsize=7, loc="upper center", ncol=len(rows), frameon=False)
-    fig.suptitle("Figure 7: CareQA human review, correctness per category", fontsize=11)
+    fig.suptitle(REVIEW_TITLE, fontsize=11)
     fig.tight_layout()
     return fig

@@ -12,7 +12,8 @@ from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.bootstrap import Resampled, correlation_interval
-from careval.metrics.registry import higher_is_better
+from careval.analysis.paper_tables import PAPER_TASKS, task_row
+from careval.metrics.registry import higher_is_better, metric_spec
 from careval.schemas import CORRELATION_SCHEMA, SET_CORRELATION_SCHEMA
 
 ELO = ("chatbot_arena", "elo")
@@ -46,12 +47,15 @@ class Scores:
     resampled: Resampled | None = None
     confidence: float = 0.95
     fixed: dict[Key, dict[str, float]] = field(default_factory=dict)
+    # values computed from the summary's (figure 1's task means), whose resamples `resampled` holds: not `fixed`
+    derived: dict[Key, dict[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.models = self.resampled.models if self.resampled else sorted(self.summary["model"].unique().to_list())
         self.values: dict[Key, dict[str, float]] = {}
         for model, benchmark, metric, value in self.summary.select("model", "benchmark", "metric", "value").iter_rows():
             self.values.setdefault((benchmark, metric), {})[model] = value
+        self.values.update(self.derived)
         self.values.update(self.fixed)
 
     def vector(self, key: Key) -> list[float | None]:
@@ -105,15 +109,72 @@ def _benchmarks_of_task(summary: pl.DataFrame, task_filter) -> list[str]:
     return sorted(rows["benchmark"].unique().to_list())
 
 
-def mcqa_vs_open(summary, methods: list[str], mcqa_metric: str = "acc") -> pl.DataFrame:
-    """Figure 1: the MCQA weighted-average accuracy against every metric of every other (non-MCQA) benchmark."""
+def mcqa_vs_open(
+    summary, methods: list[str], mcqa_metric: str = "acc", paper_tasks: dict[str, str] | None = None
+) -> pl.DataFrame:
+    """Figure 1: the MCQA weighted-average accuracy against every metric of every other (non-MCQA) benchmark and,
+    given each benchmark's paper task (`paper_tasks`), of every task's mean over its benchmarks (with_task_means)."""
     scores = _as_scores(summary)
     cells = [
         (benchmark, metric)
         for benchmark in _benchmarks_of_task(scores.summary, pl.col("task") != "mcqa")
         for metric in _metrics_of(scores.summary, benchmark)
     ]
+    if paper_tasks:
+        scores, task_cells = with_task_means(scores, paper_tasks)
+        cells += task_cells
     return _one_against_many(scores, "mcqa_vs_open", (MCQA_AVERAGE, mcqa_metric), f"mcqa_{mcqa_metric}", cells, methods)
+
+
+def _task_mean(stack: np.ndarray, geometric: bool) -> np.ndarray:
+    """The mean over axis 0 (a task's benchmarks), geometric or arithmetic; NaN wherever one benchmark's is missing."""
+    complete = np.isfinite(stack).all(0)
+    safe = np.where(complete, stack, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.exp(np.log(safe).mean(0)) if geometric else safe.mean(0)
+    return np.where(complete, mean, np.nan)
+
+
+def with_task_means(scores: Scores, paper_tasks: dict[str, str]) -> tuple[Scores, list[Key]]:
+    """Figure 1's task rows: the paper reads figure 1 by task ("only clinical note-taking correlates positively with
+    MCQA"), so each task of Table 1 gets one score per metric to correlate with the MCQA average, as its benchmarks
+    get theirs. A model's task score is the mean of its values on the task's non-MCQA benchmarks scored with the
+    metric, every benchmark weighing the same (a large benchmark does not speak for its task), geometric where the
+    registry combines the metric's samples so (perplexities, whose scale differs by benchmark); a model lacking one
+    of them has none. The interval takes the same mean on every bootstrap resample (each benchmark resampled on its
+    own), so the task rows are correlations with intervals and p-values as every other row is, not averages of
+    correlations. Returns the scores with these values under ("task:<paper task>", metric), and their keys in
+    Table 1's order of tasks."""
+    members: dict[Key, list[str]] = {}
+    for benchmark in _benchmarks_of_task(scores.summary, pl.col("task") != "mcqa"):
+        task = paper_tasks.get(benchmark)
+        if task is None:  # no task of the paper's Table 1
+            continue
+        for metric in _metrics_of(scores.summary, benchmark):
+            members.setdefault((task_row(task), metric), []).append(benchmark)
+    order = [task_row(task) for task in PAPER_TASKS]
+    keys = sorted(members, key=lambda key: (order.index(key[0]), key[1]))
+    derived: dict[Key, dict[str, float]] = {}
+    resampled = dict(scores.resampled.scores) if scores.resampled is not None else None
+    for key in keys:
+        metric, names = key[1], members[key]
+        geometric = metric_spec(metric).average == "geometric"
+        vectors = np.array([[np.nan if v is None else v for v in scores.vector((b, metric))] for b in names], float)
+        derived[key] = dict(zip(scores.models, _task_mean(vectors, geometric).tolist()))
+        if resampled is not None:
+            parts = [resampled.get((b, metric)) for b in names]
+            arrays = [part for part in parts if part is not None]
+            if len(arrays) == len(parts):  # a corpus-level metric has no resamples: no interval
+                resampled[key] = _task_mean(np.stack(arrays), geometric)
+    boot = scores.resampled
+    with_means = Scores(
+        scores.summary,
+        None if boot is None or resampled is None else Resampled(boot.models, resampled, boot.n_resamples),
+        scores.confidence,
+        scores.fixed,
+        {**scores.derived, **derived},
+    )
+    return with_means, keys
 
 
 def _one_against_many(scores: Scores, analysis: str, x: Key, x_label: str, cells: list[Key], methods: list[str]):
@@ -223,14 +284,18 @@ SET_ANALYSES = {
 }
 
 
-def set_correlations(scores_of, sets_of, methods: list[str], anchor: str | None = None) -> pl.DataFrame:
+def set_correlations(
+    scores_of, sets_of, methods: list[str], anchor: str | None = None, paper_tasks: dict[str, str] | None = None
+) -> pl.DataFrame:
     """Every analysis over each of its model sets in one long table (results/summary/correlations.parquet).
 
     scores_of(set name) -> Scores over exactly that set's models; sets_of(analysis) -> its set names;
-    anchor: the benchmark of figure 17's Relaxed Perplexity (None: no figure 17).
+    anchor: the benchmark of figure 17's Relaxed Perplexity (None: no figure 17); paper_tasks: each benchmark's
+    paper task, for figure 1's task rows (None: none).
     """
     parts = [pl.DataFrame(schema=SET_CORRELATION_SCHEMA)]
     analyses = dict(SET_ANALYSES)
+    analyses["mcqa_vs_open"] = lambda scores, methods: mcqa_vs_open(scores, methods, paper_tasks=paper_tasks)
     if anchor is not None:
         analyses["relaxed_perplexity_vs_all"] = lambda scores, methods: relaxed_perplexity_vs_all(
             scores, methods, anchor

@@ -18,12 +18,14 @@ import polars as pl
 from matplotlib.backends.backend_pdf import PdfPages
 
 from careval.analysis import careqa_figures, comparison_figures, jury_figures, study_figures
+from careval.analysis.additions import addition_note, marked
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.consistency import cv_excluded_metrics
 from careval.analysis.correlations import square
 from careval.analysis.empty_page import empty_page
 from careval.analysis.metric_view import paper_clusters
 from careval.analysis.paper_table_files import table_figure
+from careval.analysis.paper_tables import PAPER_TASKS, task_row
 from careval.analysis.plan import FigureSpec, ReportJob
 from careval.analysis.report_tables import AnalysisTables
 from careval.analysis.spread import across_models
@@ -83,6 +85,7 @@ def _heatmap(
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
     ax.set_title(title, fontsize=9)
     lines, size = cell_layout(ax, *matrix.shape)
+    square = rows == cols  # a matrix of the same labels both ways: its diagonal (r = 1) has no p-value
     for i in range(matrix.shape[0] if lines else 0):
         for j in range(matrix.shape[1]):
             value = matrix[i, j]
@@ -90,7 +93,7 @@ def _heatmap(
                 value,
                 None if low is None else low[i, j],
                 None if high is None else high[i, j],
-                None if p is None or i == j else p[i, j],
+                None if p is None or (square and i == j) else p[i, j],
                 lines,
             )
             ax.text(
@@ -136,10 +139,17 @@ def lower_is_better_note(metrics) -> str:
     )
 
 
-def scores_figure(summary: pl.DataFrame):
+def _notes(*parts: str) -> str:
+    """A page's note from its parts, the empty ones left out."""
+    return " ".join(part for part in parts if part)
+
+
+def scores_figure(summary: pl.DataFrame, additions: tuple[str, ...] = ()):
     """An overview page: every model's headline numbers, so the correlations can be read against them."""
     table = summary.filter(pl.col("metric").is_in(["acc", "rougeL", "bleu", "bertscore_f1", "word_perplexity"]))
-    short = pl.col("benchmark").str.replace(MCQA_AVERAGE, "MCQA avg", literal=True)
+    label = {b: marked(b, additions) for b in table["benchmark"].unique().to_list()}
+    label[MCQA_AVERAGE] = "MCQA avg"
+    short = pl.col("benchmark").replace_strict(label, return_dtype=pl.String)
     wide = (
         table.with_columns(column=short + "\n" + pl.col("metric"))
         .pivot(on="column", index="model", values="value")
@@ -155,13 +165,31 @@ def scores_figure(summary: pl.DataFrame):
     tab.scale(1, 2.4)
     tab.auto_set_column_width(list(range(len(columns) + 1)))
     ax.set_title("Scores per model (results/summary/scores.parquet)", fontsize=11)
-    fig.text(0.01, 0.01, lower_is_better_note(table["metric"].unique().to_list()), fontsize=7)
+    shown = table["benchmark"].unique().to_list()
+    fig.text(
+        0.01,
+        0.01,
+        _notes(lower_is_better_note(table["metric"].unique().to_list()), addition_note(shown, additions)),
+        fontsize=7,
+    )
     return fig
 
 
-def _grid_figure(block: pl.DataFrame, methods: list[str], title: str, note: str, empty: str):
-    """One benchmark x metric heatmap per method: the coefficient of one fixed score against each of them."""
-    benchmarks = sorted(block["benchmark"].unique().to_list())
+def _grid_figure(
+    block: pl.DataFrame,
+    methods: list[str],
+    title: str,
+    note: str,
+    empty: str,
+    rows: list[str] | None = None,
+    labels: list[str] | None = None,
+    split: int | None = None,
+):
+    """One benchmark x metric heatmap per method: the coefficient of one fixed score against each of them.
+    `rows`: the benchmark column's values in their order (default: sorted), shown as `labels`; a line is drawn
+    above row `split` (figure 1's task rows below its benchmarks)."""
+    benchmarks = rows if rows is not None else sorted(block["benchmark"].unique().to_list())
+    labels = labels if labels is not None else benchmarks
     metrics = sorted(block["y"].unique().to_list())
     if not benchmarks:
         return empty_page(title, empty)
@@ -178,41 +206,80 @@ def _grid_figure(block: pl.DataFrame, methods: list[str], title: str, note: str,
         _heatmap(
             ax,
             grids["r"],
-            benchmarks,
+            labels,
             metrics,
             f"{method.capitalize()} correlation (x: metric, y: benchmark)",
             grids["ci_low"],
             grids["ci_high"],
             grids["p_value"],
         )
+        if split:
+            ax.axhline(split - 0.5, color="black", linewidth=1.5)
     fig.suptitle(title, fontsize=11)
-    fig.text(0.01, 0.005, note + " " + lower_is_better_note(metrics) + " " + CI_NOTE, fontsize=7, wrap=True)
+    fig.text(0.01, 0.005, _notes(note, lower_is_better_note(metrics), CI_NOTE), fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.03, 1, 0.96))
     return fig
 
 
-def mcqa_vs_open_figure(table: pl.DataFrame, methods: list[str], models: str):
-    """Figure 1 over one model set; `models` says which ("9 models of set 'small'")."""
+TASK_NOTE = (
+    "Rows below the line: each paper task (Table 1), a model's mean over the task's benchmarks scored with the "
+    "metric (each benchmark weighing the same; geometric for perplexities), correlated with the MCQA average as a "
+    "benchmark is, its interval from the same mean on every resample."
+)
+
+
+def mcqa_vs_open_figure(
+    table: pl.DataFrame,
+    methods: list[str],
+    models: str,
+    paper_tasks: dict[str, str] | None = None,
+    additions: tuple[str, ...] = (),
+):
+    """Figure 1 over one model set; `models` says which ("9 models of set 'small'"). Its benchmarks, then the paper
+    tasks' rows (careval.analysis.correlations.with_task_means), whose members the note lists."""
     block = table.filter(pl.col("analysis") == "mcqa_vs_open")
+    present = set(block["benchmark"].unique().to_list())
+    tasks = [task for task in PAPER_TASKS if task_row(task) in present]
+    order = list(PAPER_TASKS)  # the benchmarks by task, as the task rows below them
+    paper_tasks = paper_tasks or {}
+    benchmarks = sorted(
+        present - {task_row(task) for task in tasks},
+        key=lambda b: (order.index(paper_tasks[b]) if b in paper_tasks else len(order), b),
+    )
+    members = {
+        task: ", ".join(marked(b, additions) for b in benchmarks if paper_tasks.get(b) == task) for task in tasks
+    }
+    note = TASK_NOTE + " " + "; ".join(f"{PAPER_TASKS[t]}: {members[t]}" for t in tasks) + "." if tasks else ""
     return _grid_figure(
         block,
         methods,
-        f"MCQA weighted-average accuracy vs open-ended benchmark x metric (and any other non-MCQA task; {models})",
-        "",
+        f"MCQA weighted-average accuracy vs every other benchmark x metric, and per task ({models})",
+        _notes(note, addition_note(benchmarks, additions)),
         "no non-MCQA benchmark in the config",
+        rows=benchmarks + [task_row(task) for task in tasks],
+        labels=[marked(b, additions) for b in benchmarks] + [f"task: {PAPER_TASKS[task]}" for task in tasks],
+        split=len(benchmarks) if tasks else None,
     )
 
 
-def relaxed_perplexity_figure(table: pl.DataFrame, methods: list[str], models: str, anchor: str):
+def relaxed_perplexity_figure(
+    table: pl.DataFrame, methods: list[str], models: str, anchor: str, additions: tuple[str, ...] = ()
+):
     """Figure 17: Relaxed Perplexity on the anchor benchmark against every other benchmark x metric."""
     block = table.filter(pl.col("analysis") == "relaxed_perplexity_vs_all")
+    benchmarks = sorted(block["benchmark"].unique().to_list())
     return _grid_figure(
         block,
         methods,
-        f"{anchor} Relaxed Perplexity vs every other benchmark x metric ({models})",
-        f"Relaxed Perplexity (lower is better) of {anchor}, scored against the target named in the "
-        "README (OLAPH: the Must_have statements; other benchmarks: the full reference).",
+        f"{marked(anchor, additions)} Relaxed Perplexity vs every other benchmark x metric ({models})",
+        _notes(
+            f"Relaxed Perplexity (lower is better) of {anchor}, scored against the target named in the "
+            "README (OLAPH: the Must_have statements; other benchmarks: the full reference).",
+            addition_note([anchor, *benchmarks], additions),
+        ),
         f"no Relaxed Perplexity on {anchor}",
+        rows=benchmarks,
+        labels=[marked(b, additions) for b in benchmarks],
     )
 
 
@@ -223,6 +290,7 @@ def metric_matrix_figure(
     methods: list[str],
     models: str,
     cut: str,
+    additions: tuple[str, ...] = (),
 ):
     """Figure 10: metric x metric on one benchmark, ordered and annotated by its clusters (careval.analysis.report)."""
     side = matrix_inches(table.filter(pl.col("benchmark") == benchmark)["x"].n_unique())
@@ -238,7 +306,7 @@ def metric_matrix_figure(
         _heatmap(ax, r, labels, labels, f"{method.capitalize()} (metric vs metric, ordered by cluster)", low, high, p)
         notes.append(f"{method}: " + "; ".join(f"[{name}] {', '.join(members)}" for name, members in groups))
     paper = "; ".join(f"[{name}] {', '.join(members)}" for name, members in paper_clusters(labels))
-    fig.suptitle(f"Metric x metric correlation on {benchmark} across {models}", fontsize=11)
+    fig.suptitle(f"Metric x metric correlation on {marked(benchmark, additions)} across {models}", fontsize=11)
     fig.text(
         0.01,
         0.01,
@@ -248,7 +316,7 @@ def metric_matrix_figure(
                 *notes,
                 f"The paper's three (section 3.3): {paper}",
                 lower_is_better_note(labels),
-                CI_NOTE,
+                _notes(CI_NOTE, addition_note([benchmark], additions)),
             ]
         ),
         fontsize=6,
@@ -258,7 +326,7 @@ def metric_matrix_figure(
     return fig
 
 
-def benchmark_matrix_figure(table: pl.DataFrame, method: str, models: str):
+def benchmark_matrix_figure(table: pl.DataFrame, method: str, models: str, additions: tuple[str, ...] = ()):
     """Figures 11-12: one small benchmark x benchmark matrix per metric."""
     block = _block(table, analysis="benchmark_x_benchmark", method=method)
     metrics = sorted(block["metric"].unique().to_list())
@@ -271,31 +339,42 @@ def benchmark_matrix_figure(table: pl.DataFrame, method: str, models: str):
     fig, axes = plt.subplots(rows, columns, figsize=((side + 1.5) * columns, (side + 0.8) * rows), squeeze=False)
     for ax, metric in zip(axes.flat, metrics):
         labels, r, low, high, p = _squares(_block(block, metric=metric))
-        _heatmap(ax, r, labels, labels, metric, low, high, p)
+        names = [marked(label, additions) for label in labels]
+        _heatmap(ax, r, names, names, metric, low, high, p)
     for ax in list(axes.flat)[len(metrics) :]:
         ax.axis("off")
     fig.suptitle(title, fontsize=11)
-    fig.text(0.01, 0.005, CI_NOTE, fontsize=7)
+    fig.text(0.01, 0.005, _notes(CI_NOTE, addition_note(block["x"].unique().to_list(), additions)), fontsize=7)
     fig.tight_layout(rect=(0, 0.02, 1, 0.96))
     return fig
 
 
-def elo_figure(table: pl.DataFrame, methods: list[str], elo_path: str, set_name: str):
+def elo_figure(table: pl.DataFrame, methods: list[str], elo_path: str, set_name: str, additions: tuple[str, ...] = ()):
     block = table.filter(pl.col("analysis") == "mcqa_vs_elo")
     fig, axes = plt.subplots(1, len(methods), figsize=(7.5 * len(methods), 6.5), squeeze=False)
     for ax, method in zip(axes[0], methods):
         labels, r, low, high, p = _squares(_block(block, method=method))
-        _heatmap(ax, r, labels, labels, f"{method.capitalize()}", low, high, p)
+        names = [marked(label, additions) for label in labels]
+        _heatmap(ax, r, names, names, f"{method.capitalize()}", low, high, p)
     n = int(block["n_models"].max() or 0) if block.height else 0
     fig.suptitle(
         f"MCQA benchmarks (accuracy) vs Chatbot-Arena Elo ({n} models of set '{set_name}' with an Elo)", fontsize=11
     )
-    fig.text(0.01, 0.005, f"Elo from {elo_path}; Elo is not resampled (it has no samples). " + CI_NOTE, fontsize=7)
+    fig.text(
+        0.01,
+        0.005,
+        _notes(
+            f"Elo from {elo_path}; Elo is not resampled (it has no samples).",
+            CI_NOTE,
+            addition_note(block["x"].unique().to_list(), additions),
+        ),
+        fontsize=7,
+    )
     fig.tight_layout(rect=(0, 0.03, 1, 0.95))
     return fig
 
 
-def rankings_figure(rankings: pl.DataFrame, benchmark: str, set_name: str):
+def rankings_figure(rankings: pl.DataFrame, benchmark: str, set_name: str, additions: tuple[str, ...] = ()):
     """Figure 18: each model's rank under every metric (1 = best)."""
     block = rankings.filter(pl.col("benchmark") == benchmark)
     metrics = sorted(block["metric"].unique().to_list())
@@ -319,12 +398,15 @@ def rankings_figure(rankings: pl.DataFrame, benchmark: str, set_name: str):
     ax.legend(fontsize=7, loc="best")
     lower = [m for m in metrics if not higher_is_better(m)]
     ax.set_title(
-        f"Model rankings per metric on {benchmark}, model set '{set_name}' (1 = best; lower value ranks first for: "
-        f"{', '.join(lower) or 'none'})",
+        f"Model rankings per metric on {marked(benchmark, additions)}, model set '{set_name}' (1 = best; lower value "
+        f"ranks first for: {', '.join(lower) or 'none'})",
         fontsize=9,
         wrap=True,
     )
-    fig.tight_layout()
+    note = addition_note([benchmark], additions)
+    if note:
+        fig.text(0.01, 0.005, note, fontsize=7)
+    fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 1))
     return fig
 
 
@@ -355,7 +437,9 @@ SCALINGS = {
 }
 
 
-def resilience_figure(spread: pl.DataFrame, benchmark: str, k: int, scaling: str = "variance_range"):
+def resilience_figure(
+    spread: pl.DataFrame, benchmark: str, k: int, scaling: str = "variance_range", additions: tuple[str, ...] = ()
+):
     """Figure 13 (across models) and figures 14-15 (one panel per model)."""
     column, scaled_how = SCALINGS[scaling]
     block = spread.filter(pl.col("benchmark") == benchmark)
@@ -376,21 +460,35 @@ def resilience_figure(spread: pl.DataFrame, benchmark: str, k: int, scaling: str
         _distributions(ax, block.filter(pl.col("model") == model), column, model, "scaled variance per sample")
     for ax in grid[2 + len(models) :]:
         ax.axis("off")
-    fig.suptitle(f"Resilience to rephrasing on {benchmark}: variance over {k} rephrasings per sample", fontsize=11)
+    fig.suptitle(
+        f"Resilience to rephrasing on {marked(benchmark, additions)}: variance over {k} rephrasings per sample",
+        fontsize=11,
+    )
     fig.text(
         0.01,
         0.005,
-        scaled_how + " Closer to 0 = more resilient. Box: quartiles; triangle: mean.",
+        _notes(
+            scaled_how,
+            "Closer to 0 = more resilient. Box: quartiles; triangle: mean.",
+            addition_note([benchmark], additions),
+        ),
         fontsize=7,
     )
     fig.tight_layout(rect=(0, 0.02, 1, 0.96))
     return fig
 
 
-def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool):
-    """Figure 2 (C.2: the plain per-prompt variance) or figure 16 (coefficient of variation), averaged across models."""
+def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool, additions: tuple[str, ...] = ()):
+    """Figure 2 (the per-prompt variance, scaled as figure 13's) or figure 16 (coefficient of variation), averaged
+    across models.
+
+    C.2 averages the plain variances, but those of a 1-5 judge grade, an unbounded BLEURT and a 0-1 ROUGE on one
+    axis compare units, not consistency. Figure 2 takes the one scaling the paper gives its sister figure 13 (C.1:
+    each metric's variances divided by their max - min over every model and prompt of the benchmark): a ratio of
+    variances, without a unit, the same for a metric on 0-1 and on 0-100, and 0 where the answers agree; the plain
+    variances stay in consistency.parquet (`variance`). The CV of figure 16 is a ratio without a unit already."""
     block = spread.filter(pl.col("benchmark") == benchmark)
-    column = "cv" if cv else "variance"
+    column = "cv" if cv else "scaled_variance"
     excluded = cv_excluded_metrics(block) if cv else []
     fig, ax = plt.subplots(figsize=(10, 5.5))
     _distributions(
@@ -398,12 +496,13 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool):
         across_models(block.filter(~pl.col("metric").is_in(excluded)), column),
         column,
         "",
-        "mean coefficient of variation per prompt" if cv else "mean variance per prompt",
+        "mean coefficient of variation per prompt" if cv else "mean scaled variance per prompt",
     )
     n_models = block["model"].n_unique()
-    what = "coefficient of variation (std / mean, ddof 0)" if cv else "variance (ddof 0, unscaled as in C.2)"
+    what = "coefficient of variation (std / mean, ddof 0)" if cv else "variance (ddof 0) scaled as figure 13's"
     fig.suptitle(
-        f"Self-consistency on {benchmark}: {what} over {r} samples per prompt, averaged across {n_models} models",
+        f"Self-consistency on {marked(benchmark, additions)}: {what} over {r} samples per prompt, averaged across "
+        f"{n_models} models",
         fontsize=10,
     )
     note = "Closer to 0 = more self-consistent. Perplexity depends on the reference only: it must be exactly 0."
@@ -411,7 +510,9 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool):
         note += f" Left out (can be negative, as the paper leaves out BLEURT): {', '.join(excluded) or 'none'}."
         undefined = block.filter(pl.col("cv").is_null() & ~pl.col("metric").is_in(excluded)).height
         note += f" {undefined} model x prompt x metric CVs undefined (mean 0) are not shown."
-    fig.text(0.01, 0.005, note, fontsize=7, wrap=True)
+    else:
+        note = _notes(SCALINGS["variance_range"][1], note, "Unscaled variances: consistency.parquet, `variance`.")
+    fig.text(0.01, 0.005, _notes(note, addition_note([benchmark], additions)), fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     return fig
 
@@ -429,28 +530,34 @@ def _draw_metric_x_metric(tables: AnalysisTables, job: ReportJob, figure: Figure
     )
     clusters = tables.clusters.filter(pl.col("model_set") == figure.model_set)
     who = tables.set_labels[figure.model_set]
-    return metric_matrix_figure(_set_block(tables, figure), clusters, figure.benchmark, list(job.methods), who, cut)
+    return metric_matrix_figure(
+        _set_block(tables, figure), clusters, figure.benchmark, list(job.methods), who, cut, job.additions
+    )
 
 
 def _draw_rankings(tables: AnalysisTables, job: ReportJob, figure: FigureSpec):
     ranked = tables.rankings.filter(
         (pl.col("model_set") == figure.model_set) & (pl.col("benchmark") == figure.benchmark)
     ).drop("model_set")
-    return rankings_figure(ranked, figure.benchmark, figure.model_set)
+    return rankings_figure(ranked, figure.benchmark, figure.model_set, job.additions)
 
 
 # figure kind (FigureSpec.kind) -> its drawing: (tables, job, figure) -> a matplotlib figure
 DRAW = {
-    "scores": lambda tables, job, figure: scores_figure(tables.summary),
+    "scores": lambda tables, job, figure: scores_figure(tables.summary, job.additions),
     "mcqa_vs_open": lambda tables, job, figure: mcqa_vs_open_figure(
-        _set_block(tables, figure), list(job.methods), tables.set_labels[figure.model_set]
+        _set_block(tables, figure),
+        list(job.methods),
+        tables.set_labels[figure.model_set],
+        job.paper_tasks,
+        job.additions,
     ),
     "metric_x_metric": _draw_metric_x_metric,
     "benchmark_x_benchmark": lambda tables, job, figure: benchmark_matrix_figure(
-        _set_block(tables, figure), figure.method, tables.set_labels[figure.model_set]
+        _set_block(tables, figure), figure.method, tables.set_labels[figure.model_set], job.additions
     ),
     "mcqa_vs_elo": lambda tables, job, figure: elo_figure(
-        _set_block(tables, figure), list(job.methods), str(tables.elo_path), figure.model_set
+        _set_block(tables, figure), list(job.methods), str(tables.elo_path), figure.model_set, job.additions
     ),
     "rankings": _draw_rankings,
     "relaxed_perplexity_vs_all": lambda tables, job, figure: relaxed_perplexity_figure(
@@ -458,15 +565,16 @@ DRAW = {
         list(job.methods),
         tables.set_labels[figure.model_set],
         job.relaxed_perplexity_anchor,
+        job.additions,
     ),
     "resilience": lambda tables, job, figure: resilience_figure(
-        tables.resilience, figure.benchmark, job.resilience_k, job.resilience_scaling
+        tables.resilience, figure.benchmark, job.resilience_k, job.resilience_scaling, job.additions
     ),
     "consistency": lambda tables, job, figure: consistency_figure(
-        tables.consistency, figure.benchmark, job.consistency_r, cv=False
+        tables.consistency, figure.benchmark, job.consistency_r, cv=False, additions=job.additions
     ),
     "consistency_cv": lambda tables, job, figure: consistency_figure(
-        tables.consistency, figure.benchmark, job.consistency_r, cv=True
+        tables.consistency, figure.benchmark, job.consistency_r, cv=True, additions=job.additions
     ),
     "careqa_table4": lambda tables, job, figure: careqa_figures.table4_figure(
         tables.careqa["table4"], tables.careqa["table4_caption"]
@@ -474,8 +582,12 @@ DRAW = {
     "careqa_categories": lambda tables, job, figure: careqa_figures.categories_figure(
         tables.careqa["categories"], figure.benchmark
     ),
-    "careqa_review": lambda tables, job, figure: careqa_figures.review_figure(tables.careqa["review"]),
-    "paper_table": lambda tables, job, figure: table_figure(tables.paper_tables[figure.name], figure.name),
+    "careqa_review": lambda tables, job, figure: careqa_figures.review_figure(
+        tables.careqa["review"], job.review_sheets
+    ),
+    "paper_table": lambda tables, job, figure: table_figure(
+        tables.paper_tables[figure.name], figure.name, job.additions
+    ),
     "comparisons": lambda tables, job, figure: comparison_figures.win_tie_loss_figure(
         _of_set(tables.comparisons, figure),
         job.model_sets[figure.model_set],

@@ -1,9 +1,10 @@
 """analysis.metric_view: which open-ended metrics the correlation figures, rankings and metric clusters use.
 
 `paper`: the paper's eleven (section 2.2; careval.metrics.registry.paper_metrics), the view of figures 1,
-10-12, 17 and 18 and of section 3.3's clusters. Close-ended tasks keep every metric (figure 1 correlates
-the MCQA average with "all other close-ended and open-ended tasks and metrics"), and figure 17 keeps its
-anchor's Relaxed Perplexity, the one score it correlates with the rest. `all`: every metric careval writes.
+2, 10-18 and of section 3.3's clusters. Close-ended tasks keep every metric (figure 1 correlates the MCQA
+average with "all other close-ended and open-ended tasks and metrics"); figure 17 keeps its anchor's Relaxed
+Perplexity, the one score it correlates with the rest, and figure 18 ranks the anchor's models by it too (the
+paper draws OLAPH's ranking in its Relaxed Perplexity appendix). `all`: every metric careval writes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from careval.analysis.correlations import RELAXED_PERPLEXITY
+from careval.analysis.paper_tables import TASK_ROW
 
 # The analyses whose rows name a benchmark's metric (x / y / metric) and so would show the anchor's Relaxed
 # Perplexity beside the eleven; figure 17's own analysis keeps it.
@@ -28,10 +30,16 @@ def in_view(table: pl.DataFrame, metrics: tuple[str, ...] | None, anchor: str | 
     return table.filter(keep)
 
 
+def open_in_view(table: pl.DataFrame, metrics: tuple[str, ...] | None) -> pl.DataFrame:
+    """Rows of a table of open-ended metrics only (the resilience and self-consistency spreads) in the view."""
+    return table if metrics is None else table.filter(pl.col("metric").is_in(list(metrics)))
+
+
 def without_anchor_extra(
     correlations: pl.DataFrame, metrics: tuple[str, ...] | None, anchor: str | None
 ) -> pl.DataFrame:
-    """The correlation rows of the view: the anchor's Relaxed Perplexity (kept for figure 17) leaves the others."""
+    """The correlation rows of the view: the anchor's Relaxed Perplexity (kept for figure 17) leaves the others,
+    figure 1's task rows included (their mean over a task's benchmarks would hold it)."""
     if metrics is None or anchor is None:
         return correlations
     relaxed = (
@@ -39,7 +47,8 @@ def without_anchor_extra(
         | (pl.col("y") == RELAXED_PERPLEXITY)
         | (pl.col("metric") == RELAXED_PERPLEXITY)
     ).fill_null(False)
-    drop = pl.col("analysis").is_in(NAMED_METRIC_ANALYSES) & (pl.col("benchmark") == anchor).fill_null(False) & relaxed
+    of_anchor = ((pl.col("benchmark") == anchor) | pl.col("benchmark").str.starts_with(TASK_ROW)).fill_null(False)
+    drop = pl.col("analysis").is_in(NAMED_METRIC_ANALYSES) & of_anchor & relaxed
     return correlations.filter(~drop)
 
 

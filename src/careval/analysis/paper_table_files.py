@@ -4,7 +4,8 @@ A table is models x (benchmark, metric): each cell the summary's value with its 
 benchmark's sample ids resampled, the model's score recomputed: careval.analysis.bootstrap), and per
 benchmark n (samples scored, the most over the table's metrics) and n_failed (the most failures of any).
 The CSV is wide and self-describing: columns `<benchmark>/<metric>`, `.../ci_low`, `.../ci_high`,
-`<benchmark>/n`, `<benchmark>/n_failed`.
+`<benchmark>/n`, `<benchmark>/n_failed`. The Markdown, LaTeX and the page mark careval's additions (benchmarks
+outside the paper's Table 1) with a dagger and a note; the CSV keeps the plain names (its column keys).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from careval.analysis.additions import MARK, addition_note, marked
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.bootstrap import Resampled, percentile_interval, resample_model_scores
 from careval.analysis.paper_tables import PAPER_TABLES, PaperTablesJob, TableSpec, metric_order, table_metric
@@ -22,6 +24,7 @@ from careval.latex import latex_escape
 from careval.metrics.registry import metric_spec
 
 SEP = "/"
+DAGGER = r"$^\dagger$"  # the addition's mark in LaTeX
 FORMATS = ("csv", "md", "tex")
 
 
@@ -139,11 +142,18 @@ def NOTE(confidence: float) -> str:
     )
 
 
-def to_markdown(table: pl.DataFrame, caption: str, note: str) -> str:
+def _with_additions(note: str, groups: list[tuple[str, list[str]]], additions: tuple[str, ...]) -> str:
+    """The table's note, and the dagger's where it shows an addition."""
+    return " ".join(part for part in (note, addition_note([b for b, _ in groups], additions)) if part)
+
+
+def to_markdown(table: pl.DataFrame, caption: str, note: str, additions: tuple[str, ...] = ()) -> str:
     groups = groups_of(table)
+    note = _with_additions(note, groups, additions)
     header = ["model"]
     for benchmark, metrics in groups:
-        header += [f"{benchmark}<br>{metric_label(m)}" for m in metrics] + [f"{benchmark}<br>n (failed)"]
+        name = marked(benchmark, additions)
+        header += [f"{name}<br>{metric_label(m)}" for m in metrics] + [f"{name}<br>n (failed)"]
     lines = [f"**{caption}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in table.iter_rows(named=True):
         cells = [row["model"]]
@@ -153,13 +163,15 @@ def to_markdown(table: pl.DataFrame, caption: str, note: str) -> str:
     return "\n".join([*lines, "", note, ""])
 
 
-def to_latex(table: pl.DataFrame, caption: str, label: str, note: str) -> str:
+def to_latex(table: pl.DataFrame, caption: str, label: str, note: str, additions: tuple[str, ...] = ()) -> str:
     """A booktabs table: one column group per benchmark (its metrics, then n (failed)), models as rows."""
     groups = groups_of(table)
+    note = _with_additions(note, groups, additions)
     spans, top, second, start = [], [r"\multirow{2}{*}{Model}"], [""], 2
     for benchmark, metrics in groups:
         width = len(metrics) + 1
-        top.append(rf"\multicolumn{{{width}}}{{c}}{{{latex_escape(benchmark)}}}")
+        dagger = DAGGER if benchmark in additions else ""
+        top.append(rf"\multicolumn{{{width}}}{{c}}{{{latex_escape(benchmark)}{dagger}}}")
         spans.append(rf"\cmidrule(lr){{{start}-{start + width - 1}}}")
         second += [latex_escape(metric_label(m)) for m in metrics] + ["n (failed)"]
         start += width
@@ -188,7 +200,7 @@ def to_latex(table: pl.DataFrame, caption: str, label: str, note: str) -> str:
             *body,
             r"\bottomrule",
             r"\end{tabular}}",
-            rf"\caption{{{latex_escape(caption)} {latex_escape(note)}}}",
+            rf"\caption{{{latex_escape(caption)} {latex_escape(note).replace(MARK, DAGGER)}}}",
             rf"\label{{tab:{label}}}",
             r"\end{table*}",
             "",
@@ -212,13 +224,13 @@ def write_paper_tables(summary_path: Path, samples_path: Path, job: PaperTablesJ
         caption = _caption(spec)
         paths = {fmt_: out_dir / f"{spec.name}.{fmt_}" for fmt_ in FORMATS}
         table.write_csv(paths["csv"])
-        paths["md"].write_text(to_markdown(table, caption, note))
-        paths["tex"].write_text(to_latex(table, caption, spec.name, note))
+        paths["md"].write_text(to_markdown(table, caption, note, job.additions))
+        paths["tex"].write_text(to_latex(table, caption, spec.name, note, job.additions))
         written += list(paths.values())
     return written
 
 
-def table_figure(table: pl.DataFrame, name: str, max_columns: int = 6):
+def table_figure(table: pl.DataFrame, name: str, additions: tuple[str, ...] = (), max_columns: int = 6):
     """One report page: the table in blocks of at most `max_columns` columns, each cell value over its interval."""
     import matplotlib.pyplot as plt
 
@@ -231,7 +243,7 @@ def table_figure(table: pl.DataFrame, name: str, max_columns: int = 6):
     fig, axes = plt.subplots(len(blocks), 1, figsize=(11, height), squeeze=False)
     for ax, block in zip(axes[:, 0], blocks):
         ax.axis("off")
-        labels = ["model"] + [f"{b}\n{metric_label(m) if m else 'n (failed)'}" for b, m in block]
+        labels = ["model"] + [f"{marked(b, additions)}\n{metric_label(m) if m else 'n (failed)'}" for b, m in block]
         cells = [
             [row["model"]] + [cell_text(row, b, m, "\n") if m else count_text(row, b) for b, m in block] for row in rows
         ]
@@ -247,6 +259,7 @@ def table_figure(table: pl.DataFrame, name: str, max_columns: int = 6):
     finite = [c for c in table.columns if c.endswith(f"{SEP}ci_low")]
     has_ci = any(np.isfinite(np.array(table[c].to_list(), dtype=float)).any() for c in finite)
     note = "Cells: value, [bootstrap CI]; n (failed) per benchmark." if has_ci else "Cells: value (no intervals)."
-    fig.text(0.01, 0.005, note + f" Files: results/tables/{name}.csv / .md / .tex", fontsize=7)
+    note = _with_additions(note + f" Files: results/tables/{name}.csv / .md / .tex", groups, additions)
+    fig.text(0.01, 0.005, note, fontsize=7)
     fig.tight_layout(rect=(0, 0.02, 1, 0.97))
     return fig

@@ -30,6 +30,13 @@ PAPER_TASKS = {
     "question_entailment": "Question entailment",
 }
 CLOSE_ENDED_TASKS = tuple(list(PAPER_TASKS)[:4])
+# figure 1's task rows are named "task:<paper task>" in the benchmark column of correlations.parquet
+TASK_ROW = "task:"
+
+
+def task_row(paper_task: str) -> str:
+    return f"{TASK_ROW}{paper_task}"
+
 
 # Table 20's columns: the close-ended metrics of each careval task (the paper reports accuracy; careval's
 # classification and relation extraction also write macro-F1 and F1, shown beside it).
@@ -140,12 +147,14 @@ class TableSpec(JobSpec):
 class PaperTablesJob(JobSpec):
     """paper_tables: every planned table, the judge's rubrics (the main one first) and the bootstrap settings.
 
-    bootstrap None: no intervals. mcqa_average: the members of mcqa_weighted_average (None: every mcqa benchmark)."""
+    bootstrap None: no intervals. mcqa_average: the members of mcqa_weighted_average (None: every mcqa benchmark).
+    additions: the tables' benchmarks outside the paper's Table 1 (careval's additions, marked in the files)."""
 
     tables: tuple[TableSpec, ...]
     rubrics: tuple[str, ...]
     bootstrap: Bootstrap | None
     mcqa_average: tuple[str, ...] | None
+    additions: tuple[str, ...] = ()
 
 
 def _kind_families(table: PaperTable, task: str) -> tuple[str, ...] | None:

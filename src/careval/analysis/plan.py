@@ -126,6 +126,12 @@ class ReportJob(JobSpec):
     cost: dict[str, str] | None = None
     # the study pages (config `studies:`): what each page says of its study
     studies: tuple[StudyPage, ...] = ()
+    # the paper task (Table 1) of each of the run's benchmarks that has one: figure 1's task rows
+    paper_tasks: dict[str, str] = field(default_factory=dict)
+    # the run's benchmarks outside the paper's Table 1 (careval's additions): marked in the paper's figures
+    additions: tuple[str, ...] = ()
+    # figure 7: careqa.review.filled_sheets, named on its page while it holds no filled sheet; None: not drawn
+    review_sheets: str | None = None
 
     def of_kind(self, kind: str) -> list[FigureSpec]:
         return [f for f in self.figures if f.kind == kind]
@@ -186,6 +192,12 @@ class AnalysisPlan:
     # the studies (set by careval.plan once they are planned) and whether one writes paper Table 6
     studies: tuple[StudyPage, ...] = field(default=(), kw_only=True)
     table6: bool = field(default=False, kw_only=True)
+    # the paper task of each run benchmark that has one, and the run's benchmarks outside the paper's Table 1 (the
+    # catalogue's Benchmark.paper_task and .addition; set by careval.plan)
+    paper_tasks: dict[str, str] = field(kw_only=True, default_factory=dict)
+    additions: tuple[str, ...] = field(default=(), kw_only=True)
+    # figure 7's folder of filled review sheets (careqa.review.filled_sheets) where its page is drawn
+    review_sheets: str | None = field(default=None, kw_only=True)
 
     def sets(self, family: str) -> tuple[str, ...]:
         if (family == "mcqa_vs_elo" and not self.elo) or (
@@ -262,6 +274,9 @@ class AnalysisPlan:
             comparison_adjust=self.comparisons.get("adjust"),
             cost=dict(self.cost) or None,
             studies=self.studies,
+            paper_tasks=dict(self.paper_tasks),
+            additions=self.additions,
+            review_sheets=self.review_sheets if "review" in self.careqa_pages else None,
         )
 
     @property
@@ -279,6 +294,7 @@ class AnalysisPlan:
             rubrics=self.rubrics,
             bootstrap=self.bootstrap,
             mcqa_average=None if self.mcqa_average is None else tuple(self.mcqa_average),
+            additions=tuple(b for b in self.additions if any(b in table.benchmarks for table in self.paper_tables)),
         )
 
 
@@ -338,19 +354,18 @@ def _bootstrap(bootstrap: dict) -> Bootstrap | None:
     return Bootstrap(int(bootstrap["resamples"]), bootstrap["confidence"], int(bootstrap["seed"]))
 
 
-def _careqa_pages(config: dict) -> tuple[str, ...]:
-    """Table 4 and figures 5-6 where careqa.statistics.tokenizer names a model; figure 7 where filled sheets exist."""
-    from careval.careqa.statistics import filled_sheets
-
-    careqa = with_schema_defaults(config.get("careqa"), "careqa")
+def _careqa_pages(careqa: dict, models: dict) -> tuple[str, ...]:
+    """Table 4 and figures 5-6 where careqa.statistics.tokenizer names a model; figure 7 too where
+    careqa.review.filled_sheets names a folder, whether or not it holds filled sheets yet: the plan follows the
+    config, not what lies on disk when it is read (a page says so while the folder is empty)."""
     tokenizer = careqa["statistics"]["tokenizer"]
     if tokenizer is None:
         return ()
-    if tokenizer not in config["models"]:
+    if tokenizer not in models:
         raise AnalysisConfigError(
-            f"careqa.statistics.tokenizer: '{tokenizer}' is not a key of `models` (have: {', '.join(config['models'])})"
+            f"careqa.statistics.tokenizer: '{tokenizer}' is not a key of `models` (have: {', '.join(models)})"
         )
-    review = ("review",) if filled_sheets(careqa["review"]["filled_sheets"]) else ()
+    review = ("review",) if careqa["review"]["filled_sheets"] is not None else ()
     return ("table4", "closed", "open", *review)
 
 
@@ -370,6 +385,7 @@ def analysis_plan(
             f"(have: {', '.join(config['models'])})"
         )
     model_sets, figure_sets = _model_sets(analysis, list(config["models"]))
+    careqa = with_schema_defaults(config.get("careqa"), "careqa")
     anchor = analysis["relaxed_perplexity_anchor"]
     if anchor is not None and anchor not in open_benchmarks:
         raise AnalysisConfigError(
@@ -391,7 +407,8 @@ def analysis_plan(
         clusters=analysis["clusters"],
         resilience_k=int(resilience["k"]),
         consistency_r=int(consistency["r"]),
-        careqa_pages=_careqa_pages(config),
+        careqa_pages=_careqa_pages(careqa, config["models"]),
+        review_sheets=careqa["review"]["filled_sheets"],
         metric_view=analysis["metric_view"],
         rubrics=_rubrics(config),
         resilience_scaling=resilience["scaling"],

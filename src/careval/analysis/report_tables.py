@@ -12,7 +12,7 @@ from careval.analysis.bootstrap import resample_model_scores
 from careval.analysis.clusters import cluster_metrics
 from careval.analysis.correlations import ELO, Scores, set_correlations, square
 from careval.analysis.elo import read_elo, resolve_elo_path
-from careval.analysis.metric_view import in_view, without_anchor_extra
+from careval.analysis.metric_view import in_view, open_in_view, without_anchor_extra
 from careval.analysis.plan import ReportJob
 from careval.analysis.rankings import rank_models
 from careval.analysis.significance_groups import outcome as comparison_outcome, ranking_groups
@@ -98,11 +98,13 @@ def analysis_tables(inputs: dict, job: ReportJob) -> AnalysisTables:
                 cache[name] = Scores(summary.filter(keep), resampled, boot.confidence, fixed)
         return cache[name]
 
-    correlations = set_correlations(scores_of, job.sets, list(job.methods), job.relaxed_perplexity_anchor)
+    correlations = set_correlations(scores_of, job.sets, list(job.methods), anchor, dict(job.paper_tasks))
     correlations = without_anchor_extra(correlations, job.view_metrics, anchor)
     rankings = [pl.DataFrame(schema=SET_RANKING_SCHEMA)]
     for figure in job.of_kind("rankings"):
-        ranked = rank_models(in_view(scores_of(figure.model_set).summary, job.view_metrics), figure.benchmark)
+        # figure 18 ranks the anchor's models by its Relaxed Perplexity too (the view keeps it there): the paper draws
+        # it in the Relaxed Perplexity appendix, OLAPH's ranking under the eleven and the new metric
+        ranked = rank_models(in_view(scores_of(figure.model_set).summary, job.view_metrics, anchor), figure.benchmark)
         rankings.append(ranked.select(pl.lit(figure.model_set, pl.String).alias("model_set"), *ranked.columns))
     tables_dir = inputs.get("paper_tables")
     comparisons = groups = adjacent = None
@@ -129,8 +131,13 @@ def analysis_tables(inputs: dict, job: ReportJob) -> AnalysisTables:
         correlations=correlations,
         clusters=metric_clusters(correlations, job),
         rankings=pl.concat(rankings),
-        resilience=pl.read_parquet(inputs["resilience"]) if job.of_kind("resilience") else None,
-        consistency=pl.read_parquet(inputs["consistency"]) if job.of_kind("consistency") else None,
+        # figures 2 and 13-16 show the view's metrics too
+        resilience=open_in_view(pl.read_parquet(inputs["resilience"]), job.view_metrics)
+        if job.of_kind("resilience")
+        else None,
+        consistency=open_in_view(pl.read_parquet(inputs["consistency"]), job.view_metrics)
+        if job.of_kind("consistency")
+        else None,
         elo_path=inputs.get("elo"),
         set_labels={name: f"{len(scores_of(name).models)} models of set '{name}'" for name in job.model_sets},
         careqa=careqa_tables(inputs) if job.of_kind("careqa_table4") else None,

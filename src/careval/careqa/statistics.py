@@ -258,8 +258,11 @@ def write_careqa_statistics(
     return table
 
 
-def filled_sheets(folder: Path | str) -> dict[str, list[Path]]:
-    """The filled review sheets, <folder>/<translation|rephrasing>/*.csv, per kind (kinds without any left out)."""
+def filled_sheets(folder: Path | str | None) -> dict[str, list[Path]]:
+    """The filled review sheets, <folder>/<translation|rephrasing>/*.csv, per kind (kinds without any left out;
+    folder None, careqa.review.filled_sheets unset: none)."""
+    if folder is None:
+        return {}
     folder = Path(folder)
     if not folder.is_absolute() and not folder.exists():  # a shipped folder (the demo's), from any working directory
         folder = REPO_ROOT / folder
@@ -267,7 +270,7 @@ def filled_sheets(folder: Path | str) -> dict[str, list[Path]]:
     return {kind: paths for kind, paths in found.items() if paths}
 
 
-def filled_sheet_paths(folder: Path | str) -> list[str]:
+def filled_sheet_paths(folder: Path | str | None) -> list[str]:
     """Every filled review sheet, kinds in order (the statistics job's inputs: a new sheet remakes it)."""
     sheets = filled_sheets(folder)
     return [str(path) for kind in sorted(sheets) for path in sheets[kind]]

@@ -92,6 +92,14 @@ class Benchmark:
     # the paper's task (its Table 1) this benchmark belongs to: groups benchmarks into the Appendix E tables
     # (careval.analysis.paper_tables.PAPER_TASKS); None: in no paper table
     paper_task: str | None = None
+    # the dataset as the paper's Table 1 names it (this entry is it, or a subset or subject of it); None: not in
+    # Table 1, careval's addition, marked with a dagger wherever the paper's figures and tables name it
+    paper_dataset: str | None = None
+
+    @property
+    def addition(self) -> bool:
+        """Whether the benchmark is careval's addition: no dataset of the paper's Table 1."""
+        return self.paper_dataset is None
 
     @property
     def generates(self) -> bool:

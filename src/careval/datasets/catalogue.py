@@ -1,5 +1,8 @@
 """The benchmark catalogue: every dataset of the paper's Table 1 (and the demo data) as a registry entry.
 
+An entry of a Table 1 dataset names it (`paper_dataset`); the others (the demo data, HEAD-QA, MeQSum) are
+careval's additions, marked as such wherever the paper's figures and tables show them.
+
 Hub repos, configs, splits, fields and prompts follow the paper authors' own task definitions in
 lm-evaluation-harness (lm_eval/tasks/{careqa,meddialog,mediqa_qa2019,medtext,mts_dialog,olaph,
 med_prescriptions,med_text_classification,medmcqa,pubmedqa,medqa,mmlu,headqa}). Where the paper
@@ -149,6 +152,7 @@ def _mmlu(subject: str) -> Benchmark:
         name=f"mmlu_{subject}",
         task="mcqa",
         paper_task="multiple_choice_questions",
+        paper_dataset="MMLU",
         source=HFSource("cais/mmlu", config=subject, split="test"),
         fields={"question": "question", "options": "choices", "answer": "answer"},
         # lm-eval's mmlu/default (its `description` line, then doc_to_text) and, for cloze, mmlu/continuation
@@ -179,6 +183,7 @@ def _medlfqa(subset: str, data_file: str) -> Benchmark:
         name=f"olaph_{subset}",
         task="open",
         paper_task="medical_factuality",
+        paper_dataset="OLAPH",
         source=HFSource("dmis-lab/MedLFQA", split="train", data_files=data_file),
         fields=MEDLFQA_FIELDS,
         prompt=OLAPH_PROMPT,
@@ -226,6 +231,7 @@ CATALOGUE: list[Benchmark] = [
         name="medqa",
         task="mcqa",
         paper_task="multiple_choice_questions",
+        paper_dataset="MedQA",
         source=HFSource("GBaker/MedQA-USMLE-4-options", split="test"),
         fields={"question": "question", "options": "options", "answer": "answer_idx"},
         **_styled("letters", letters=MEDQA_LETTERS_PROMPT, cloze=MCQA_PROMPT),
@@ -236,6 +242,7 @@ CATALOGUE: list[Benchmark] = [
         name="medmcqa",
         task="mcqa",
         paper_task="multiple_choice_questions",
+        paper_dataset="MedMCQA",
         # lm-eval's medmcqa: the validation split stands in for the test set (hidden answers)
         source=HFSource("openlifescienceai/medmcqa", split="validation"),
         fields={"id": "id", "question": "question", "options": ["opa", "opb", "opc", "opd"], "answer": "cop"},
@@ -255,6 +262,7 @@ CATALOGUE: list[Benchmark] = [
         name="pubmedqa",
         task="mcqa",
         paper_task="multiple_choice_questions",
+        paper_dataset="PubMedQA",
         source=HFSource("bigbio/pubmed_qa", config="pubmed_qa_labeled_fold0_source", split="test", revision=PARQUET),
         fields={"id": "pubid", "question": "QUESTION", "context": "CONTEXTS", "answer": "final_decision"},
         choices=("yes", "no", "maybe"),
@@ -272,6 +280,7 @@ CATALOGUE: list[Benchmark] = [
         name="careqa_en",
         task="mcqa",
         paper_task="multiple_choice_questions",
+        paper_dataset="CareQA-Close",
         source=HFSource("HPAI-BSC/CareQA", config="CareQA_en", split="test"),
         fields={"id": "unique_id", "question": "question", "options": ["op1", "op2", "op3", "op4"], "answer": "cop"},
         **_styled("letters", letters=CHOICES_LETTERS_PROMPT, cloze=MCQA_PROMPT),
@@ -283,6 +292,7 @@ CATALOGUE: list[Benchmark] = [
         name="careqa_es",
         task="mcqa",
         paper_task="multiple_choice_questions",
+        paper_dataset="CareQA-Close",
         source=HFSource("HPAI-BSC/CareQA", config="CareQA_es", split="test"),
         fields={"id": "unique_id", "question": "question", "options": ["op1", "op2", "op3", "op4"], "answer": "cop"},
         # lm-eval's careqa_es includes careqa_en: the same English "Question:/Choices:/Answer:" frame
@@ -291,6 +301,7 @@ CATALOGUE: list[Benchmark] = [
         description="CareQA-Close, Spanish",
         meta_fields=("category", "year"),
     ),
+    # careval's addition (no paper_dataset): the paper names HEAD-QA only as CareQA's predecessor, not in Table 1
     Benchmark(
         name="headqa",
         task="mcqa",
@@ -311,6 +322,7 @@ CATALOGUE: list[Benchmark] = [
             name=f"prescription_{level}",
             task="prescription",
             paper_task="prescriptions_writing",
+            paper_dataset="Prescription",
             source=HFSource("devlocalhost/prescription-full", split="train"),
             # `listed`: the options the authors' prompt lists, their other draw (tasks/prescription.py)
             fields={
@@ -336,6 +348,7 @@ CATALOGUE: list[Benchmark] = [
         name="medical_text_classification",
         task="classification",
         paper_task="medical_text_classification",
+        paper_dataset="Medical Text for classification",
         # the authors' med_text_classification_easy reads a CSV (class, text) of the Kaggle "Medical
         # Text" train file and keeps its first 10% of rows (process_docs)
         source=LocalSource(
@@ -363,6 +376,7 @@ CATALOGUE: list[Benchmark] = [
         name="medical_transcriptions",
         task="classification",
         paper_task="medical_text_classification",
+        paper_dataset="Medical Transcriptions",
         source=LocalSource(
             "data/mtsamples.csv",
             hint="MTSamples is the Kaggle 'Medical Transcriptions' CSV (tboyle10/medicaltranscriptions): "
@@ -382,6 +396,7 @@ CATALOGUE: list[Benchmark] = [
         name="biored",
         task="extraction",
         paper_task="relation_extraction",
+        paper_dataset="BioRED",
         # the paper links YufeiHFUT/BioRED_all_info; its rows are read as BioC documents (id, passages,
         # relations) like NCBI's release (Test.BioC.JSON), which `path:` can point at instead
         source=HFSource("YufeiHFUT/BioRED_all_info", split="test"),
@@ -397,6 +412,7 @@ CATALOGUE: list[Benchmark] = [
         name="meddialog_raw",
         task="open",
         paper_task="open_ended_medical_questions",
+        paper_dataset="MedDialog Raw",
         source=HFSource("bigbio/meddialog", config="meddialog_en_source", split="train", revision=PARQUET),
         fields={"question": "description", "reference": "utterances.utterance[1]"},
         prompt=_authors(
@@ -410,6 +426,7 @@ CATALOGUE: list[Benchmark] = [
         name="mediqa2019",
         task="open",
         paper_task="open_ended_medical_questions",
+        paper_dataset="MEDIQA2019",
         source=HFSource("bigbio/mediqa_qa", config="mediqa_qa_source", split="test", revision=PARQUET),
         fields={
             "id": "QUESTION.QID",
@@ -429,6 +446,7 @@ CATALOGUE: list[Benchmark] = [
         name="careqa_open",
         task="open",
         paper_task="open_ended_medical_questions",
+        paper_dataset="CareQA-Open",
         source=HFSource("HPAI-BSC/CareQA", config="CareQA_en_open", split="test"),
         fields={"id": "unique_id", "question": "question", "reference": "answer"},
         prompt=_authors(
@@ -443,6 +461,7 @@ CATALOGUE: list[Benchmark] = [
         name="medtext",
         task="open",
         paper_task="diagnosis_and_treatment",
+        paper_dataset="MedText",
         source=HFSource("BI55/MedText", split="train"),
         fields={"question": "Prompt", "reference": "Completion"},
         prompt=_authors(
@@ -457,6 +476,7 @@ CATALOGUE: list[Benchmark] = [
         name="mts_dialog",
         task="open",
         paper_task="clinical_note_taking",
+        paper_dataset="MTS-Dialog",
         source=HFSource("har1/MTS_Dialogue-Clinical_Note", split="train"),
         fields={"id": "ID", "question": "dialogue", "reference": "section_text"},
         prompt=_authors(
@@ -472,6 +492,7 @@ CATALOGUE: list[Benchmark] = [
         name="aci_bench",
         task="open",
         paper_task="clinical_note_taking",
+        paper_dataset="ACI-Bench",
         source=LocalSource(
             "data/aci-bench/clinicalnlp_taskB_test1.csv",
             hint="ACI-Bench is on GitHub (wyim/aci-bench, data/challenge_data/clinicalnlp_taskB_test1.csv): "
@@ -491,6 +512,7 @@ CATALOGUE: list[Benchmark] = [
         name="olaph",
         task="open",
         paper_task="medical_factuality",
+        paper_dataset="OLAPH",
         source=HFSource("dmis-lab/MedLFQA", split="test"),
         fields=MEDLFQA_FIELDS,
         prompt=OLAPH_PROMPT,
@@ -505,6 +527,7 @@ CATALOGUE: list[Benchmark] = [
         name="mimic_iii_hospital_course",
         task="open",
         paper_task="summarization",
+        paper_dataset="MIMIC-III",
         # credentialed data: never downloaded by careval
         source=LocalSource(
             "data/mimiciii-hospitalcourse.jsonl",
@@ -532,12 +555,14 @@ CATALOGUE: list[Benchmark] = [
         name="meddialog_qsumm",
         task="open",
         paper_task="question_entailment",
+        paper_dataset="Meddialog Qsumm",
         source=HFSource("lighteval/med_dialog", config="icliniq", split="test"),
         fields={"question": "src", "reference": "tgt"},
         prompt=_authors("The following text is contains a medical question. Extract and summarize the question."),
         stop=AUTHORS_UNTIL,
         description="MedDialog Qsumm (iCliniq): patient question -> summarised question",
     ),
+    # careval's addition (no paper_dataset): lm-eval's meqsum, beside the paper's Meddialog Qsumm; not in Table 1
     Benchmark(
         name="meqsum",
         task="open",

@@ -15,10 +15,13 @@ import polars as pl
 
 from careval.backends import Backend
 from careval.backends.cached import job_backend
+from careval.datasets import get_benchmark
+from careval.datasets.loaders import read_source
+from careval.datasets.normalise import normalise
 from careval.jobs.relaxed_perplexity import relaxed_perplexity_targets
 from careval.metrics.relaxed_perplexity import NICE_TO_HAVE
 from careval.models.spec import ModelSpec
-from careval.specs import Example, ExamplesJob
+from careval.specs import Example, ExamplesJob, NormaliseJob
 
 MUST_HAVE = "must_have"
 
@@ -34,8 +37,9 @@ def example_sample(samples: pl.DataFrame, example: Example, where: str) -> pl.Da
         found = samples.filter(pl.col("id") == example.id)
         what = f"id '{example.id}'"
     else:
-        wanted = (example.question or "").strip()
-        found = samples.filter(pl.col("question").str.strip_chars() == wanted)
+        # whitespace runs as one space: a question written over several lines of YAML is the sample's
+        wanted = " ".join((example.question or "").split())
+        found = samples.filter(pl.col("question").str.replace_all(r"\s+", " ").str.strip_chars() == wanted)
         what = f"the question '{wanted[:60]}'"
     if found.height != 1:
         raise ExampleError(
@@ -51,12 +55,17 @@ def example_sample(samples: pl.DataFrame, example: Example, where: str) -> pl.Da
     return found.with_columns(meta=pl.lit(json.dumps(meta)))
 
 
-def score_examples(backend: Backend, job: ExamplesJob, datasets: dict[str, Path]) -> pl.DataFrame:
-    """Per example and target: RELAXED_PERPLEXITY_TARGET_SCHEMA with the example's position and benchmark."""
+def benchmark_samples(dataset: NormaliseJob) -> pl.DataFrame:
+    """Every sample of a benchmark, read and normalised as its normalisation job reads it (without a limit)."""
+    entry = get_benchmark(dataset.benchmark, dataset.overrides)
+    return normalise(read_source(entry.source, Path(".")), entry)
+
+
+def score_examples(backend: Backend, job: ExamplesJob, samples: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Per example and target: RELAXED_PERPLEXITY_TARGET_SCHEMA with the example's position, benchmark and question."""
     frames = []
     for position, example in enumerate(job.examples):
-        samples = pl.read_parquet(datasets[example.benchmark])
-        sample = example_sample(samples, example, f"{job.key}[{position}]")
+        sample = example_sample(samples[example.benchmark], example, f"{job.key}[{position}]")
         targets = relaxed_perplexity_targets(backend, sample, job.prompts[example.benchmark], job.options)
         frames.append(
             targets.with_columns(
@@ -66,14 +75,14 @@ def score_examples(backend: Backend, job: ExamplesJob, datasets: dict[str, Path]
     return pl.concat(frames)
 
 
-def run_examples(job: ExamplesJob, spec: ModelSpec, datasets: list[str], output: Path) -> None:
-    """Job: check every example first (a missing one is one line, before the model loads), then score them."""
-    by_benchmark = {Path(path).stem: Path(path) for path in datasets}
+def run_examples(job: ExamplesJob, spec: ModelSpec, output: Path) -> None:
+    """Job: find every example first (a missing one is one line, before the model loads), then score them."""
+    samples = {dataset.benchmark: benchmark_samples(dataset) for dataset in job.datasets}
     for position, example in enumerate(job.examples):
-        example_sample(pl.read_parquet(by_benchmark[example.benchmark]), example, f"{job.key}[{position}]")
+        example_sample(samples[example.benchmark], example, f"{job.key}[{position}]")
     start = time.perf_counter()
     with job_backend(spec) as backend:
-        rows = score_examples(backend, job, by_benchmark)
+        rows = score_examples(backend, job, samples)
     print(f"relaxed perplexity of {spec.name} on {len(job.examples)} examples in {time.perf_counter() - start:.1f}s")
     output.parent.mkdir(parents=True, exist_ok=True)
     rows.write_parquet(output)

@@ -96,6 +96,9 @@ class MetricFamily:
     # its values come from the evaluated model's log-probabilities (its inference's log-likelihoods, or its own
     # job's): a backend without them is refused at plan time (careval.plan, the backend's declared capabilities)
     logprobs: bool = False
+    # the libraries its scorer imports slowly (and starts no thread importing): a local run's warm worker imports
+    # them ahead where the run scores this family (careval.warm.preload.warm_modules)
+    imports: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.job not in JOBS:
@@ -175,6 +178,7 @@ FAMILIES: dict[str, MetricFamily] = {
                 MetricSpec("rougeL", "rouge", True, label="ROUGE-L", paper=True),
             ),
             scorer=f"{_SCORING}:score_rouge",
+            imports=("rouge_score.rouge_scorer",),  # nltk
         ),
         MetricFamily(
             "bleu",
@@ -187,6 +191,7 @@ FAMILIES: dict[str, MetricFamily] = {
                 MetricSpec("sacrebleu_corpus", "bleu", True, bounds=(0.0, 100.0), label="corpus sacreBLEU"),
             ),
             scorer=f"{_SCORING}:score_bleu",
+            imports=("sacrebleu",),
         ),
         MetricFamily(
             "bertscore",
@@ -200,6 +205,7 @@ FAMILIES: dict[str, MetricFamily] = {
             options=("model", "lang", "num_layers"),
             execution_options=("batch_size",),
             scorer=f"{_SCORING}:score_bertscore",
+            imports=("bert_score", "bert_score.utils", "careval.metrics.semantic"),  # pandas, pyarrow
         ),
         MetricFamily(
             "bleurt",
@@ -221,6 +227,7 @@ FAMILIES: dict[str, MetricFamily] = {
             options=("model",),
             execution_options=("batch_size",),
             scorer=f"{_SCORING}:score_moverscore",
+            imports=("ot", "careval.metrics.moverscore"),  # sklearn
         ),
         MetricFamily(
             "perplexity",

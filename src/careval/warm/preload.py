@@ -1,4 +1,8 @@
-"""What the warm worker loads before it forks jobs: the slow imports of the workflow's jobs, and each job's hf model.
+"""What the warm worker loads before it forks jobs: the slow imports of the run's jobs, and each job's hf model.
+
+The imports are those the jobs a run will run need (:func:`warm_modules`, from their specs, when the run starts):
+the LLM libraries where a job loads a model, the libraries of the metric families the scoring jobs compute
+(careval.metrics.registry `imports`), the analysis libraries where a job tests or draws; nothing for the rest.
 
 Only libraries whose import starts no thread: a fork keeps just the thread that forked, so a pool thread
 the worker started would be missing (or hold a lock forever) in every job. polars starts threads at import
@@ -16,32 +20,45 @@ import importlib
 import json
 import os
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-WARM_MODULES = (  # in the order a run's jobs first need them
+# The slow imports of a job that loads an LLM, and of one that tests or draws.
+LLM_MODULES = (
     "torch",
     "transformers",
     "careval.backends.hf.backend",  # transformers' auto classes, the hf backend (every LLM job)
     "careval.metrics.judge_distribution",
     "prometheus_eval.prompts",
     "prometheus_eval.parser",  # fastchat
-    "rouge_score.rouge_scorer",  # nltk
-    "sacrebleu",
-    "bert_score",  # pandas, pyarrow
-    "bert_score.utils",
-    "ot",  # sklearn
-    "careval.metrics.semantic",
-    "careval.metrics.moverscore",
-    "scipy.stats",
-    "matplotlib.pyplot",
-    "matplotlib.backends.backend_pdf",
 )
+ANALYSIS_MODULES = ("scipy.stats", "matplotlib.pyplot", "matplotlib.backends.backend_pdf")
+
+
+def warm_modules(specs: Iterable[Any] | None = None) -> tuple[str, ...]:
+    """The slow imports the jobs of a run need, in the order its jobs first need them: `specs` are the job specs
+    (careval.canonical.JobSpec) of the jobs it will run; None: every job's (a worker started outside a run)."""
+    from careval.metrics.registry import FAMILIES
+
+    llm = analysis = specs is None
+    families = set(FAMILIES) if specs is None else set()
+    for spec in specs or ():
+        if spec.loaded_model() is not None:
+            llm = True
+        elif hasattr(spec, "families"):  # a scoring job (careval.specs.ScoreJob)
+            families.update(family.name for family in spec.families)
+        elif type(spec).__name__ != "NormaliseJob":  # a table, a test, a figure
+            analysis = True
+    imports = [name for family in FAMILIES if family in families for name in FAMILIES[family].imports]
+    modules = (LLM_MODULES if llm else ()) + tuple(imports) + (ANALYSIS_MODULES if analysis else ())
+    return tuple(dict.fromkeys(modules))
 
 
 def import_module(name: str) -> str | None:
-    """Import one of WARM_MODULES; the error where it failed (a job that needs it then fails on its own)."""
+    """Import one of the modules a run's jobs need; the error where it failed (a job that needs it then fails on
+    its own)."""
     try:
         importlib.import_module(name)
     except Exception as error:  # e.g. an optional extra not installed

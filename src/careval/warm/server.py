@@ -1,7 +1,7 @@
 """The warm worker's process: import once, then fork one child per job that a script hands over (client.py).
 
 One process per local Snakemake run (`start` from the Snakefile's onstart, `stop` from onsuccess/onerror).
-It never runs a job itself: it imports WARM_MODULES, loads each job's hf model before forking it
+It never runs a job itself: it imports the modules the run's jobs need (preload.warm_modules), loads each job's hf model before forking it
 (preload.py), and waits. A fork must not inherit threads, locks or a CUDA context, so the worker keeps to
 one thread: it runs with every thread-pool variable at 1, computes nothing with torch or polars, and on a
 machine with a GPU loads no models at all (the jobs then load theirs on the GPU, as without a worker).
@@ -65,15 +65,18 @@ class Job:
 
 def start(log_path: str | Path, model_mb: int, modules: tuple[str, ...] | None = None) -> subprocess.Popen:
     """Start the run's warm worker and point this process's future jobs at it (SOCKET_ENV); its output goes
-    to `log_path`. It listens at once, imports `modules` (default: preload.WARM_MODULES) between jobs and
-    keeps up to `model_mb` of hf models loaded."""
+    to `log_path`. It listens at once, imports `modules` (default: every job's, preload.warm_modules) between jobs
+    and keeps up to `model_mb` of hf models loaded."""
     folder = tempfile.mkdtemp(prefix="careval-warm-")  # 0700: only this user's jobs reach the socket
     path = os.path.join(folder, "socket")
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "careval.warm.server", "--socket", path, "--parent", str(os.getpid())]
     command += ["--model-mb", str(model_mb)]
-    if modules is not None:
-        command += ["--modules", ",".join(modules)]
+    if modules is None:
+        from .preload import warm_modules
+
+        modules = warm_modules()
+    command += ["--modules", ",".join(modules)]
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             command,
@@ -458,15 +461,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--socket", required=True)
     parser.add_argument("--parent", type=int, required=True, help="exit when this process (Snakemake) does")
-    parser.add_argument("--modules", help="comma-separated modules to import ahead (default: preload.WARM_MODULES)")
+    parser.add_argument("--modules", required=True, help="comma-separated modules to import ahead (may be empty)")
     parser.add_argument("--model-mb", type=int, required=True, help="the most memory of hf models kept loaded")
     args = parser.parse_args(argv)
-    if args.modules is None:
-        from .preload import WARM_MODULES
-
-        modules = WARM_MODULES
-    else:
-        modules = tuple(name for name in args.modules.split(",") if name)
+    modules = tuple(name for name in args.modules.split(",") if name)
     worker = Worker(args.socket, args.parent, modules, args.model_mb)
     log(f"listening on {args.socket} for the jobs of process {args.parent}")
     if not worker.models:
