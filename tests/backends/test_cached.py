@@ -147,6 +147,7 @@ def test_what_decides_a_number_is_the_key_and_the_models_name_is_not(tmp_path):
     spec = counting_spec(tmp_path)
     facts = model_facts(spec)
     assert "name" not in facts and facts["backend"] == "counting" and "folder" in facts
+    assert facts["device"] in ("cpu", "gpu") and facts["software"]["torch"]  # where the engine runs, on what
     renamed = replace(spec, name="the-same-weights", label="another label", threads=7)
     assert model_facts(renamed) == facts  # a model re-added under another name shares its entries
     for changed in (replace(spec, dtype="bfloat16"), replace(spec, batch_size=4), replace(spec, system_prompt="Hi.")):

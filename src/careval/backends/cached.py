@@ -9,8 +9,9 @@ job that tokenizes before it asks (Relaxed Perplexity) needs no model either.
 
 The model's facts are its spec's identity without its name (careval.canonical: the weights' content -- for a local
 folder also its files' names, sizes and times --, backend, dtype as the job runs it, chat template, system prompt,
-batch size, context length, vLLM's arguments): a model re-added under another name, or a jury's two judges of the
-same weights, share their entries; anything that can change a number is a miss.
+batch size, context length, vLLM's arguments), with the device kind and the engine's library versions: a model
+re-added under another name, or a jury's two judges of the same weights, share their entries; anything that can
+change a number is a miss.
 
 Byte identity. A job cuts its requests into the same batches with or without the cache (careval.batches), so the
 engine sees the same calls in both; a result is what the entry holds (JSON: floats round-trip exactly), computed or
@@ -23,6 +24,7 @@ sampler's cache). So a miss of such a continuing call (``READS_STATE``) after a 
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import time
@@ -33,6 +35,7 @@ from typing import Any
 from careval.request_cache import RequestCache, digest
 
 from .base import Backend, Continuation, Prefix, PrefixedTarget, Sampling, Usage
+from .dtype import gpu_visible
 from .registry import registered
 
 # Calls whose engine state a later call may continue from, and the calls that may (see the module docstring).
@@ -40,9 +43,16 @@ STATEFUL = ("generate", "sample_continuations")
 READS_STATE = ("loglikelihood", "loglikelihood_rolling", "target_logprobs")
 
 
+# The libraries whose releases change an engine's numbers (a kernel, a default), by their installed versions.
+ENGINE_PACKAGES = ("torch", "transformers", "vllm")
+
+
 def model_facts(spec: Any) -> dict[str, Any]:
-    """What of a model (a careval.models.spec.ModelSpec as its job runs it) decides its numbers; its name does not."""
+    """What of a model (a careval.models.spec.ModelSpec as its job runs it) decides its numbers; its name does not.
+    With it, where the engine runs: the device kind (a GPU's float rounding is not a CPU's) and its libraries."""
     facts = {key: value for key, value in spec.identity().items() if key != "name"}
+    facts["device"] = "gpu" if gpu_visible() else "cpu"
+    facts["software"] = {name: _version(name) for name in ENGINE_PACKAGES}
     if str(spec.weights).startswith("local:") and os.path.isdir(spec.path):
         # a local folder is named, not pinned: its files' names, sizes and modification times stand for its content
         facts["folder"] = digest(
@@ -247,6 +257,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _roundtrip(value: Any) -> Any:
