@@ -31,38 +31,20 @@ def run_judge(
     *,
     request_batch: int,
     record: Path | None = None,
+    repeats_path: Path | None = None,
 ) -> None:
-    """Grade one model's generations on one benchmark and write the score rows (judge_<rubric>, _expected), in
-    batches of `request_batch` answers (careval.batches); `record`: the job's request counts."""
+    """Grade one model's generations on one benchmark, or with `repeats_path` their repeats (rephrasings, sampled
+    answers: careval.analysis.repeat_judge), and write the score rows (judge_<rubric>, _expected), in batches of
+    `request_batch` answers (careval.batches); `record`: the job's request counts."""
+    samples, generations = pl.read_parquet(samples_path), pl.read_parquet(generations_path)
+    if repeats_path is not None:
+        print(f"judge: the repeats of {repeats_path}")
     with _judge_backend(spec, record) as judge:
-        scores = score_judge(
-            judge, pl.read_parquet(samples_path), pl.read_parquet(generations_path), options, request_batch
-        )
+        if repeats_path is None:
+            scores = score_judge(judge, samples, generations, options, request_batch)
+        else:
+            repeats = pl.read_parquet(repeats_path)
+            scores = judge_repeats(judge, samples, generations, repeats, options, request_batch)
+            scores = scores.sort("metric", "id", "repeat")
     output_path.parent.mkdir(parents=True, exist_ok=True)
     scores.write_parquet(output_path)
-
-
-def run_repeat_judge(
-    samples_path: Path,
-    generations_path: Path,
-    repeats_path: Path,
-    output_path: Path,
-    spec,
-    options: dict,
-    *,
-    request_batch: int,
-    record: Path | None = None,
-) -> None:
-    """Grade one model's repeats on one benchmark (careval.analysis.repeat_judge) and write them."""
-    print(f"judge: the repeats of {repeats_path}")
-    with _judge_backend(spec, record) as judge:
-        scores = judge_repeats(
-            judge,
-            pl.read_parquet(samples_path),
-            pl.read_parquet(generations_path),
-            pl.read_parquet(repeats_path),
-            options,
-            request_batch,
-        )
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    scores.sort("metric", "id", "repeat").write_parquet(output_path)
