@@ -145,8 +145,9 @@ class CachedBackend(Backend):
         if method in READS_STATE and self._unreplayed is not None:
             replay, self._unreplayed = self._unreplayed, None
             replay(inner)
+        inner.last_usage = []  # a runtime that counts no tokens leaves it so, not at the last call's counts
         result = compute(inner)
-        usage = list(getattr(inner, "last_usage", [])) if requests else []
+        usage = list(inner.last_usage) if requests else []
         if requests:
             self.computed += requests
             self._unreplayed = None if method in STATEFUL else self._unreplayed
