@@ -190,7 +190,7 @@ class Plan:
         entry = self.benchmarks[benchmark]
         sampling = sampling_for(entry, self.config["generation"]) if entry.generates else None
         return self._model_job(
-            InferJob, model, benchmark, sampling=sampling, checkpoint_every=self.config["checkpoint_every"]
+            InferJob, model, benchmark, sampling=sampling, request_batch=self.config["request_batch"]
         )
 
     def relaxed_perplexity_job(self, model: str, benchmark: str) -> RelaxedPerplexityJob:
@@ -207,7 +207,7 @@ class Plan:
             r=settings["r"],
             limit=settings["limit"],
             sampling=repeat_sampling(self.config["generation"], settings["sampling"], self.benchmarks[benchmark]),
-            checkpoint_every=self.config["checkpoint_every"],
+            request_batch=self.config["request_batch"],
         )
 
     def rephrase_job(self) -> RephraseJob:
@@ -218,7 +218,7 @@ class Plan:
             k=settings["k"],
             limit=settings["limit"],
             sampling=repeat_sampling(self.config["generation"], settings["sampling"]),
-            checkpoint_every=self.config["checkpoint_every"],
+            request_batch=self.config["request_batch"],
         )
 
     def family_options(self, family: str) -> FamilyOptions:
@@ -245,7 +245,11 @@ class Plan:
         repeats_limit = options.pop("repeats_limit")
         if repeats and repeats_limit:
             options["limit"] = repeats_limit
-        return JudgeJob(judge=self.judge if judge is None else self.judges[judge], options=options)
+        return JudgeJob(
+            judge=self.judge if judge is None else self.judges[judge],
+            options=options,
+            request_batch=self.config["request_batch"],
+        )
 
     def jury_job(self) -> JuryJob:
         """The jury's combining job: which judges, in order, and how their grades make the jury's."""
@@ -295,11 +299,12 @@ class Plan:
         for kinds, spec in ((("judge", "judge_repeats"), self.judge), (("rephrase",), self.rephraser)):
             for kind in kinds:
                 gpus[kind] = dict.fromkeys(self.models, 0 if spec is None else spec.gpus)
+        resources = self.config["resources"]
         return CostJob(
             models=tuple(sorted(self.models)),
             benchmarks=tuple(sorted(self.benchmarks)),
             gpus=gpus,
-            model_paths={name: spec.path for name, spec in self.models.items()},
+            cache_dir=resources["cache_dir"] if resources["cache"] else None,
         )
 
     def engine_job(self, model: str, command: str) -> EngineJob:

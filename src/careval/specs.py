@@ -81,7 +81,7 @@ class InferJob(ModelJob):
     """infer_open / infer_closed: log-likelihoods and, on a generating benchmark, generations."""
 
     sampling: Sampling | None  # the effective decoding of a generating benchmark; None: log-likelihoods only
-    checkpoint_every: int  # the batches handed to the backend (ModelSpec: why a batch is part of a value)
+    request_batch: int  # the batches handed to the backend (ModelSpec: why a batch is part of a value)
 
 
 @job_spec
@@ -123,7 +123,7 @@ class ConsistencyJob(ModelJob):
     r: int
     limit: int | None
     sampling: Sampling
-    checkpoint_every: int
+    request_batch: int
 
 
 @job_spec
@@ -134,7 +134,7 @@ class RephraseJob(JobSpec):
     k: int
     limit: int | None
     sampling: Sampling
-    checkpoint_every: int
+    request_batch: int
 
 
 @job_spec
@@ -172,6 +172,7 @@ class JudgeJob(JobSpec):
 
     judge: ModelSpec
     options: dict[str, Any]  # rubrics, retries, sampling, limit (the repeats': repeats_limit, else limit)
+    request_batch: int  # the answers graded per batch (careval.batches)
 
 
 @job_spec

@@ -291,6 +291,7 @@ def analysis_inputs(wildcards):
     # the paired comparisons' and cost pages (comparisons.smk)
     inputs["comparisons"] = f"{RESULTS}/summary/comparisons.parquet"
     inputs["cost"] = f"{RESULTS}/summary/cost.parquet"
+    inputs["request_cache"] = f"{RESULTS}/summary/request_cache.parquet"
     if JURY_REPORT:  # jury.smk: the jury's and the human-agreement tables
         inputs.update({key: f"{RESULTS}/summary/{key}.parquet" for key in JURY_REPORT_OUTPUTS})
     if PLAN.studies:  # studies.smk: every study's tests and per-sample table, and Table 6
@@ -348,19 +349,14 @@ def comparison_repeats(wildcards):
 
 
 def cost_inputs(wildcards):
-    """Every inference output (whose tokens are counted) and the analysis tables, after whose jobs every job time
-    under results/benchmarks is written."""
-    inputs = {
+    """The analysis tables, after whose jobs every job's time (results/benchmarks) and request counts (beside its
+    log) are written."""
+    return {
         k: v
         for k, v in analysis_inputs(wildcards).items()
-        if k not in ("elo", "comparisons", "cost", "studies", "study_tables", "review_sheets", "table6")
+        if k
+        not in ("elo", "comparisons", "cost", "request_cache", "studies", "study_tables", "review_sheets", "table6")
     }
-    for model in MODELS:
-        for benchmark, entry in BENCHMARKS.items():
-            inputs[f"loglik/{model}/{benchmark}"] = f"{RESULTS}/loglik/{model}/{benchmark}.parquet"
-            if entry.generates:
-                inputs[f"generations/{model}/{benchmark}"] = f"{RESULTS}/generations/{model}/{benchmark}.parquet"
-    return inputs
 
 
 def jury_report_inputs(wildcards):

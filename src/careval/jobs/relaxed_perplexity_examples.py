@@ -13,7 +13,8 @@ from pathlib import Path
 
 import polars as pl
 
-from careval.backends import Backend, load_backend
+from careval.backends import Backend
+from careval.backends.cached import job_backend
 from careval.datasets.normalise import read_benchmark
 from careval.jobs.relaxed_perplexity import relaxed_perplexity_targets
 from careval.metrics.relaxed_perplexity import NICE_TO_HAVE
@@ -77,8 +78,8 @@ def run_examples(job: ExamplesJob, spec: ModelSpec, output: Path) -> None:
     for position, example in enumerate(job.examples):
         example_sample(samples[example.benchmark], example, f"{job.key}[{position}]")
     start = time.perf_counter()
-    backend = load_backend(spec)
-    rows = score_examples(backend, job, samples)
+    with job_backend(spec) as backend:
+        rows = score_examples(backend, job, samples)
     print(f"relaxed perplexity of {spec.name} on {len(job.examples)} examples in {time.perf_counter() - start:.1f}s")
     output.parent.mkdir(parents=True, exist_ok=True)
     rows.write_parquet(output)
