@@ -29,7 +29,8 @@ LAYERS: dict[str, int] = {
     "careval.schema": 0,  # the schema file's defaults, for the backends and metrics (config adds the registry)
     "careval.redaction": 0,
     "careval.textio": 0,
-    "careval.checkpoint": 0,
+    "careval.batches": 0,  # how an LLM job cuts its work into the calls it hands its model
+    "careval.request_cache": 0,  # the request cache's store (its entries on disk)
     "careval.metrics.registry": 0,
     "careval.canonical": 0,  # the canonical identity of a job's spec (what Snakemake compares)
     "careval.runlock": 0,  # a working directory's Snakemake lock after a crash
@@ -50,6 +51,7 @@ LAYERS: dict[str, int] = {
     # 5 stages: inference, scoring, the CareQA build
     "careval.inference": 5,
     "careval.scoring": 5,
+    "careval.lm_eval_scoring": 5,  # an lm-eval task's own metrics (the lm_eval family's scorer)
     "careval.careqa": 5,
     # 6 jobs that combine stages, and the analyses of their tables
     "careval.jobs": 6,

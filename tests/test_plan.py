@@ -91,7 +91,10 @@ def test_a_skipped_family_never_needs_its_section(demo_raw):
             ),  # the demo's jury -> one judge
             "metrics.judge.model.source: local model folder '/no/judge' does not exist",
         ),
-        (lambda c: c["benchmarks"].update(medqa_typo=None), "unknown benchmark 'medqa_typo' in config: known are"),
+        (
+            lambda c: c["benchmarks"].update(medqa_typo=None),
+            "benchmarks.medqa_typo: unknown benchmark 'medqa_typo': not in the catalogue (did you mean 'medqa'? known: ",
+        ),
         (
             lambda c: c["metrics"]["relaxed_perplexity"].update(benchmarks=["demo_mcqa"]),
             "metrics.relaxed_perplexity.benchmarks: demo_mcqa is not an open-ended benchmark of this config "

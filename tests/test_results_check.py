@@ -60,14 +60,13 @@ def test_a_json_report_cut_short(tmp_path):
     assert cut_short([str(report)]) == {str(report): "not whole JSON (Unterminated string starting at)"}
 
 
-def test_the_files_of_a_results_folder_leave_out_logs_index_report_and_checkpoints(tmp_path):
+def test_the_files_of_a_results_folder_leave_out_logs_index_and_report(tmp_path):
     for name in (
         "scores/m/b/rouge.parquet",
         "tables/table7.csv",
         "logs/score_open/m/b.log",
         "index.tsv",
         "report.html",
-        "generations/m/b.parquet.partial/batch_000.parquet",
         "figures/logs/kept.png",  # a folder named logs below the top is a result's
     ):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -1,20 +1,28 @@
-"""The `careval` command: check a config and print the plan it gives, without Snakemake or any model.
+"""The `careval` command: check a config and print the plan it gives, without Snakemake or any model; look after
+the request cache.
 
 careval plan config/paper.yaml        # models (backend, GPUs, memory), benchmarks and their metric
                                       # families, the analyses and figures; exit 2 on a config error
+careval cache stats                   # the request cache's entries, size and ages (resources.cache_dir of
+                                      # config/config.yaml; --config another, --dir a folder)
+careval cache prune --older-than 30d  # drop the entries no run used for 30 days; --max-size 50G: the least
+                                      # recently used until the cache is that small
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import yaml
 
-from careval.config import ConfigError
+from careval.config import ConfigError, load_config, with_schema_defaults
 from careval.inputs import check_input_files
 from careval.plan import Plan, load_plan
+from careval.request_cache import RequestCache, parse_age, parse_size
 
 
 def describe_plan(plan: Plan) -> list[str]:
@@ -49,12 +57,53 @@ def describe_plan(plan: Plan) -> list[str]:
     return lines
 
 
+def cache_folder(args: argparse.Namespace) -> Path:
+    """--dir, else the config's resources.cache_dir (the schema's default where it sets none)."""
+    if args.dir:
+        return Path(args.dir)
+    resources = with_schema_defaults(load_config(args.config).get("resources") or {}, "resources")
+    return Path(resources["cache_dir"])
+
+
+def cache_command(args: argparse.Namespace) -> int:
+    try:
+        folder = cache_folder(args)
+        older = parse_age(args.older_than) if getattr(args, "older_than", None) else None
+        size = parse_size(args.max_size) if getattr(args, "max_size", None) else None
+    except (OSError, ValueError, ConfigError) as error:
+        print(f"careval cache: {error}", file=sys.stderr)
+        return 2
+    cache = RequestCache(folder)
+    if args.action == "prune":
+        if older is None and size is None:
+            print("careval cache prune: say what to drop: --older-than 30d and/or --max-size 50G", file=sys.stderr)
+            return 2
+        removed, freed = cache.prune(older_than=older, max_bytes=size)
+        print(f"{folder}: removed {removed} entries ({freed / 2**20:.1f} MB)")
+    stats = cache.stats()
+    ages = ""
+    if stats.oldest is not None and stats.newest is not None:
+        now = time.time()
+        ages = f"; last used {(now - stats.newest) / 86400:.1f} to {(now - stats.oldest) / 86400:.1f} days ago"
+    print(f"{folder}: {stats.entries} entries, {stats.bytes / 2**20:.1f} MB{ages}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="careval", description=(__doc__ or "").split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     plan_parser = commands.add_parser("plan", help="validate a config and print its plan")
     plan_parser.add_argument("config", help="a careval config file, e.g. config/config.yaml")
+    cache_parser = commands.add_parser("cache", help="the request cache's size, or drop old entries")
+    cache_parser.add_argument("action", choices=("stats", "prune"))
+    where = cache_parser.add_mutually_exclusive_group()
+    where.add_argument("--config", default="config/config.yaml", help="the config whose resources.cache_dir it is")
+    where.add_argument("--dir", help="the cache folder itself")
+    cache_parser.add_argument("--older-than", help="prune: entries unused for this long (30d, 12h, 45m)")
+    cache_parser.add_argument("--max-size", help="prune: then the least recently used until this size (50G, 500M)")
     args = parser.parse_args(argv)
+    if args.command == "cache":
+        return cache_command(args)
     try:
         plan = load_plan(args.config)
         check_input_files(plan)

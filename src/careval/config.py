@@ -14,7 +14,15 @@ from careval.metrics.registry import FAMILIES
 from careval.schema import SCHEMA_PATH, fill_defaults, read_schema, schema_part, with_schema_defaults
 from careval.textio import TextDecodeError, read_text
 
-__all__ = ["ConfigError", "load_config", "load_schema", "prepare_config", "schema_part", "with_schema_defaults"]
+__all__ = [
+    "ConfigError",
+    "describe_error",
+    "load_config",
+    "load_schema",
+    "prepare_config",
+    "schema_part",
+    "with_schema_defaults",
+]
 
 
 class ConfigError(ValueError):
@@ -30,20 +38,21 @@ def load_schema(path: Path | str = SCHEMA_PATH) -> dict:
     return schema
 
 
-def _key_path(error: jsonschema.ValidationError) -> str:
-    return ".".join(str(part) for part in error.absolute_path) or "<top level>"
+def _key_path(error: jsonschema.ValidationError, prefix: str = "") -> str:
+    return ".".join([prefix] * bool(prefix) + [str(part) for part in error.absolute_path]) or "<top level>"
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
-    where = _key_path(error)
+def describe_error(error: jsonschema.ValidationError, prefix: str = "") -> str:
+    """One schema violation as one line naming its key; `prefix`: where the validated part sits ("benchmarks.x")."""
+    where = _key_path(error, prefix)
     if error.validator == "additionalProperties":
         # jsonschema lists unexpected keys in the message; name them with their full path.
         schema: Any = error.schema  # an object schema here (its validator is additionalProperties)
         instance: Any = error.instance
         allowed = set(schema.get("properties", {}))
         unknown = sorted(k for k in instance if k not in allowed)
-        prefix = f"{where}." if error.absolute_path else ""
-        keys = ", ".join(f"'{prefix}{k}'" for k in unknown)
+        above = f"{where}." if error.absolute_path or prefix else ""
+        keys = ", ".join(f"'{above}{k}'" for k in unknown)
         hint = f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""
         return f"unknown config key {keys}{hint}"
     if error.validator == "required":
@@ -76,7 +85,7 @@ def validate_config(config: dict, schema: dict | None = None) -> None:
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), e.path))
     if errors:
-        raise ConfigError(_describe(errors[0]).replace("\n", " "))
+        raise ConfigError(describe_error(errors[0]).replace("\n", " "))
 
 
 _SCHEMA_CACHE: dict = {}

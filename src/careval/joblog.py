@@ -105,3 +105,9 @@ def job_log(path: str | Path | None, outputs: Sequence[str] = ()) -> Iterator[No
             raise
         finally:
             sys.stdout, sys.stderr = out, err
+
+
+def requests_record(log: str | Path) -> Path:
+    """Where an LLM job writes its request counts (careval.backends.cached): beside its log, the same path under
+    <results>/logs as its time under <results>/benchmarks, so the cost table (careval.analysis.cost) pairs them."""
+    return Path(log).with_suffix(".requests.json")

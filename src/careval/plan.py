@@ -19,7 +19,7 @@ from careval.analysis.aggregate import MCQA_AVERAGE, MCQA_AVERAGE_METRICS
 from careval.analysis.comparisons import ComparisonsJob
 from careval.analysis.cost import CostJob
 from careval.analysis.elo import EloFileError, check_elo
-from careval.analysis.paper_tables import planned_tables, unfilled_tables
+from careval.analysis.paper_tables import PAPER_TASKS, planned_tables, unfilled_tables
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.backends.base import missing as missing_capability
 from careval.backends.registry import capabilities as backend_capabilities
@@ -27,7 +27,10 @@ from careval.careqa.llm import llm_sampling
 from careval.careqa.statistics import CareqaStatisticsJob
 from careval.config import ConfigError, prepare_config, read_config_file, schema_part
 from careval.datasets.benchmark import Benchmark
-from careval.datasets.registry import REGISTRY, UnknownBenchmarkError, get_benchmark
+from careval.datasets.definition import BenchmarkDefinitionError
+from careval.datasets.loaders import SourceError
+from careval.datasets.normalise import check_fields_in_source
+from careval.datasets.registry import REGISTRY, get_benchmark
 from careval.inference import sampling_for
 from careval.inputs import resolve_input
 from careval.jobs.repeats import repeat_sampling
@@ -54,10 +57,8 @@ from careval.specs import (
     RephraseJob,
     ReviewJob,
     ScoreJob,
-    overrides_of,
 )
 from careval.studies import build_studies
-from careval.tasks.prompts import PromptTemplateError
 
 __all__ = ["ConfigError", "Plan", "build_plan"]
 
@@ -65,6 +66,18 @@ __all__ = ["ConfigError", "Plan", "build_plan"]
 LLM_FAMILIES = tuple(name for name, family in FAMILIES.items() if family.job == "llm")
 # Families only some benchmarks carry (an entry's extra_metrics), each by its own rule (F1-RadGraph).
 EXTRA_FAMILIES = tuple(name for name, family in FAMILIES.items() if family.job == "extra")
+
+
+# The scoring jobs of lm-eval tasks (rules score_lm_eval, score_lm_eval_open): lm-eval's own metrics, and on a task
+# that generates, careval's families of open-ended answers too.
+LM_EVAL_SCORING = {"lm_eval": ("lm_eval",), "lm_eval_open": ("lm_eval", *TASK_FAMILIES["open"])}
+
+
+def benchmark_families(entry: Benchmark) -> tuple[str, ...]:
+    """Every family a benchmark can be scored with: its task's (an lm-eval task: LM_EVAL_SCORING) and its extra ones."""
+    if entry.lm_eval is not None:
+        return LM_EVAL_SCORING["lm_eval_open" if entry.generates else "lm_eval"] + entry.extra_metrics
+    return TASK_FAMILIES[entry.task] + entry.extra_metrics
 
 
 @dataclass(frozen=True)
@@ -119,17 +132,17 @@ class Plan:
         entry = self.benchmarks[benchmark]
         return [
             family
-            for family in TASK_FAMILIES[entry.task] + entry.extra_metrics
+            for family in benchmark_families(entry)
             if family not in self.skipped_families
             and ((allowed := self.family_benchmarks.get(family)) is None or benchmark in allowed)
         ]
 
     def score_job_families(self, task: str) -> list[str]:
-        """The families the scoring job of a task writes (LLM-based and per-entry ones have their own rules)."""
+        """The families the scoring job of a task writes (LLM-based and per-entry ones have their own rules); the
+        scoring jobs of lm-eval tasks: LM_EVAL_SCORING."""
+        families = LM_EVAL_SCORING[task] if task in LM_EVAL_SCORING else TASK_FAMILIES[task]
         return [
-            family
-            for family in TASK_FAMILIES[task]
-            if FAMILIES[family].job == "score" and family not in self.skipped_families
+            family for family in families if FAMILIES[family].job == "score" and family not in self.skipped_families
         ]
 
     def repeats_judged(self, benchmark: str) -> bool:
@@ -161,17 +174,14 @@ class Plan:
         )
 
     def normalise_job(self, benchmark: str) -> NormaliseJob:
-        return NormaliseJob(
-            benchmark=benchmark,
-            overrides=overrides_of(self.config["benchmarks"][benchmark], DATA_KEYS),
-            limit=self.limits[benchmark],
-        )
+        entry = self.benchmarks[benchmark]
+        return NormaliseJob(benchmark=benchmark, data=entry.facts(DATA_KEYS), limit=self.limits[benchmark], entry=entry)
 
     def _model_job(self, kind: type, model: str, benchmark: str, **settings) -> Any:
         return kind(
             model=self.models[model],
             benchmark=benchmark,
-            overrides=overrides_of(self.config["benchmarks"][benchmark], PROMPT_KEYS),
+            prompting=self.benchmarks[benchmark].facts(PROMPT_KEYS),
             entry=self.benchmarks[benchmark],
             **settings,
         )
@@ -180,7 +190,7 @@ class Plan:
         entry = self.benchmarks[benchmark]
         sampling = sampling_for(entry, self.config["generation"]) if entry.generates else None
         return self._model_job(
-            InferJob, model, benchmark, sampling=sampling, checkpoint_every=self.config["checkpoint_every"]
+            InferJob, model, benchmark, sampling=sampling, request_batch=self.config["request_batch"]
         )
 
     def relaxed_perplexity_job(self, model: str, benchmark: str) -> RelaxedPerplexityJob:
@@ -197,7 +207,7 @@ class Plan:
             r=settings["r"],
             limit=settings["limit"],
             sampling=repeat_sampling(self.config["generation"], settings["sampling"], self.benchmarks[benchmark]),
-            checkpoint_every=self.config["checkpoint_every"],
+            request_batch=self.config["request_batch"],
         )
 
     def rephrase_job(self) -> RephraseJob:
@@ -208,7 +218,7 @@ class Plan:
             k=settings["k"],
             limit=settings["limit"],
             sampling=repeat_sampling(self.config["generation"], settings["sampling"]),
-            checkpoint_every=self.config["checkpoint_every"],
+            request_batch=self.config["request_batch"],
         )
 
     def family_options(self, family: str) -> FamilyOptions:
@@ -235,7 +245,11 @@ class Plan:
         repeats_limit = options.pop("repeats_limit")
         if repeats and repeats_limit:
             options["limit"] = repeats_limit
-        return JudgeJob(judge=self.judge if judge is None else self.judges[judge], options=options)
+        return JudgeJob(
+            judge=self.judge if judge is None else self.judges[judge],
+            options=options,
+            request_batch=self.config["request_batch"],
+        )
 
     def jury_job(self) -> JuryJob:
         """The jury's combining job: which judges, in order, and how their grades make the jury's."""
@@ -285,11 +299,12 @@ class Plan:
         for kinds, spec in ((("judge", "judge_repeats"), self.judge), (("rephrase",), self.rephraser)):
             for kind in kinds:
                 gpus[kind] = dict.fromkeys(self.models, 0 if spec is None else spec.gpus)
+        resources = self.config["resources"]
         return CostJob(
             models=tuple(sorted(self.models)),
             benchmarks=tuple(sorted(self.benchmarks)),
             gpus=gpus,
-            model_paths={name: spec.path for name, spec in self.models.items()},
+            cache_dir=resources["cache_dir"] if resources["cache"] else None,
         )
 
     def engine_job(self, model: str, command: str) -> EngineJob:
@@ -368,16 +383,25 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
         return spec
 
     models = {name: spec_of(name, entry, f"models.{name}") for name, entry in config["models"].items()}
-    # A mapping's key order is no setting: benchmarks follow the catalogue's order (the paper's Table 1), so
-    # the figures drawn per benchmark come in one order however the config lists them.
+    # A mapping's key order is no setting: benchmarks follow the catalogue's order (the paper's Table 1), then the
+    # config's own by name, so the figures drawn per benchmark come in one order however the config lists them.
     catalogue = {name: position for position, name in enumerate(REGISTRY)}
-    config["benchmarks"] = dict(sorted(config["benchmarks"].items(), key=lambda item: catalogue.get(item[0], -1)))
+    config["benchmarks"] = dict(
+        sorted(config["benchmarks"].items(), key=lambda item: (catalogue.get(item[0], len(catalogue)), item[0]))
+    )
     benchmarks = {}
-    for name, overrides in config["benchmarks"].items():
+    for name, entry in config["benchmarks"].items():
         try:
-            benchmarks[name] = get_benchmark(name, overrides)
-        except (UnknownBenchmarkError, PromptTemplateError) as error:
+            benchmarks[name] = get_benchmark(name, entry)
+            if name not in REGISTRY or "fields" in entry:
+                check_fields_in_source(benchmarks[name], f"benchmarks.{name}")
+        except (BenchmarkDefinitionError, SourceError) as error:
             raise ConfigError(str(error)) from None
+        paper_task = benchmarks[name].paper_task
+        if paper_task is not None and paper_task not in PAPER_TASKS:
+            raise ConfigError(
+                f"benchmarks.{name}.paper_task: unknown paper task '{paper_task}' (known: {', '.join(PAPER_TASKS)})"
+            )
     limits = {name: overrides.get("limit") or config["limit"] for name, overrides in config["benchmarks"].items()}
     open_benchmarks = [name for name, entry in benchmarks.items() if entry.task == "open"]
 
@@ -399,7 +423,8 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
             config,
             open_benchmarks,
             {name: entry.task for name, entry in benchmarks.items()},
-            {name: entry.task for name, entry in REGISTRY.items()},
+            # the catalogue's and this config's own: a misspelt name is caught even when it is not run
+            {**{name: entry.task for name, entry in REGISTRY.items()}, **{n: e.task for n, e in benchmarks.items()}},
         )
     except AnalysisConfigError as error:
         raise ConfigError(str(error)) from None
@@ -552,8 +577,11 @@ def _check_analysis_settings(config: dict, raw_analysis: dict, plan: Plan) -> No
 
 
 def _metric_names(plan: Plan, benchmark: str) -> list[str]:
-    """The fixed metric names `benchmark`'s families write (the judge's and F1-RadGraph's depend on the config)."""
-    return [spec.name for family in plan.families(benchmark) for spec in FAMILIES[family].metrics]
+    """The fixed metric names `benchmark`'s families write (the judge's and F1-RadGraph's depend on the config; an
+    lm-eval task's are those its task file names)."""
+    lm_eval = plan.benchmarks[benchmark].lm_eval
+    own = list(lm_eval.metrics) if lm_eval is not None and "lm_eval" in plan.families(benchmark) else []
+    return own + [spec.name for family in plan.families(benchmark) for spec in FAMILIES[family].metrics]
 
 
 def _judged_metric(plan: Plan, benchmark: str, metric: str) -> bool:

@@ -18,12 +18,10 @@ from pathlib import Path
 # Parquet's magic bytes: a whole file starts with them and ends with them, after its footer and the footer's length.
 PARQUET_MAGIC = b"PAR1"
 # folders and files of a results folder that no job of a config makes and nothing reads as a result: the jobs' logs
-# (and the warm worker's), the index itself, Snakemake's report (`snakemake --report results/report.html`), and
-# the checkpoints of unfinished jobs (careval.checkpoint: <output>.partial/)
+# (and the warm worker's), the index itself and Snakemake's report (`snakemake --report results/report.html`)
 NOT_RESULTS = ("logs",)
 INDEX = "index.tsv"
 REPORTS = ("report.html", "report.zip")
-PARTIAL_SUFFIX = ".partial"
 
 
 def parquet_problem(path: Path | str) -> str | None:
@@ -49,14 +47,12 @@ def parquet_problem(path: Path | str) -> str | None:
 
 def result_files(root: Path | str) -> list[str]:
     """Every file under `root` that a job may have made, as paths joined to `root` as given (the way Snakemake
-    names them), sorted; without the logs, the index, the report and unfinished jobs' checkpoints."""
+    names them), sorted; without the logs, the index and the report."""
     root = Path(root)
     found = []
     for folder, folders, files in os.walk(root):
         here = Path(folder)
-        folders[:] = sorted(
-            name for name in folders if not name.endswith(PARTIAL_SUFFIX) and not (here == root and name in NOT_RESULTS)
-        )
+        folders[:] = sorted(name for name in folders if not (here == root and name in NOT_RESULTS))
         found += [str(here / name) for name in files if not (here == root and name in (INDEX, *REPORTS))]
     return sorted(found)
 

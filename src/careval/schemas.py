@@ -23,7 +23,16 @@ DATASET_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
 }
 
 # --- inference: results/generations/<model>/<benchmark>.parquet and results/loglik/...
-GENERATION_SCHEMA = {"id": pl.String, "prompt": pl.String, "output": pl.String, "status": pl.String}
+# prompt_tokens / generated_tokens: what the model read and wrote for the row, as its backend counted (null where
+# it counts none), so the cost table reads them instead of loading a tokenizer
+GENERATION_SCHEMA = {
+    "id": pl.String,
+    "prompt": pl.String,
+    "output": pl.String,
+    "status": pl.String,
+    "prompt_tokens": pl.Int64,
+    "generated_tokens": pl.Int64,
+}
 # The log-likelihood requests a task builds (one per option, or per reference), then the same rows scored.
 LOGLIK_REQUEST_SCHEMA = {
     "id": pl.String,
@@ -32,7 +41,8 @@ LOGLIK_REQUEST_SCHEMA = {
     "context": pl.String,
     "continuation": pl.String,
 }
-LOGLIK_SCHEMA = {**LOGLIK_REQUEST_SCHEMA, "loglik": pl.Float64}
+# tokens: the context and continuation tokens the model read for the request (null where its backend counts none)
+LOGLIK_SCHEMA = {**LOGLIK_REQUEST_SCHEMA, "loglik": pl.Float64, "tokens": pl.Int64}
 
 # --- repeats: results/rephrase/... and results/consistency/... (k rephrasings, r sampled answers)
 REPEAT_GENERATION_SCHEMA = {"id": pl.String, "repeat": pl.Int64, "output": pl.String, "status": pl.String}
@@ -260,9 +270,14 @@ COST_SCHEMA = {
     "jobs": pl.String,
     "wall_seconds": pl.Float64,
     "gpu_seconds": pl.Float64,
+    # the requests of its LLM jobs read from the request cache and computed; the tokens of the computed ones only
+    "cached_requests": pl.Int64,
+    "computed_requests": pl.Int64,
     "prompt_tokens": pl.Int64,
     "generated_tokens": pl.Int64,
 }
+# careval.analysis.cost: the request cache's size when the cost table was made (one row; null: no cache)
+CACHE_SCHEMA = {"directory": pl.String, "entries": pl.Int64, "bytes": pl.Int64}
 
 # careval.analysis.significance_groups: each ranking with its tied groups, and its adjacent ranks that differ
 GROUP_SCHEMA = {

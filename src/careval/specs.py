@@ -19,15 +19,22 @@ from careval.canonical import EXECUTION, JobSpec, job_spec
 from careval.datasets.benchmark import Benchmark
 from careval.models.spec import ModelSpec
 
-# The keys of a benchmark's config entry each kind of job reads (the rest of the entry is read elsewhere:
-# `limit` by normalisation, `max_new_tokens` and `stop` through the job's effective sampling).
-DATA_KEYS = ("path", "format", "on_bad_row", "select", "fraction")  # how the source is read and normalised
-PROMPT_KEYS = ("format", "prompt", "mcqa_style", "mode")  # how a model is prompted and scored on it
-
-
-def overrides_of(entry: dict, keys: tuple[str, ...]) -> dict[str, Any]:
-    """The keys of a benchmark's config entry a job reads, those that are set."""
-    return {key: entry[key] for key in keys if entry.get(key) is not None}
+# The facts of a benchmark (careval.datasets.benchmark.Benchmark's fields) each kind of job reads, whether a
+# config or the catalogue sets them (the rest is read elsewhere: `limit` by normalisation, `max_new_tokens` and
+# `stop` through the job's effective sampling, `min_chars` by scoring).
+DATA_KEYS = (  # how the source is read and normalised
+    "task",
+    "source",
+    "fields",
+    "answer_format",
+    "choices",
+    "transform",
+    "meta_fields",
+    "select",
+    "fraction",
+    "on_bad_row",
+)
+PROMPT_KEYS = ("task", "prompt", "mcqa_style", "mode")  # how a model is prompted and scored on it
 
 
 @job_spec
@@ -54,8 +61,9 @@ class NormaliseJob(JobSpec):
     """normalise_benchmark: read one benchmark's source and write its canonical samples."""
 
     benchmark: str
-    overrides: dict[str, Any]  # DATA_KEYS of its config entry
+    data: dict[str, Any]  # the benchmark's DATA_KEYS
     limit: int | None
+    entry: Benchmark = field(metadata=EXECUTION)  # the whole benchmark (derived)
 
 
 @job_spec
@@ -64,8 +72,8 @@ class ModelJob(JobSpec):
 
     model: ModelSpec
     benchmark: str
-    overrides: dict[str, Any]  # PROMPT_KEYS of its config entry
-    entry: Benchmark = field(metadata=EXECUTION)  # the catalogue entry with those overrides (derived)
+    prompting: dict[str, Any]  # the benchmark's PROMPT_KEYS
+    entry: Benchmark = field(metadata=EXECUTION)  # the whole benchmark (derived)
 
 
 @job_spec
@@ -73,7 +81,7 @@ class InferJob(ModelJob):
     """infer_open / infer_closed: log-likelihoods and, on a generating benchmark, generations."""
 
     sampling: Sampling | None  # the effective decoding of a generating benchmark; None: log-likelihoods only
-    checkpoint_every: int  # the batches handed to the backend (ModelSpec: why a batch is part of a value)
+    request_batch: int  # the batches handed to the backend (ModelSpec: why a batch is part of a value)
 
 
 @job_spec
@@ -115,7 +123,7 @@ class ConsistencyJob(ModelJob):
     r: int
     limit: int | None
     sampling: Sampling
-    checkpoint_every: int
+    request_batch: int
 
 
 @job_spec
@@ -126,7 +134,7 @@ class RephraseJob(JobSpec):
     k: int
     limit: int | None
     sampling: Sampling
-    checkpoint_every: int
+    request_batch: int
 
 
 @job_spec
@@ -164,6 +172,7 @@ class JudgeJob(JobSpec):
 
     judge: ModelSpec
     options: dict[str, Any]  # rubrics, retries, sampling, limit (the repeats': repeats_limit, else limit)
+    request_batch: int  # the answers graded per batch (careval.batches)
 
 
 @job_spec

@@ -1,16 +1,18 @@
-"""Cost per result: sums of the jobs' logged times (Snakemake benchmark files) and of the tokens of their outputs."""
+"""Cost per result: sums of the jobs' logged times (Snakemake benchmark files) and of their request counts (the
+requests read from the request cache, those computed, and the computed ones' tokens: only computed work is spent)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
-from careval.analysis.cost import CostError, CostJob, efficiency_frontier, token_counts, write_cost
-
-MODELS_DIR = Path(__file__).resolve().parents[2] / "resources" / "models"
+from careval.analysis.comparison_figures import cache_line
+from careval.analysis.cost import CostError, CostJob, efficiency_frontier, write_cost
+from careval.request_cache import RequestCache
 
 
 def benchmark_file(path: Path, seconds: list[float]) -> None:
@@ -21,10 +23,17 @@ def benchmark_file(path: Path, seconds: list[float]) -> None:
     path.write_text(header + rows)
 
 
-def job(models=("m1", "m2"), benchmarks=("qa", "mcqa"), gpus=None, paths=None) -> CostJob:
+def requests_file(path: Path, cached: int, computed: int, prompt: int, generated: int) -> None:
+    """An LLM job's request counts, as careval.backends.cached.CachedBackend.finish writes them beside its log."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    counts = {"cached": cached, "computed": computed, "prompt_tokens": prompt, "generated_tokens": generated}
+    path.write_text(json.dumps({"requests": cached + computed, **counts}))
+
+
+def job(models=("m1", "m2"), benchmarks=("qa", "mcqa"), gpus=None, cache_dir=None) -> CostJob:
     gpus = gpus or {"infer_open": {"m1": 2, "m2": 1}, "infer_closed": {"m1": 2, "m2": 1}, "judge": {"m1": 4, "m2": 4}}
     gpus["judge_repeats"] = gpus["judge"]
-    return CostJob(models=models, benchmarks=benchmarks, gpus=gpus, model_paths=paths or {})
+    return CostJob(models=models, benchmarks=benchmarks, gpus=gpus, cache_dir=cache_dir)
 
 
 def test_times_and_gpu_seconds_sum_the_jobs_logged_times(tmp_path):
@@ -34,7 +43,7 @@ def test_times_and_gpu_seconds_sum_the_jobs_logged_times(tmp_path):
     benchmark_file(root / "judge_repeats/consistency/m1/qa.tsv", [1.25])
     benchmark_file(root / "infer_closed/m2/mcqa.tsv", [7.0])
     benchmark_file(root / "infer_closed/other/mcqa.tsv", [99.0])  # a model not in the run
-    table = write_cost(root, {}, job(), tmp_path / "cost.parquet")
+    table = write_cost(root, tmp_path / "logs", job(), tmp_path / "cost.parquet")
     row = table.filter((pl.col("model") == "m1") & (pl.col("benchmark") == "qa")).row(0, named=True)
     assert row["wall_seconds"] == pytest.approx(10.5 + 3.0 + 4.0 + 1.25)
     # GPU-seconds: each job's GPUs x its wall time (judge_repeats takes the judge's GPUs)
@@ -54,43 +63,38 @@ def test_a_broken_benchmark_file_is_one_line(tmp_path):
     path.parent.mkdir(parents=True)
     path.write_text("no\tseconds\n1\t2\n")
     with pytest.raises(CostError, match=r"infer_open/m1/qa.tsv: not a Snakemake benchmark file"):
-        write_cost(tmp_path / "benchmarks", {}, job(), tmp_path / "cost.parquet")
+        write_cost(tmp_path / "benchmarks", tmp_path / "logs", job(), tmp_path / "cost.parquet")
 
 
-def test_tokens_sum_the_model_tokenizer_over_prompts_requests_and_outputs(tmp_path):
-    transformers = pytest.importorskip("transformers")
-    folder = MODELS_DIR / "smollm2-135m-instruct"
-    if not folder.exists():
-        pytest.skip("the demo models are not prepared")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    generations = pl.DataFrame(
-        {"id": ["1", "2"], "prompt": ["What is a fever?", "Name a bone."], "output": ["A high body heat.", "Femur"]}
-    ).with_columns(status=pl.lit("ok"))
-    logliks = pl.DataFrame(
-        {
-            "id": ["1"],
-            "kind": ["option"],
-            "option": [0],
-            "context": ["Q: a?"],
-            "continuation": [" yes"],
-            "loglik": [-1.0],
-        }
-    )
-    generations.write_parquet(tmp_path / "g.parquet")
-    logliks.write_parquet(tmp_path / "l.parquet")
-    # by hand: one encode per text
-    prompt = sum(len(tokenizer.encode(t, add_special_tokens=False)) for t in ["What is a fever?", "Name a bone."])
-    prompt += len(tokenizer.encode("Q: a? yes", add_special_tokens=False))
-    generated = sum(len(tokenizer.encode(t, add_special_tokens=False)) for t in ["A high body heat.", "Femur"])
-    spec = job(models=("m1",), benchmarks=("qa",), paths={"m1": str(folder)})
+def test_requests_and_tokens_count_only_what_the_jobs_computed(tmp_path):
+    logs = tmp_path / "logs"
+    requests_file(logs / "infer_open/m1/qa.requests.json", cached=30, computed=2, prompt=100, generated=40)
+    requests_file(logs / "judge/smol/m1/qa.requests.json", cached=8, computed=0, prompt=0, generated=0)
+    requests_file(logs / "relaxed_perplexity/m1/qa.requests.json", cached=0, computed=4, prompt=900, generated=0)
+    requests_file(logs / "infer_closed/other/mcqa.requests.json", cached=1, computed=1, prompt=1, generated=1)
+    (logs / "infer_open/m1/qa.log").write_text("cache: 30 requests from the cache, 2 computed\n")  # not read
+    cache = RequestCache(tmp_path / "cache")
+    cache.put("ab1", {"value": [1.0]})
     table = write_cost(
-        tmp_path / "none",
-        {("m1", "qa"): (tmp_path / "g.parquet", tmp_path / "l.parquet")},
-        spec,
-        tmp_path / "c.parquet",
+        tmp_path / "none", logs, job(cache_dir=str(tmp_path / "cache")), tmp_path / "c.parquet", tmp_path / "rc.parquet"
     )
-    assert table.select("prompt_tokens", "generated_tokens").row(0) == (prompt, generated)
-    assert token_counts(lambda texts: len(texts), None, logliks) == (1, 0)
+    row = table.filter((pl.col("model") == "m1") & (pl.col("benchmark") == "qa")).row(0, named=True)
+    assert (row["cached_requests"], row["computed_requests"]) == (38, 6)
+    assert (row["prompt_tokens"], row["generated_tokens"]) == (1000, 40)  # the computed requests' tokens only
+    assert table.filter(pl.col("model") == "m2")["cached_requests"].to_list() == [None, None]  # no LLM job ran
+    size = pl.read_parquet(tmp_path / "rc.parquet").row(0, named=True)
+    assert size == {"directory": str(tmp_path / "cache"), "entries": 1, "bytes": cache.stats().bytes}
+    line = cache_line(table, pl.read_parquet(tmp_path / "rc.parquet"))
+    assert line.startswith("LLM requests: 6 computed, 38 read from the request cache (86%); the cache (")
+    assert line.endswith(": 1 entries, 0.0 MB")
+    off = write_cost(tmp_path / "none", logs, job(), tmp_path / "c2.parquet", tmp_path / "rc2.parquet")
+    assert cache_line(off, pl.read_parquet(tmp_path / "rc2.parquet")).endswith(
+        "request cache off (resources.cache: false)"
+    )
+    requests_file(logs / "judge/smol/m1/qa.requests.json", cached=8, computed=0, prompt=0, generated=0)
+    (logs / "judge/smol/m1/qa.requests.json").write_text("{")
+    with pytest.raises(CostError, match=r"judge/smol/m1/qa.requests.json: not a job's request counts"):
+        write_cost(tmp_path / "none", logs, job(), tmp_path / "c.parquet")
 
 
 def test_efficiency_frontier_by_brute_force():

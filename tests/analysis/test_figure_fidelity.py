@@ -24,7 +24,7 @@ from careval.analysis.paper_table_files import build_table, to_latex, to_markdow
 from careval.analysis.paper_tables import TableSpec
 from careval.analysis.plan import SET_FAMILIES, analysis_plan
 from careval.analysis.report_tables import analysis_tables
-from careval.datasets.catalogue import CATALOGUE
+from careval.datasets.registry import REGISTRY
 from careval.plan import build_plan
 from careval.schemas import CAREQA_REVIEW_CORRECTNESS_SCHEMA, REPEAT_SCORE_SCHEMA, SUMMARY_SCHEMA
 
@@ -257,11 +257,17 @@ TABLE_1 = {
 
 def test_the_catalogue_names_each_dataset_of_table_1_under_its_task_and_the_rest_are_additions():
     named: dict[str, set[str]] = {}
-    for entry in CATALOGUE:
+    for entry in REGISTRY.values():
         if entry.paper_dataset is not None:
             named.setdefault(entry.paper_task, set()).add(entry.paper_dataset)
     assert named == TABLE_1
-    assert {e.name for e in CATALOGUE if e.addition} == {"demo_mcqa", "demo_open_qa", "demo_note", "headqa", "meqsum"}
+    assert {e.name for e in REGISTRY.values() if e.addition} == {
+        "demo_mcqa",
+        "demo_open_qa",
+        "demo_note",
+        "headqa",
+        "meqsum",
+    }
     paper = build_plan(yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())).analysis
     assert paper.report_job.additions == ("meqsum",) and paper.paper_tables_job.additions == ("meqsum",)
     assert paper.report_job.paper_tasks["meqsum"] == "question_entailment"

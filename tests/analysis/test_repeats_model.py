@@ -71,16 +71,16 @@ def test_rephrasing_sends_each_answer_k_times_and_counts_failed_answers():
 
 
 def test_rephrasing_model_gets_the_papers_system_prompt(monkeypatch, tmp_path, tiny_spec):
-    import careval.inference
+    import careval.backends.cached as cached
 
     seen = {}
-    real = careval.inference.load_backend
+    real = cached.CachedBackend.__init__
 
-    def spy(spec):
+    def spy(self, spec, *args, **kwargs):
         seen["system_prompt"] = spec.system_prompt
-        return real(spec)
+        real(self, spec, *args, **kwargs)
 
-    monkeypatch.setattr(careval.inference, "load_backend", spy)  # the job's backend loads on its first use
+    monkeypatch.setattr(cached.CachedBackend, "__init__", spy)  # the job's backend, built from the job's spec
     generations = tmp_path / "g.parquet"
     pl.DataFrame({"id": ["a"], "output": ["The patient has hypertension."], "status": ["ok"]}).write_parquet(
         generations
@@ -95,7 +95,7 @@ def test_rephrasing_model_gets_the_papers_system_prompt(monkeypatch, tmp_path, t
         ),
         tmp_path / "r.parquet",
         limit=1,
-        checkpoint_every=8,
+        request_batch=8,
     )
     assert seen["system_prompt"] == REPHRASE_SYSTEM_PROMPT
     assert REPHRASE_SYSTEM_PROMPT.startswith("You are a helpful rephrasing assistant.")

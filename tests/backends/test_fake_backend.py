@@ -58,6 +58,7 @@ def fake_config(tmp_path: Path, backend: str = "fake", benchmarks: dict | None =
     (tmp_path / "model").mkdir(exist_ok=True)
     (tmp_path / "model" / "config.json").write_text("{}")  # a local model is a folder with its config (issue 40)
     config.update(results_dir=str(tmp_path / "results"), datasets_dir=str(tmp_path / "datasets"))
+    config["resources"]["cache_dir"] = str(tmp_path / "cache")
     config["models"] = {"fake-model": {"source": f"local:{tmp_path / 'model'}", "backend": backend}}
     config["benchmarks"] = benchmarks or {"demo_mcqa": {"limit": 4}, "demo_open_qa": {"limit": 4}}
     config["metrics"]["skip"] = ["bleurt", "bertscore", "moverscore"]  # encoders: seconds each, not the subject
@@ -83,7 +84,7 @@ def run_slice(plan, work: Path) -> pl.DataFrame:
     """The demo slice's jobs, each called as its workflow script calls it: normalise, inference, scoring, the
     judge, Relaxed Perplexity, the summary."""
     from careval.analysis.aggregate import score_files_from_paths, write_summary
-    from careval.datasets import build_benchmark, get_benchmark
+    from careval.datasets import build_benchmark
     from careval.inference import run_inference
     from careval.jobs.judge import run_judge
     from careval.jobs.relaxed_perplexity import run_relaxed_perplexity
@@ -95,7 +96,7 @@ def run_slice(plan, work: Path) -> pl.DataFrame:
     for name in plan.benchmarks:
         normalise = plan.normalise_job(name)
         samples = work / "datasets" / f"{name}.parquet"
-        build_benchmark(get_benchmark(normalise.benchmark, normalise.overrides), samples, limit=normalise.limit)
+        build_benchmark(normalise.entry, samples, limit=normalise.limit)
         infer = plan.infer_job(model, name)
         loglik, generations = results / "loglik" / f"{name}.parquet", results / "generations" / f"{name}.parquet"
         run_inference(
@@ -105,7 +106,7 @@ def run_slice(plan, work: Path) -> pl.DataFrame:
             infer.sampling,
             loglik,
             generations if infer.entry.generates else None,
-            checkpoint_every=infer.checkpoint_every,
+            request_batch=infer.request_batch,
         )
         families = plan.families(name)
         scored = {f: results / "scores" / model / name / f"{f}.parquet" for f in families}
@@ -120,7 +121,14 @@ def run_slice(plan, work: Path) -> pl.DataFrame:
         )
         if "judge" in families:
             judge = plan.judge_job()
-            run_judge(samples, generations, scored["judge"], judge.judge.for_job(threads=1), judge.options)
+            run_judge(
+                samples,
+                generations,
+                scored["judge"],
+                judge.judge.for_job(threads=1),
+                judge.options,
+                request_batch=judge.request_batch,
+            )
         if "relaxed_perplexity" in families:
             relaxed = plan.relaxed_perplexity_job(model, name)
             run_relaxed_perplexity(

@@ -1,6 +1,8 @@
 """Speed of shared-prefix scoring against lm-eval 0.4.13's HFLM (issue 15), on the same requests
 in one process: SmolLM2-135M, float32, batch 8, 1 thread, 40 real MedQA/MedMCQA questions x 4
-options, in the cloze and the letters protocol.
+options, in the cloze and the letters protocol, and as `lm_eval_task:` benchmarks (issue 37: lm-eval's own
+medqa_4options and medmcqa task files on the same rows, in their letters frame and in lm-eval's cloze frame, and
+its headqa_en on 40 HEAD-QA rows, their requests as careval's lm-eval path builds them).
 
 Excluded by default (pyproject addopts); run with
 ``pytest -m benchmark -s tests/backends/test_shared_prefix_speed.py``. Wall and process CPU times are printed,
@@ -79,11 +81,50 @@ def plain(backend, pairs):
         backend.shared_prefix = True
 
 
-@pytest.mark.parametrize("protocol", ["cloze", "letters"])
-def test_shared_prefix_speed_against_lm_eval(backends, shared_data, protocol):
+# lm-eval task files as benchmarks (issue 37), on the same rows: lm-eval's own letters files (medqa_4options,
+# medmcqa: single-token continuations, which lm-eval also runs once per context), the same files with lm-eval's
+# cloze frame (the options' texts after "Question: ...\nAnswer:", as headqa_en and careval's cloze protocol), and
+# lm-eval's own cloze headqa_en on 40 HEAD-QA rows (short questions, long answers)
+CLOZE = {
+    "medqa": {
+        "doc_to_text": "Question: {{sent1}}\nAnswer:",
+        "doc_to_choice": "{{[ending0, ending1, ending2, ending3]}}",
+    },
+    "medmcqa": {"doc_to_text": "Question: {{question}}\nAnswer:", "doc_to_choice": "{{[opa, opb, opc, opd]}}"},
+}
+LM_EVAL_TASKS = {
+    "lm_eval_letters": {"medqa": (N_QUESTIONS, None), "medmcqa": (N_QUESTIONS, None)},
+    "lm_eval_cloze": {name: (N_QUESTIONS, CLOZE[name]) for name in CLOZE},
+    "lm_eval_headqa": {"headqa": (2 * N_QUESTIONS, None)},
+}
+
+
+def lm_eval_task_pairs(shared_data, folder, tasks: dict[str, tuple[int, dict | None]]) -> list[tuple[str, str]]:
+    """The requests of lm-eval's task files (benchmark -> rows, overrides of its file) as benchmarks of a config."""
+    from careval.datasets import get_benchmark
+    from careval.datasets.lm_eval_tasks import lm_eval_samples
+    from careval.inference import loglik_requests
+    from support.lm_eval_docs import write_local_tasks
+
+    pairs = []
+    for benchmark, (n, overrides) in tasks.items():
+        task = write_local_tasks(shared_data, folder, n, benchmarks=(benchmark,), overrides=overrides)[benchmark]
+        entry = get_benchmark(benchmark + "_lm", {"lm_eval_task": task, "lm_eval_include": str(folder)})
+        requests = loglik_requests(lm_eval_samples(entry), entry)
+        pairs += list(zip(requests["context"], requests["continuation"]))
+    return pairs
+
+
+@pytest.mark.parametrize("protocol", ["cloze", "letters", *LM_EVAL_TASKS])
+def test_shared_prefix_speed_against_lm_eval(backends, shared_data, tmp_path, protocol):
     ours, theirs = backends
     items = questions(shared_data, "medqa", N_QUESTIONS) + questions(shared_data, "medmcqa", N_QUESTIONS)
-    pairs = {"cloze": cloze, "letters": letters}[protocol](items)
+    if protocol in LM_EVAL_TASKS:
+        pairs = lm_eval_task_pairs(shared_data, tmp_path, LM_EVAL_TASKS[protocol])
+        if protocol == "lm_eval_cloze":  # the very requests of careval's cloze protocol
+            assert pairs == cloze(items)
+    else:
+        pairs = {"cloze": cloze, "letters": letters}[protocol](items)
     assert len(pairs) == 8 * N_QUESTIONS
     warm = pairs[:2]  # first-call overheads out of the timings
     ours.loglikelihood(warm), lm_eval_logliks(theirs, warm)

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -167,7 +168,7 @@ def test_outputs_equal_the_per_job_engines(shared_run, python, demo_model_dirs, 
 
     work, _ = shared_run
     plan = build_plan(yaml.safe_load((work / "config" / "config.yaml").read_text()))
-    spec = plan.models[MODEL].for_job(threads=1)
+    spec = replace(plan.models[MODEL].for_job(threads=1), cache_dir=None)  # every request computed, as the run's
     assert spec.engine_url_file is None and spec.vllm_args == VLLM_ARGS
     start = time.perf_counter()
     remote = RemoteBackend(spec, python, tmp_path / "per-job-engine.log")
@@ -187,7 +188,7 @@ def test_outputs_equal_the_per_job_engines(shared_run, python, demo_model_dirs, 
                 job.sampling,
                 loglik_path=want / "loglik" / f"{name}.parquet",
                 generations_path=want / "generations" / f"{name}.parquet" if generates else None,
-                checkpoint_every=plan.config["checkpoint_every"],
+                request_batch=plan.config["request_batch"],
             )
         options = {k: v for k, v in plan.config["metrics"]["relaxed_perplexity"].items() if k != "benchmarks"}
         relaxed.run_relaxed_perplexity(

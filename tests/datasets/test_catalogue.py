@@ -2,7 +2,7 @@
 
 import pytest
 
-from careval.datasets import REGISTRY, get_benchmark, normalise
+from careval.datasets import CATALOGUE, REGISTRY, get_benchmark, normalise
 from careval.datasets.benchmark import CHOICE_TASKS, HFSource, LocalSource
 from careval.tasks.prompts import fill_prompt
 
@@ -72,8 +72,8 @@ def test_every_prompt_fills_from_a_canonical_sample(name):
     prompt = fill_prompt(entry.prompt, sample)
     assert "Q?" in prompt and "{" not in prompt.replace("{}", "")
     assert isinstance(entry.source, (HFSource, LocalSource))
-    for overrides in entry.formats.values():
-        assert set(overrides) <= set(entry.__dataclass_fields__)
+    for layout in CATALOGUE[name].get("formats", {}):
+        assert get_benchmark(name, {"format": layout}).task == entry.task
 
 
 def test_careqa_close_entry_reads_the_hub_layout():

@@ -8,9 +8,9 @@ import pytest
 
 from careval.datasets import SampleError, build_benchmark, get_benchmark, normalise
 from careval.datasets.benchmark import LocalSource
+from careval.datasets.definition import BenchmarkDefinitionError
 from careval.datasets.loaders import SourceError, read_source
 from careval.datasets.normalise import normalise_report, resolve
-from careval.datasets.registry import UnknownBenchmarkError
 
 
 def _raw(shared_data, folder):
@@ -120,7 +120,9 @@ def test_missing_credentialed_file_says_how_to_provide_it(tmp_path):
 
 
 def test_unknown_format_lists_the_known_ones():
-    with pytest.raises(UnknownBenchmarkError, match=r"medmcqa.*unknown format 'csv'.*medpredict"):
+    with pytest.raises(
+        BenchmarkDefinitionError, match=r"^benchmarks.medmcqa.format: unknown format 'csv' \(known: medpredict\)$"
+    ):
         get_benchmark("medmcqa", {"format": "csv"})
 
 

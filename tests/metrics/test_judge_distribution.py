@@ -12,6 +12,7 @@ import pytest
 from prometheus_eval import prompts as pe_prompts
 
 from careval.backends import Backend, Capabilities, CapabilityError
+from careval.backends.base import Usage
 from careval.backends.openai import OpenAICompatBackend
 from careval.metrics.judge import JudgeConfigError, judge_prompt, rubric_text, score_judge
 from careval.metrics.judge_distribution import (
@@ -171,7 +172,7 @@ def test_openai_compatible_judge_falls_back_to_parse_and_retries(frames, monkeyp
     def complete(prompt, sampling):
         response = ScoringJudge.response(prompt)
         asked.append((response, sampling.seed))
-        return answers[response].pop(0)
+        return answers[response].pop(0), Usage(0, 0)
 
     monkeypatch.setattr(judge, "_complete", complete)
     with pytest.raises(CapabilityError, match=r"^backend openai has no prompt log-probabilities"):

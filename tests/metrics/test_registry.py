@@ -52,8 +52,28 @@ def test_every_family_of_every_task_is_registered_and_writes_a_metric():
     for task, families in TASK_FAMILIES.items():
         for family in families:
             assert family in FAMILIES, (task, family)
-    written = {spec.family for spec in METRICS.values()} | {"judge", "radgraph"}
+    # the judge's, F1-RadGraph's and lm-eval's metric names are resolved by metric_spec's patterns
+    written = {spec.family for spec in METRICS.values()} | {"judge", "radgraph", "lm_eval"}
     assert set(FAMILIES) == written
+
+
+def test_lm_eval_metrics_keep_lm_evals_names_unless_careval_has_another_metric_by_it():
+    from careval.metrics.registry import lm_eval_metric_name
+
+    # careval's accuracy and rolling perplexities are lm-eval's (an lm-eval MCQA task enters the MCQA average)
+    assert [lm_eval_metric_name(m, "none") for m in ("acc", "acc_norm", "word_perplexity", "exact_match")] == [
+        "acc",
+        "acc_norm",
+        "word_perplexity",
+        "exact_match",
+    ]
+    # careval's bleu is evaluate's per-sample BLEU (0-1), lm-eval's a corpus sacreBLEU (0-100): lm-eval's results key
+    assert lm_eval_metric_name("bleu", "none") == "bleu,none"
+    assert lm_eval_metric_name("exact_match", "strict-match") == "exact_match,strict-match"
+    assert (metric_spec("bleu,none").bounds, metric_spec("bleu").bounds) == ((0.0, 100.0), (0.0, 1.0))
+    spec = metric_spec("exact_match,flexible-extract")
+    assert (spec.family, spec.higher_is_better, spec.label) == ("lm_eval", True, "exact match [flexible-extract]")
+    assert metric_spec("perplexity").average == "geometric" and not metric_spec("ter").higher_is_better
 
 
 def test_averages_reproduce_lm_evals_corpus_values():

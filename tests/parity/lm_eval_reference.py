@@ -10,58 +10,17 @@ documents lm-eval logged (`log_samples`).
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import polars as pl
 import pytest
-import yaml
 
-TASK_FILES = {
-    "medqa": "medqa/medqa.yaml",
-    "medmcqa": "medmcqa/medmcqa.yaml",
-    "pubmedqa": "pubmedqa/pubmedqa.yaml",
-    "mmlu_anatomy": "mmlu/default/mmlu_anatomy.yaml",
-    "careqa_en": "careqa/careqa_en.yaml",
-    "careqa_es": "careqa/careqa_es.yaml",
-    "headqa": "headqa/headqa_en.yaml",
-    "med_prescriptions_easy": "med_prescriptions/med_prescriptions_easy.yaml",
-    "med_prescriptions_hard": "med_prescriptions/med_prescriptions_hard.yaml",
-    "med_text_classification_easy": "med_text_classification/med_text_classification_easy.yaml",
-    "med_text_classification_hard": "med_text_classification/med_text_classification_hard.yaml",
-}
-
-
-def task_file(benchmark: str) -> Path:
-    import lm_eval.tasks
-
-    return Path(lm_eval.tasks.__file__).parent / TASK_FILES[benchmark]
+from support.lm_eval_docs import task_file
 
 
 def task_config(benchmark: str) -> dict:
     from lm_eval.tasks._yaml_loader import load_yaml
 
     return load_yaml(task_file(benchmark))
-
-
-def write_local_task(
-    name: str, benchmark: str, data_file: Path, folder: Path, dataset_path: str = "json", metrics=("acc", "acc_norm")
-) -> None:
-    """lm-eval's task file, included unchanged but for its dataset (the local rows as the test split)."""
-    task = {
-        "include": str(task_file(benchmark)),
-        "task": name,
-        "tag": [],
-        "dataset_path": dataset_path,
-        "dataset_name": None,
-        "dataset_kwargs": {"data_files": {"test": str(data_file)}},
-        "test_split": "test",
-        "validation_split": None,
-        "training_split": None,
-        "fewshot_split": None,
-        # acc_norm too where the file reports acc only (pubmedqa, mmlu): lm-eval computes both the same way
-        "metric_list": [{"metric": metric, "aggregation": "mean", "higher_is_better": True} for metric in metrics],
-    }
-    (folder / f"{name}.yaml").write_text(yaml.safe_dump(task, sort_keys=False), encoding="utf-8")
 
 
 def _field(cfg: dict, key: str, doc: dict):

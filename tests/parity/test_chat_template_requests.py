@@ -16,13 +16,13 @@ import shutil
 import types
 
 import pytest
-from lm_eval_reference import write_local_task
 from test_mcqa_prompts import ROWS
 
 from careval.backends.hf.backend import HFBackend
 from careval.datasets.normalise import normalise
 from careval.datasets.registry import get_benchmark
 from careval.inference import loglik_requests, model_pair
+from support.lm_eval_docs import write_local_task
 
 pytest.importorskip("lm_eval", reason="lm-eval is not installed (it comes with the dev extra)")
 

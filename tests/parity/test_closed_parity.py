@@ -28,7 +28,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from lm_eval_reference import assert_same_documents, task_file, write_local_task
+from lm_eval_reference import assert_same_documents
 
 from careval.backends.hf.backend import HFBackend
 from careval.datasets.loaders import read_source
@@ -38,6 +38,7 @@ from careval.inference import loglik_requests, score_logliks
 from careval.tasks import prescription
 from careval.tasks.classification import score_classification
 from careval.tasks.mcqa import score_mcqa
+from support.lm_eval_docs import task_file, write_local_task
 
 pytest.importorskip("lm_eval", reason="lm-eval is not installed (it comes with the dev extra)")
 

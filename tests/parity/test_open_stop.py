@@ -47,7 +47,7 @@ def test_inference_cuts_the_generation_at_the_authors_stop(tmp_path, shared_data
         sampling_for(entry, generation),
         tmp_path / "loglik.parquet",
         tmp_path / "gen.parquet",
-        checkpoint_every=8,
+        request_batch=8,
     )
     generated = pl.read_parquet(tmp_path / "gen.parquet").row(0, named=True)
 

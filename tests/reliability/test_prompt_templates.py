@@ -2,8 +2,9 @@
 
 import pytest
 
+from careval.datasets.definition import BenchmarkDefinitionError
 from careval.datasets.registry import REGISTRY, get_benchmark
-from careval.tasks.prompts import PromptTemplateError, fill_prompt
+from careval.tasks.prompts import fill_prompt
 
 
 @pytest.mark.parametrize(
@@ -73,7 +74,7 @@ from careval.tasks.prompts import PromptTemplateError, fill_prompt
     ],
 )
 def test_a_bad_prompt_override_is_one_line_naming_the_key(name, prompt, expected):
-    with pytest.raises(PromptTemplateError) as error:
+    with pytest.raises(BenchmarkDefinitionError) as error:
         get_benchmark(name, {"prompt": prompt})
     assert str(error.value) == expected
 

@@ -77,7 +77,8 @@ def test_generate_mode_counts_parse_errors_instead_of_scoring_them():
     samples = _samples([0, 2, 3, 1])
     outputs = ["A", "nervous system diseases", "no idea", ""]
     generations = pl.DataFrame(
-        {"id": samples["id"], "prompt": ["p"] * 4, "output": outputs, "status": ["ok", "ok", "ok", "empty_output"]},
+        {"id": samples["id"], "prompt": ["p"] * 4, "output": outputs, "status": ["ok", "ok", "ok", "empty_output"]}
+        | dict.fromkeys(("prompt_tokens", "generated_tokens"), [None] * 4),
         schema=GENERATION_SCHEMA,
     )
     scores = score_classification(samples, generations=generations)

@@ -24,7 +24,7 @@ if "loads" in job["params"]:
     from careval.specs import JudgeJob
 
     loads = job["params"].pop("loads")
-    job["params"]["job"] = JobParam(JudgeJob(judge=model_spec(**loads), options={}))
+    job["params"]["job"] = JobParam(JudgeJob(judge=model_spec(**loads), options={}, request_batch=8))
 snakemake = SimpleNamespace(
     params=SimpleNamespace(**job["params"]),
     input=SimpleNamespace(),

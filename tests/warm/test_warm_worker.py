@@ -388,7 +388,7 @@ def _job_naming(folder: Path, dtype: str, tmp_path: Path) -> SimpleNamespace:
 
     spec = model_spec(folder.name, {"source": f"local:{folder}", "dtype": dtype}, models_dir=tmp_path)
     return SimpleNamespace(
-        params=SimpleNamespace(job=JobParam(JudgeJob(judge=spec, options={}))),
+        params=SimpleNamespace(job=JobParam(JudgeJob(judge=spec, options={}, request_batch=8))),
         input=SimpleNamespace(),
         threads=1,
         resources=SimpleNamespace(gpu=0),

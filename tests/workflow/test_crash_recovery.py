@@ -38,10 +38,20 @@ def _config(repo: Path) -> dict:
 
 
 # what two runs of one DAG cannot share: the jobs' wall times (results/benchmarks), and what the cost job draws from
-# them (results/summary/cost.parquet's seconds, its figure, the report's cost page); and which files each run made
-# (results/index.tsv: the resumed run keeps what the killed one finished)
-TIMED_COLUMNS = ("wall_seconds", "gpu_seconds")
+# them (results/summary/cost.parquet's seconds, its figure, the report's cost page); which files each run made
+# (results/index.tsv: the resumed run keeps what the killed one finished); and how each run went with the
+# request cache: a job killed mid-way reads what it finished back from the cache (its request counts, the tokens it
+# computed, the cache's size)
+TIMED_COLUMNS = (
+    "wall_seconds",
+    "gpu_seconds",
+    "cached_requests",
+    "computed_requests",
+    "prompt_tokens",
+    "generated_tokens",
+)
 TIMED_FIGURE = "cost"
+RUN_TABLES = ("results/summary/request_cache.parquet",)
 
 
 def _outputs(work: Path) -> dict[str, str]:
@@ -52,7 +62,7 @@ def _outputs(work: Path) -> dict[str, str]:
         relative = str(path.relative_to(work))
         if not path.is_file() or re.match(r"results/(logs/|benchmarks/|index\.tsv$)", relative):
             continue
-        if relative == f"results/figures/{TIMED_FIGURE}.png":
+        if relative == f"results/figures/{TIMED_FIGURE}.png" or relative in RUN_TABLES:
             continue
         if relative == "results/summary/cost.parquet":
             frame = pl.read_parquet(path)

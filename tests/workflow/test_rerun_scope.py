@@ -167,9 +167,9 @@ CASES = [
     ),
     # the batches handed to a model (careval.models.spec: why a batch is part of a value)
     Case(
-        ("checkpoint_every",),
+        ("request_batch",),
         8,
-        {"infer_open", "infer_closed", "rephrase", "sample_consistency"},
+        {"infer_open", "infer_closed", "rephrase", "sample_consistency", "judge", "judge_repeats"},
         AFTER_MODEL,
     ),
     # --- metric families: each read by the jobs that compute it
@@ -302,6 +302,9 @@ CASES = [
     Case(("resources", "engine_client_mem_mb"), 2000, NOTHING),
     Case(("resources", "warm_worker"), False, NOTHING),
     Case(("resources", "warm_worker_model_mb"), 4000, NOTHING),
+    # the request cache changes no value: whether one is computed again (careval.backends.cached)
+    Case(("resources", "cache"), False, NOTHING),
+    Case(("resources", "cache_dir"), "elsewhere/cache", NOTHING),
     Case(("model_sizes", "small"), {"threads": 2, "mem_mb": 6000}, NOTHING),
     Case(("careqa", "review", "seed"), 3, NOTHING),  # the CareQA build is not part of this target
     Case(("careqa", "translator", "max_new_tokens"), 40, NOTHING),

@@ -11,10 +11,10 @@ from types import SimpleNamespace
 from careval.analysis.elo import resolve_elo_path
 from careval.canonical import JobParam
 from careval.careqa.acquire import edition_name, is_url
-from careval.datasets.benchmark import TASKS, LocalSource
+from careval.datasets.benchmark import TASKS, LmEvalSource, LocalSource
 from careval.models.prepare import weights_digest
 from careval.metrics.registry import FAMILIES
-from careval.plan import EXTRA_FAMILIES
+from careval.plan import EXTRA_FAMILIES, LM_EVAL_SCORING
 from careval.studies import studies_job
 from careval import results_check, runlock
 from careval.warm import preload as warm_preload, server as warm_server
@@ -41,7 +41,10 @@ OPEN_PATTERN = benchmark_pattern(lambda e: e.task == "open")
 # or is scored by log-likelihood only (MCQA, prescription, loglik-mode classification).
 GENERATE_PATTERN = benchmark_pattern(lambda e: e.generates)
 LOGLIK_PATTERN = benchmark_pattern(lambda e: not e.generates)
-TASK_PATTERNS = {task: benchmark_pattern(lambda e, task=task: e.task == task) for task in TASKS}
+# the scoring rules (scoring.smk): one per careval task, and an lm-eval task's by whether it generates
+TASK_PATTERNS = {task: benchmark_pattern(lambda e, task=task: e.task == task and e.lm_eval is None) for task in TASKS}
+TASK_PATTERNS["lm_eval"] = benchmark_pattern(lambda e: e.lm_eval is not None and not e.generates)
+TASK_PATTERNS["lm_eval_open"] = benchmark_pattern(lambda e: e.lm_eval is not None and e.generates)
 
 
 wildcard_constraints:
@@ -237,8 +240,14 @@ def score_files():
 def benchmark_source_files(wildcards):
     """A local source is an input, so editing the data re-normalises it; hub sources are fetched in the job.
     A local file not there yet (credentialed MIMIC-III, Kaggle's MTSamples) is left to the job, whose
-    one-line error says how to provide it, so the rest of the study still plans and runs."""
+    one-line error says how to provide it, so the rest of the study still plans and runs. An lm-eval task's
+    include folder: its task files (an edited template or utils.py re-normalises)."""
     source = BENCHMARKS[wildcards.benchmark].source
+    if isinstance(source, LmEvalSource):
+        folder = Path(source.include) if source.include else None
+        return (
+            sorted(str(p) for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts) if folder else []
+        )
     return [source.path] if isinstance(source, LocalSource) and Path(source.path).exists() else []
 
 
@@ -282,6 +291,7 @@ def analysis_inputs(wildcards):
     # the paired comparisons' and cost pages (comparisons.smk)
     inputs["comparisons"] = f"{RESULTS}/summary/comparisons.parquet"
     inputs["cost"] = f"{RESULTS}/summary/cost.parquet"
+    inputs["request_cache"] = f"{RESULTS}/summary/request_cache.parquet"
     if JURY_REPORT:  # jury.smk: the jury's and the human-agreement tables
         inputs.update({key: f"{RESULTS}/summary/{key}.parquet" for key in JURY_REPORT_OUTPUTS})
     if PLAN.studies:  # studies.smk: every study's tests and per-sample table, and Table 6
@@ -339,19 +349,14 @@ def comparison_repeats(wildcards):
 
 
 def cost_inputs(wildcards):
-    """Every inference output (whose tokens are counted) and the analysis tables, after whose jobs every job time
-    under results/benchmarks is written."""
-    inputs = {
+    """The analysis tables, after whose jobs every job's time (results/benchmarks) and request counts (beside its
+    log) are written."""
+    return {
         k: v
         for k, v in analysis_inputs(wildcards).items()
-        if k not in ("elo", "comparisons", "cost", "studies", "study_tables", "review_sheets", "table6")
+        if k
+        not in ("elo", "comparisons", "cost", "request_cache", "studies", "study_tables", "review_sheets", "table6")
     }
-    for model in MODELS:
-        for benchmark, entry in BENCHMARKS.items():
-            inputs[f"loglik/{model}/{benchmark}"] = f"{RESULTS}/loglik/{model}/{benchmark}.parquet"
-            if entry.generates:
-                inputs[f"generations/{model}/{benchmark}"] = f"{RESULTS}/generations/{model}/{benchmark}.parquet"
-    return inputs
 
 
 def jury_report_inputs(wildcards):

@@ -33,7 +33,9 @@ rule cost:
     input:
         unpack(cost_inputs),
     output:
-        f"{RESULTS}/summary/cost.parquet",
+        cost=f"{RESULTS}/summary/cost.parquet",
+        # the request cache's size (careval.request_cache), for the cost page
+        cache=f"{RESULTS}/summary/request_cache.parquet",
     log:
         f"{LOGS}/cost.log",
     conda:
@@ -44,7 +46,9 @@ rule cost:
         runtime=15,
     params:
         job=JobParam(PLAN.cost_job()),
-        # where Snakemake writes every job's time (the rules' `benchmark:` files)
+        # where Snakemake writes every job's time (the rules' `benchmark:` files), and every LLM job its request
+        # counts (beside its log: careval.joblog.requests_record)
         benchmarks_dir=f"{RESULTS}/benchmarks",
+        logs_dir=LOGS,
     script:
         "../scripts/cost.py"

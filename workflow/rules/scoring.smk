@@ -1,10 +1,10 @@
 # Per-sample metric values with a status: one job per model x benchmark (models such as the
 # BERTScore encoder load once), one file per metric family of the benchmark's task. One rule per
-# task type (score_open, score_mcqa, score_classification, ...); the generations are an input
-# only where the benchmark generates (score_inputs, common.smk).
+# task type (score_open, score_mcqa, score_classification, ...), and score_lm_eval / score_lm_eval_open for
+# lm-eval tasks; the generations are an input only where the benchmark generates (score_inputs, common.smk).
 
 
-for _task in TASKS:
+for _task in [*TASKS, *LM_EVAL_SCORING]:
 
     rule:
         name:

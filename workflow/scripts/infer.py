@@ -15,7 +15,7 @@ from pathlib import Path
 
 from careval.canonical import job_of
 from careval.inference import run_inference
-from careval.joblog import job_log
+from careval.joblog import job_log, requests_record
 from careval.models.spec import model_for_job
 
 with job_log(snakemake.log[0], snakemake.output):
@@ -27,5 +27,6 @@ with job_log(snakemake.log[0], snakemake.output):
         job.sampling,
         loglik_path=Path(snakemake.output.loglik),
         generations_path=Path(snakemake.output.generations) if "generations" in snakemake.output.keys() else None,
-        checkpoint_every=job.checkpoint_every,
+        request_batch=job.request_batch,
+        record=requests_record(snakemake.log[0]),
     )

@@ -7,7 +7,7 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 from pathlib import Path
 
 from careval.canonical import job_of
-from careval.joblog import job_log
+from careval.joblog import job_log, requests_record
 from careval.jobs.judge import run_judge
 
 with job_log(snakemake.log[0], snakemake.output):
@@ -18,4 +18,6 @@ with job_log(snakemake.log[0], snakemake.output):
         Path(snakemake.output[0]),
         job.judge.for_job(snakemake.threads, snakemake.resources.gpu),
         job.options,
+        request_batch=job.request_batch,
+        record=requests_record(snakemake.log[0]),
     )

@@ -7,16 +7,18 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 from pathlib import Path
 
 from careval.canonical import job_of
-from careval.joblog import job_log
-from careval.jobs.judge import run_repeat_judge
+from careval.joblog import job_log, requests_record
+from careval.jobs.judge import run_judge
 
 with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
-    run_repeat_judge(
+    run_judge(
         Path(snakemake.input.samples),
         Path(snakemake.input.generations),
-        Path(snakemake.input.repeats),
         Path(snakemake.output[0]),
         job.judge.for_job(snakemake.threads, snakemake.resources.gpu),
         job.options,
+        request_batch=job.request_batch,
+        record=requests_record(snakemake.log[0]),
+        repeats_path=Path(snakemake.input.repeats),
     )

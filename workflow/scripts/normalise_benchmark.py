@@ -7,9 +7,9 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 from pathlib import Path
 
 from careval.canonical import job_of
-from careval.datasets import build_benchmark, get_benchmark
+from careval.datasets import build_benchmark
 from careval.joblog import job_log
 
 with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
-    build_benchmark(get_benchmark(job.benchmark, job.overrides), Path(snakemake.output.samples), limit=job.limit)
+    build_benchmark(job.entry, Path(snakemake.output.samples), limit=job.limit)

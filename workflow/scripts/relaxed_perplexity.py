@@ -14,7 +14,7 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 from pathlib import Path
 
 from careval.canonical import job_of
-from careval.joblog import job_log
+from careval.joblog import job_log, requests_record
 from careval.jobs.relaxed_perplexity import run_relaxed_perplexity
 from careval.models.spec import model_for_job
 
@@ -27,4 +27,5 @@ with job_log(snakemake.log[0], snakemake.output):
         model_for_job(job.model, snakemake),
         job.options,
         targets_path=Path(snakemake.output.targets),
+        record=requests_record(snakemake.log[0]),
     )

@@ -7,7 +7,7 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 from pathlib import Path
 
 from careval.canonical import job_of
-from careval.joblog import job_log
+from careval.joblog import job_log, requests_record
 from careval.jobs.repeats import run_rephrasing
 
 with job_log(snakemake.log[0], snakemake.output):
@@ -19,5 +19,6 @@ with job_log(snakemake.log[0], snakemake.output):
         job.sampling,
         Path(snakemake.output[0]),
         limit=job.limit,
-        checkpoint_every=job.checkpoint_every,
+        request_batch=job.request_batch,
+        record=requests_record(snakemake.log[0]),
     )

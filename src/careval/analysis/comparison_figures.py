@@ -135,8 +135,17 @@ def adjacent_figure(adjacent: pl.DataFrame, set_name: str, rule: str):
     return fig
 
 
-def cost_figure(summary: pl.DataFrame, cost: pl.DataFrame, benchmark: str, metric: str, axis: str, members):
-    """The chosen quality against each model's summed cost; the efficiency frontier joined by a line."""
+def cost_figure(
+    summary: pl.DataFrame,
+    cost: pl.DataFrame,
+    benchmark: str,
+    metric: str,
+    axis: str,
+    members,
+    request_cache: pl.DataFrame | None = None,
+):
+    """The chosen quality against each model's summed cost; the efficiency frontier joined by a line; under it, the
+    run's requests read from the request cache and computed, and the cache's size."""
     if cost is None:
         return empty_page("Quality against cost", "no cost table was given (results/summary/cost.parquet)")
     totals = model_totals(cost.filter(pl.col("model").is_in(list(members))))
@@ -169,5 +178,18 @@ def cost_figure(summary: pl.DataFrame, cost: pl.DataFrame, benchmark: str, metri
     ax.margins(x=0.2, y=0.1)  # room for the names beside the points
     ax.legend(fontsize=7)
     ax.set_title(title, fontsize=9)
-    fig.tight_layout()
+    fig.text(0.01, 0.01, cache_line(cost, request_cache), fontsize=7, color="dimgrey")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
+
+
+def cache_line(cost: pl.DataFrame, request_cache: pl.DataFrame | None) -> str:
+    """The cost page's line on the request cache: this run's hits and misses (the LLM jobs that ran), its size."""
+    hits, misses = (int(cost[column].fill_null(0).sum()) for column in ("cached_requests", "computed_requests"))
+    line = f"LLM requests: {misses:,} computed, {hits:,} read from the request cache"
+    if hits + misses:
+        line += f" ({hits / (hits + misses):.0%})"
+    if request_cache is None or request_cache.is_empty() or request_cache["directory"][0] is None:
+        return line + "; request cache off (resources.cache: false)"
+    row = request_cache.row(0, named=True)
+    return line + f"; the cache ({row['directory']}): {row['entries']:,} entries, {row['bytes'] / 2**20:.1f} MB"

@@ -1,10 +1,11 @@
 """Cost per result: per model x benchmark, the wall seconds and GPU-seconds of every job that produced it (Snakemake's
-`benchmark:` files) and the tokens it read and generated (its inference outputs, counted with the model's tokenizer).
+`benchmark:` files), and the requests its LLM jobs read from the request cache or computed, with the tokens of those
+they computed (each job's request counts beside its log: careval.backends.cached); only computed work is spent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
 from dataclasses import field
 from pathlib import Path
 
@@ -12,19 +13,22 @@ import numpy as np
 import polars as pl
 
 from careval.canonical import EXECUTION, JobSpec, job_spec
-from careval.schemas import COST_SCHEMA
+from careval.request_cache import RequestCache
+from careval.schemas import CACHE_SCHEMA, COST_SCHEMA
+
+REQUEST_COLUMNS = ("cached_requests", "computed_requests", "prompt_tokens", "generated_tokens")
 
 
 @job_spec
 class CostJob(JobSpec):
     """The cost job: each job kind's (the folder under results/benchmarks) GPUs per model, the judge's and the
-    rephraser's where they run. gpus: kind -> model -> GPUs of that job (its model's `gpus`); model_paths: each
-    evaluated model's folder, for its tokenizer (where a model lies changes no count)."""
+    rephraser's where they run. gpus: kind -> model -> GPUs of that job (its model's `gpus`); cache_dir: the request
+    cache, whose size the cost page shows (None: no cache)."""
 
     models: tuple[str, ...]
     benchmarks: tuple[str, ...]
     gpus: dict[str, dict[str, int]]
-    model_paths: dict[str, str] = field(metadata=EXECUTION)
+    cache_dir: str | None = field(default=None, metadata=EXECUTION)
 
 
 class CostError(ValueError):
@@ -51,41 +55,29 @@ def job_times(benchmarks_dir: Path, models: tuple[str, ...], benchmarks: tuple[s
     )
 
 
-def token_counts(count: Callable[[list[str]], int], generations: pl.DataFrame | None, logliks: pl.DataFrame | None):
-    """(prompt tokens, generated tokens) of one model x benchmark's inference: every prompt sent for generation and
-    every log-likelihood request's context and continuation are read; every output is generated. `count`: the total
-    tokens of a list of texts under the model's tokenizer."""
-    prompt = generated = 0
-    if generations is not None:
-        prompt += count(generations["prompt"].fill_null("").to_list())
-        generated += count(generations["output"].fill_null("").to_list())
-    if logliks is not None:
-        prompt += count((logliks["context"].fill_null("") + logliks["continuation"].fill_null("")).to_list())
-    return prompt, generated
+def job_requests(logs_dir: Path, models: tuple[str, ...], benchmarks: tuple[str, ...]) -> pl.DataFrame:
+    """Every LLM job's request counts under `logs_dir` (<kind...>/<model>/<benchmark>.requests.json, beside its log):
+    model, benchmark, job, and REQUEST_COLUMNS (the tokens of the computed requests only)."""
+    rows = []
+    for path in sorted(Path(logs_dir).rglob("*.requests.json")):
+        model, benchmark = path.parent.name, path.name[: -len(".requests.json")]
+        if model not in models or benchmark not in benchmarks:
+            continue
+        try:
+            counts = json.loads(path.read_text())
+            values = [int(counts[key]) for key in ("cached", "computed", "prompt_tokens", "generated_tokens")]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise CostError(f"{path}: not a job's request counts ({error})") from None
+        job = path.parent.parent.relative_to(logs_dir).as_posix()
+        rows.append({"model": model, "benchmark": benchmark, "job": job, **dict(zip(REQUEST_COLUMNS, values))})
+    schema = {"model": pl.String, "benchmark": pl.String, "job": pl.String, **dict.fromkeys(REQUEST_COLUMNS, pl.Int64)}
+    return pl.DataFrame(rows, schema=schema)
 
 
-def tokenizer_counter(path: str) -> Callable[[list[str]], int] | None:
-    """The model's tokenizer as a counter (no special tokens), or None where none loads (a served model)."""
-    try:
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError):
-        return None
-
-    def count(texts: list[str]) -> int:
-        return sum(len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]) if texts else 0
-
-    return count
-
-
-def cost_table(
-    times: pl.DataFrame,
-    job: CostJob,
-    tokens: dict[tuple[str, str], tuple[int, int]],
-) -> pl.DataFrame:
-    """COST_SCHEMA: per model x benchmark, its jobs' wall seconds, GPU-seconds (each job's GPUs x its wall time) and
-    tokens (`tokens`: (model, benchmark) -> (prompt, generated); absent: null), and the jobs counted."""
+def cost_table(times: pl.DataFrame, job: CostJob, requests: pl.DataFrame) -> pl.DataFrame:
+    """COST_SCHEMA: per model x benchmark, its jobs' wall seconds, GPU-seconds (each job's GPUs x its wall time), the
+    requests they read from the cache and computed, the tokens of those computed (`requests`: job_requests; a
+    result no LLM job made: null), and the jobs counted."""
     gpus = np.array(
         [
             job.gpus.get(kind.split("/")[0], {}).get(model, 0)
@@ -102,36 +94,27 @@ def cost_table(
     keys = pl.DataFrame(
         [(m, b) for m in job.models for b in job.benchmarks], schema=["model", "benchmark"], orient="row"
     )
-    table = keys.join(summed, on=["model", "benchmark"], how="left")
-    prompt = [tokens.get((m, b), (None, None))[0] for m, b in table.select("model", "benchmark").iter_rows()]
-    generated = [tokens.get((m, b), (None, None))[1] for m, b in table.select("model", "benchmark").iter_rows()]
-    table = table.with_columns(
-        prompt_tokens=pl.Series(prompt, dtype=pl.Int64),
-        generated_tokens=pl.Series(generated, dtype=pl.Int64),
-    )
+    spent = requests.group_by("model", "benchmark").agg(pl.col(list(REQUEST_COLUMNS)).sum())
+    table = keys.join(summed, on=["model", "benchmark"], how="left").join(spent, on=["model", "benchmark"], how="left")
     return table.with_columns(pl.col("jobs").fill_null("")).select(list(COST_SCHEMA)).cast(COST_SCHEMA)
 
 
 def write_cost(
-    benchmarks_dir: Path,
-    inference: dict[tuple[str, str], tuple[Path | None, Path | None]],
-    job: CostJob,
-    output: Path,
+    benchmarks_dir: Path, logs_dir: Path, job: CostJob, output: Path, cache_output: Path | None = None
 ) -> pl.DataFrame:
-    """inference: (model, benchmark) -> (generations parquet or None, log-likelihood parquet or None)."""
-    counters = {model: tokenizer_counter(path) for model, path in job.model_paths.items()}
-    tokens = {}
-    for (model, benchmark), (generations, logliks) in inference.items():
-        counter = counters.get(model)
-        if counter is not None:
-            tokens[(model, benchmark)] = token_counts(
-                counter,
-                pl.read_parquet(generations) if generations else None,
-                pl.read_parquet(logliks) if logliks else None,
-            )
-    table = cost_table(job_times(benchmarks_dir, job.models, job.benchmarks), job, tokens)
+    """The cost table from every job's time (`benchmarks_dir`) and request counts (`logs_dir`); with `cache_output`,
+    the request cache's size too (CACHE_SCHEMA: one row)."""
+    table = cost_table(
+        job_times(benchmarks_dir, job.models, job.benchmarks),
+        job,
+        job_requests(logs_dir, job.models, job.benchmarks),
+    )
     output.parent.mkdir(parents=True, exist_ok=True)
     table.write_parquet(output)
+    if cache_output is not None:
+        stats = RequestCache(job.cache_dir).stats() if job.cache_dir else None
+        row = {"directory": job.cache_dir, "entries": stats and stats.entries, "bytes": stats and stats.bytes}
+        pl.DataFrame([row], schema=CACHE_SCHEMA).write_parquet(cache_output)
     return table
 
 

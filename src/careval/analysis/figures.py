@@ -613,6 +613,7 @@ DRAW = {
         job.cost["metric"],
         job.cost["cost"],
         job.model_sets.get("all") or tuple(tables.summary["model"].unique().sort()),
+        tables.request_cache,
     ),
     # a jury of judges and people's ratings (careval.analysis.jury_figures)
     "jury": lambda tables, job, figure: jury_figures.jury_figure(tables.summary, figure.benchmark),

@@ -66,7 +66,7 @@ class PaperTable:
     slug: str
     caption: str
     tasks: tuple[str, ...]
-    kind: str  # perplexity | relaxed_perplexity | prometheus | results | close_ended
+    kind: str  # perplexity | relaxed_perplexity | prometheus | results | close_ended | other (no paper task)
     only: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
 
@@ -75,6 +75,8 @@ class PaperTable:
         return f"table{self.number}_{self.slug}"
 
     def covers(self, benchmark: str, paper_task: str | None) -> bool:
+        if self.kind == "other":
+            return paper_task is None
         if self.only:
             return benchmark in self.only
         return paper_task in self.tasks and benchmark not in self.exclude
@@ -128,6 +130,11 @@ PAPER_TABLES = (
     PaperTable(18, "question_entailment", "Question entailment results.", ("question_entailment",), "results"),
     PaperTable(19, "summarization", "Summarization results.", ("summarization",), "results"),
     PaperTable(20, "close_ended", "Close-ended results.", CLOSE_ENDED_TASKS, "close_ended"),
+    # not the paper's: the run's benchmarks of no paper task (a config's own, lm-eval tasks), every metric of each
+    PaperTable(
+        21, "other_benchmarks", "Benchmarks outside the paper's Table 1 (a config's own, lm-eval tasks): every metric.",
+        (), "other",
+    ),
 )  # fmt: skip
 
 
@@ -159,6 +166,8 @@ class PaperTablesJob(JobSpec):
 
 def _kind_families(table: PaperTable, task: str) -> tuple[str, ...] | None:
     """The families that put a column of `table` on a benchmark of careval task `task` (None: any family)."""
+    if table.kind == "other":
+        return None
     if table.kind == "close_ended":
         return None if task in CLOSE_ENDED_METRICS else ()
     return KIND_FAMILIES[table.kind] if task == "open" else ()
@@ -222,6 +231,8 @@ def table_metric(kind: str, task: str, metric: str) -> bool:
         return metric in CLOSE_ENDED_METRICS.get(task, ())
     if JURY_SEPARATOR in metric or (metric.startswith(JUDGE_PREFIX) and metric.endswith(JUDGE_EXPECTED_SUFFIX)):
         return False  # one judge of a jury, or the expected grade: the tables show the jury's (or judge's) grade
+    if kind == "other":
+        return True
     spec = metric_spec(metric)
     if spec.family not in KIND_FAMILIES[kind]:
         return False

@@ -42,12 +42,18 @@ def repeats_as_generations(
 
 
 def judge_repeats(
-    judge, samples: pl.DataFrame, generations: pl.DataFrame, repeats: pl.DataFrame, options: dict
+    judge,
+    samples: pl.DataFrame,
+    generations: pl.DataFrame,
+    repeats: pl.DataFrame,
+    options: dict,
+    request_batch: int | None = None,
 ) -> pl.DataFrame:
-    """Judge scores per sample, repeat and metric (REPEAT_SCORE_SCHEMA), `judge` a backend or a factory."""
+    """Judge scores per sample, repeat and metric (REPEAT_SCORE_SCHEMA); `judge` a backend, `request_batch` as the
+    judge job's (careval.metrics.judge.score_judge)."""
     from careval.metrics.judge import score_judge
 
     keyed = repeats_as_generations(samples, generations, repeats, options.get("limit"))
     # the limit is already applied by samples (each with all its repeats), not by rows
-    scores = score_judge(judge, keyed.select("id", "reference"), keyed, {**options, "limit": None})
+    scores = score_judge(judge, keyed.select("id", "reference"), keyed, {**options, "limit": None}, request_batch)
     return unkey_repeats(scores.filter(pl.col("level") == "sample"))

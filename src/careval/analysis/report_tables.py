@@ -39,6 +39,7 @@ class AnalysisTables:
     groups: pl.DataFrame | None = None
     adjacent: pl.DataFrame | None = None
     cost: pl.DataFrame | None = None
+    request_cache: pl.DataFrame | None = None  # its size (careval.analysis.cost: CACHE_SCHEMA)
     # the jury's and the human-agreement tables (careval.jobs.jury_report), by name; {} where not planned
     jury: dict[str, pl.DataFrame] = field(default_factory=dict)
     # config `studies:`: every study's tests (STUDY_SCHEMA), each study's per-sample table by name, and paper Table 6
@@ -123,6 +124,9 @@ def analysis_tables(inputs: dict, job: ReportJob) -> AnalysisTables:
         groups=groups,
         adjacent=adjacent,
         cost=pl.read_parquet(inputs["cost"]) if job.of_kind("cost") and inputs.get("cost") else None,
+        request_cache=pl.read_parquet(inputs["request_cache"])
+        if job.of_kind("cost") and inputs.get("request_cache")
+        else None,
         summary=full_summary,
         correlations=correlations,
         clusters=metric_clusters(correlations, job),

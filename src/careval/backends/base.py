@@ -10,7 +10,7 @@ private attributes (tests/test_import_graph.py holds every caller to that). What
 * ``sample_continuations`` and ``target_logprobs``: the token-level pair Relaxed Perplexity is written over
   (careval.metrics.relaxed_perplexity): sampled continuations of a prompt, then the log-probability of each
   target after each prefix of them.
-* ``name``, ``max_length``, ``gpus``, ``capabilities``; ``close()``.
+* ``name``, ``max_length``, ``gpus``, ``capabilities``, ``last_usage`` (each request's tokens); ``close()``.
 
 A backend registers itself by name (careval.backends.registry) and is built from the typed model spec.
 :class:`Backend` answers for a runtime without a capability: a one-line :class:`CapabilityError`.
@@ -18,10 +18,11 @@ A backend registers itself by name (careval.backends.registry) and is built from
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 Prefix = tuple[int, ...]
 
@@ -106,6 +107,13 @@ class Continuation(NamedTuple):
     logprob: float
 
 
+class Usage(NamedTuple):
+    """The tokens one request read (its prompt, or its scored context and continuation) and generated."""
+
+    prompt: int
+    generated: int
+
+
 class PrefixedTarget(NamedTuple):
     """log P(prefix | prompt) and log P(target | prompt + prefix), natural logs summed over the tokens."""
 
@@ -134,10 +142,13 @@ class Backend(ABC):
     applies no template of its own (a server applies its own).
     """
 
-    capabilities: ClassVar[Capabilities]
-    backend: ClassVar[str]  # the name it is registered under (careval.backends.registry)
+    capabilities: Capabilities  # declared where it registers (a class attribute of each runtime's class)
+    backend: str  # the name it is registered under (careval.backends.registry)
     name: str  # the model's name (its config key)
     max_length: int  # the context window, in tokens
+    # the tokens of each request of the last generate or log-likelihood call, where the runtime counts them (the
+    # outputs record them, careval.inference; the request cache keeps them with the entry)
+    last_usage: Sequence[Usage] = ()
 
     @property
     def gpus(self) -> int:
@@ -171,6 +182,12 @@ class Backend(ABC):
     def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
         """Natural-log likelihood of each whole text (lm-eval's rolling windows, BOS as the first context)."""
         raise missing(self.backend, "prompt_logprobs", "a rolling log-likelihood request")
+
+    def greedy_flags(self, pairs: list[tuple[str, str]]) -> list[float]:
+        """lm-eval's is_greedy of each (context, continuation): 1.0 where every continuation token is the model's
+        most likely next token given what precedes it, 0.0 where not (what lm-eval's loglikelihood `acc` reads);
+        NaN where the runtime cannot say (the metrics that read it are then counted as not scored)."""
+        return [math.nan] * len(pairs)
 
     def sample_continuations(
         self, prompt_ids: Sequence[int], *, n: int, max_tokens: int, top_p: float, seed: int

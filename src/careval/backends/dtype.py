@@ -10,6 +10,9 @@ machine. The choice is made in the job (ModelSpec.for_job), so the job's checkpo
 
 from __future__ import annotations
 
+import glob
+import os
+
 NATIVE_BFLOAT16 = "bfloat16_if_native"
 
 
@@ -29,3 +32,13 @@ def resolve_dtype(dtype: str) -> str:
     if dtype != NATIVE_BFLOAT16:
         return dtype
     return "bfloat16" if native_bfloat16() else "float32"
+
+
+def gpu_visible() -> bool:
+    """Whether the jobs may find a GPU here, from the device files alone. Asking torch, even through NVML
+    (PYTORCH_NVML_BASED_CUDA_CHECK), starts a CUDA driver thread in the asking process (seen on an H200
+    machine), and a fork keeps none of its threads, so the warm worker never asks (careval.warm)."""
+    shown = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if shown is not None and shown.strip() in ("", "-1"):
+        return False
+    return bool(glob.glob("/dev/nvidia[0-9]*")) or os.path.exists("/dev/kfd")  # NVIDIA, or AMD (ROCm)

@@ -13,7 +13,7 @@ from typing import Any
 
 from careval.redaction import redact, register_secret
 
-from .base import Backend, Capabilities, Sampling
+from .base import Backend, Capabilities, Sampling, Usage
 from .registry import register_backend
 from .tokenization import truncate_at_stop
 
@@ -145,8 +145,11 @@ class OpenAICompatBackend(Backend):
             time.sleep(min(2**attempt, 30))
         raise AssertionError("unreachable")
 
-    def _complete(self, prompt: str, sampling: Sampling) -> str:
+    def _complete(self, prompt: str, sampling: Sampling) -> tuple[str, Usage]:
         reply = self._post(self.request_body(prompt, sampling))
+        counted = reply.get("usage") if isinstance(reply, dict) else None
+        counted = counted if isinstance(counted, dict) else {}
+        usage = Usage(int(counted.get("prompt_tokens") or 0), int(counted.get("completion_tokens") or 0))
         try:
             content = reply["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
@@ -154,11 +157,13 @@ class OpenAICompatBackend(Backend):
         # A refusal or a filtered completion can come back as null: an empty output, counted downstream.
         # Servers honour `stop` differently (some keep the stop string); cut here as the local backends do.
         # Redacted too: a server echoing the request into its reply must not put the key into results/.
-        return truncate_at_stop(redact(content or ""), sampling.stop)
+        return truncate_at_stop(redact(content or ""), sampling.stop), usage
 
     def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
         if not prompts:
             return []
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
             # map keeps the input order whatever order the requests finish in.
-            return list(pool.map(lambda prompt: self._complete(prompt, sampling), prompts))
+            replies = list(pool.map(lambda prompt: self._complete(prompt, sampling), prompts))
+        self.last_usage = [usage for _, usage in replies]  # the server's count (0 where it gives none)
+        return [text for text, _ in replies]

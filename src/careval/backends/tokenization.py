@@ -277,15 +277,22 @@ def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
 # ---------------------------------------------------------------------------------------
 # a backend's prompts
 # ---------------------------------------------------------------------------------------
-class TokenizerPrompts:
-    """The prompt methods of a backend that tokenizes with a transformers tokenizer (hf, vllm; Backend's
-    ``format``, ``encode`` and ``prompt_tokens``), by the rules above."""
+class TokenizerRequests:
+    """What a backend that tokenizes with a transformers tokenizer (hf, vllm) does by the rules above: Backend's
+    ``format``, ``encode`` and ``prompt_tokens``, and its log-likelihood requests over its own ``score_tokens``
+    (log P(continuation | context) per pair of token-id lists, on the scoring window)."""
 
     name: str
     tokenizer: Any
     chat_template: bool
     system_prompt: str | None
     add_bos: bool | None
+    prefix_id: int
+    max_length: int
+    last_usage: Sequence[Any]
+
+    def score_tokens(self, requests: list[tuple[list[int], list[int]]]) -> list[float]:
+        raise NotImplementedError  # the backend's
 
     def format(self, prompt: str) -> str:
         return format_prompt(self.tokenizer, prompt, self.chat_template, self.system_prompt)
@@ -305,3 +312,25 @@ class TokenizerPrompts:
                 log.warning("%s: prompt of %d tokens left-truncated to %d", self.name, n, room)
             ids.append(kept)
         return ids
+
+    def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
+        requests = [encode_pair(self.tokenizer, c, x, add_bos=self.add_bos) for c, x in pairs]
+        scores = self.score_tokens(requests)
+        self.last_usage = [(len(c) + len(x), 0) for c, x in requests]
+        return scores
+
+    def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
+        windows: list[tuple[list[int], list[int]]] = []
+        owner: list[int] = []
+        for i, text in enumerate(texts):
+            for pair in rolling_pairs(
+                rolling_tokens(self.tokenizer, text, self.add_bos), self.prefix_id, self.max_length
+            ):
+                windows.append(pair)
+                owner.append(i)
+        totals, tokens = [0.0] * len(texts), [0] * len(texts)
+        for i, score, (context, continuation) in zip(owner, self.score_tokens(windows), windows):
+            totals[i] += score  # windows in text order, as lm-eval sums them
+            tokens[i] += len(context) + len(continuation)
+        self.last_usage = [(n, 0) for n in tokens]
+        return totals

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .base import Backend, Sampling
+from .base import Backend, Sampling, Usage
 from .chat import require_chat_template
 from .registry import register_backend
 from .tokenization import (
@@ -191,6 +191,9 @@ class VLLMBackend(VLLMRequests):
             for seed in seeds
         ]
         outputs = self.llm.generate(token_prompts, params, use_tqdm=True)
+        self.last_usage = [
+            Usage(len(p["prompt_token_ids"]), len(o.outputs[0].token_ids)) for p, o in zip(token_prompts, outputs)
+        ]
         return [truncate_at_stop(o.outputs[0].text, sampling.stop) for o in outputs]
 
     # ------------------------------------------------------------------ the engine's primitives

@@ -13,12 +13,12 @@ from abc import abstractmethod
 from collections.abc import Sequence
 
 from .base import Backend, Capabilities, Continuation, Prefix, PrefixedTarget, step_prefixes
-from .tokenization import TokenizerPrompts, encode_pair, request_seeds, rolling_pairs, rolling_tokens
+from .tokenization import TokenizerRequests, request_seeds
 
 CAPABILITIES = Capabilities(prompt_logprobs=True, top_logprobs=True, chat_template=True, max_gpus=None)
 
 
-class VLLMRequests(TokenizerPrompts, Backend):
+class VLLMRequests(TokenizerRequests, Backend):
     """The Backend interface over a vLLM engine's primitives (the subclasses reach the engine)."""
 
     backend = "vllm"
@@ -38,24 +38,6 @@ class VLLMRequests(TokenizerPrompts, Backend):
         self, prompt_ids: list[int], *, n: int, max_tokens: int, top_p: float, seed: int
     ) -> list[tuple[list[int], float]]:
         """``n`` seeded continuations of exactly ``max_tokens`` ids (EOS held back) and their joint log-probabilities."""
-
-    # ------------------------------------------------------------------ scoring
-    def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
-        requests = [encode_pair(self.tokenizer, c, x, add_bos=self.add_bos) for c, x in pairs]
-        return self.score_tokens(requests)
-
-    def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
-        windows, owner = [], []
-        for i, text in enumerate(texts):
-            for pair in rolling_pairs(
-                rolling_tokens(self.tokenizer, text, self.add_bos), self.prefix_id, self.max_length
-            ):
-                windows.append(pair)
-                owner.append(i)
-        totals = [0.0] * len(texts)
-        for i, s in zip(owner, self.score_tokens(windows)):
-            totals[i] += s
-        return totals
 
     # ------------------------------------------------------------------ relaxed perplexity
     def sample_continuations(

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .base import Sampling
+from .base import Sampling, Usage
 from .chat import require_chat_template
 from .tokenization import prefix_token_id, request_seeds, scoring_window, truncate_at_stop
 from .vllm_base import VLLMRequests
@@ -188,13 +188,16 @@ class VLLMServerBackend(VLLMRequests):
                 "temperature": sampling.temperature,
                 "top_p": sampling.top_p if not sampling.greedy else 1.0,
                 "skip_special_tokens": True,
+                "return_token_ids": True,  # the tokens it generated, for the outputs' counts
             }
             if not sampling.greedy:
                 body["seed"] = seed
             if sampling.stop:
                 body["stop"] = list(sampling.stop)
             bodies.append(body)
-        return [truncate_at_stop(choices[0]["text"], sampling.stop) for choices in self._map(bodies)]
+        replies = self._map(bodies)
+        self.last_usage = [Usage(len(b["prompt"]), len(c[0].get("token_ids") or [])) for b, c in zip(bodies, replies)]
+        return [truncate_at_stop(choices[0]["text"], sampling.stop) for choices in replies]
 
     def sample_token_ids(
         self, prompt_ids: list[int], *, n: int, max_tokens: int, top_p: float, seed: int

@@ -4,22 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from careval.backends.base import Backend, Sampling
-from careval.models.spec import ModelSpec
+from careval.backends.base import Sampling
 
 
 def llm_sampling(step: dict) -> Sampling:
     """The decoding of a CareQA step (its schema defaults: greedy, so a rebuild gives the same dataset)."""
     return Sampling(max_new_tokens=step["max_new_tokens"], temperature=step["temperature"], seed=step["seed"])
-
-
-def as_backend(backend_or_spec: Backend | ModelSpec) -> Backend:
-    """A backend as given (tests pass one), or loaded from a spec (the workflow passes the step's ModelSpec)."""
-    if isinstance(backend_or_spec, ModelSpec):
-        from careval.backends import load_backend
-
-        return load_backend(backend_or_spec)
-    return backend_or_spec
 
 
 def verdict_sampling(sampling: Sampling) -> Sampling:

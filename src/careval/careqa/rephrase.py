@@ -13,8 +13,7 @@ import polars as pl
 
 from careval.backends.base import Backend, Sampling
 from careval.careqa.filters import screen_question
-from careval.careqa.llm import as_backend, verdict_sampling
-from careval.models.spec import ModelSpec
+from careval.careqa.llm import verdict_sampling
 from careval.schemas import CAREQA_OPEN_SCHEMA
 
 # Appendix A.2 describes the prompts without printing them: rephrase into an open-ended question,
@@ -313,13 +312,12 @@ def build_screened(english_path: Path, spanish_path: Path, screened_path: Path, 
 def build_iteration1(
     english_path: Path,
     screened_path: Path,
-    backend: Backend | ModelSpec,
+    backend: Backend,
     sampling: Sampling,
     audit_path: Path,
     report_path: Path,
 ) -> dict:
     """Iteration 1: two rephrasings per kept question and the selection among them."""
-    backend = as_backend(backend)
     keep = pl.read_parquet(screened_path).filter(pl.col("keep"))["unique_id"]
     kept = pl.read_parquet(english_path).filter(pl.col("unique_id").is_in(keep.implode()))
     audit = rephrase_and_select(kept, backend, sampling, verdict_sampling(sampling))
@@ -343,14 +341,13 @@ def build_iteration1(
 
 def build_validation(
     candidates_path: Path,
-    backend: Backend | ModelSpec,
+    backend: Backend,
     sampling: Sampling,
     iteration: int,
     audit_path: Path,
     report_path: Path,
 ) -> dict:
     """Either iteration's last step: ask whether the ground truth is the only valid answer of each pair."""
-    backend = as_backend(backend)
     selected = pl.read_parquet(candidates_path).filter(pl.col("open_question").is_not_null())
     audit = validate_unique_answer(selected, backend, verdict_sampling(sampling))
     _write(audit, audit_path)
@@ -371,7 +368,7 @@ def build_validation(
 def build_iteration2(
     english_path: Path,
     validation1_path: Path,
-    backend: Backend | ModelSpec,
+    backend: Backend,
     sampling: Sampling,
     audit_path: Path,
     report_path: Path,
@@ -380,7 +377,6 @@ def build_iteration2(
     not accept (NO, or no parseable verdict). Questions iteration 1 selected nothing for are not re-asked: the
     model skipped them or the selector found no suitable rewrite, and the paper's second iteration only
     removed pairs from the first one's 3,730 (to 2,769)."""
-    backend = as_backend(backend)
     validation = pl.read_parquet(validation1_path)
     failed = validation.filter(~pl.col("unique_answer").fill_null(False)).select(
         "unique_id",

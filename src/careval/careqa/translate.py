@@ -9,8 +9,6 @@ import polars as pl
 
 from careval.backends.base import Backend, Sampling
 from careval.careqa.layout import COLUMNS
-from careval.careqa.llm import as_backend
-from careval.models.spec import ModelSpec
 from careval.schemas import CAREQA_CLOSE_SCHEMA, CAREQA_TRANSLATION_AUDIT_SCHEMA
 
 TEXT_FIELDS = ("question", "op1", "op2", "op3", "op4")
@@ -58,7 +56,7 @@ def translate_frame(spanish: pl.DataFrame, backend: Backend, sampling: Sampling)
 
 def translate_careqa(
     spanish_path: Path,
-    backend: Backend | ModelSpec,
+    backend: Backend,
     sampling: Sampling,
     english_path: Path,
     audit_path: Path,
@@ -66,7 +64,6 @@ def translate_careqa(
 ) -> dict:
     """Stage 3: translate CareQA_es into CareQA_en; a question with any field untranslated is left out, counted."""
     spanish = pl.read_parquet(spanish_path)
-    backend = as_backend(backend)
     english, audit = translate_frame(spanish, backend, sampling)
     for path in (english_path, audit_path, report_path):
         Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -4,10 +4,19 @@ the registry looks them up, the loaders read their sources."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 TASKS = ("mcqa", "open", "classification", "extraction", "prescription")
+# The careval task an lm-eval task runs as, by its output type: its choices scored like MCQA, its generations
+# like an open task's; a log-likelihood task ("likelihood", only ever an lm-eval task's) is scored by lm-eval alone.
+LM_EVAL_OUTPUT_TASKS = {
+    "multiple_choice": "mcqa",
+    "generate_until": "open",
+    "loglikelihood": "likelihood",
+    "loglikelihood_rolling": "likelihood",
+}
 # Tasks whose gold is an index into `options` (the others have a text `reference`).
 CHOICE_TASKS = ("mcqa", "classification", "prescription")
 
@@ -46,8 +55,25 @@ class LocalSource:
 
 
 @dataclass(frozen=True)
+class LmEvalSource:
+    """An lm-eval task (or group) as the source of a benchmark: its documents and requests as lm-eval builds them
+    (careval.datasets.lm_eval_tasks). `include`: a folder of the user's own task YAMLs. What the plan needs of the
+    task is read from its YAML at plan time: `output_type`, the `metrics` it is scored with (lm-eval's names, a
+    filter other than "none" after a comma), and lm-eval's generation settings of a generate_until task."""
+
+    task: str
+    include: str | None
+    output_type: str  # multiple_choice | loglikelihood | generate_until | loglikelihood_rolling
+    metrics: tuple[str, ...]
+    # generate_until: lm-eval's normalised generation_kwargs (until, max_gen_toks, temperature, do_sample, ...)
+    generation: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class Benchmark:
-    """How one benchmark maps onto the canonical sample schema and what is done with it.
+    """How one benchmark maps onto the canonical sample schema and what is done with it: a catalogue file or a
+    config entry (the config schema's $defs/benchmark) as built by careval.datasets.definition, every default
+    filled from the schema.
 
     `fields` maps canonical columns (id, question, context, options, answer, reference) to source
     fields; a field may be a path into nested data ("QUESTION.AnswerList[0].Answer.AnswerText",
@@ -57,49 +83,56 @@ class Benchmark:
     index1, letter or text (matched against the options). `meta_fields` copies source fields into
     the sample's meta (a tuple keeps their names, a dict renames: meta key -> source path).
     `transform` names a function of datasets/transforms.py that reshapes a raw row first (or drops
-    it, returning None). `formats` are alternative layouts of the same data (another file format
-    or re-host), selected by the config override `format:`; each replaces the entry's own keys.
+    it, returning None). An lm-eval task (source LmEvalSource) has no fields: lm-eval builds its samples.
     """
 
     name: str
     task: str
-    source: HFSource | LocalSource
+    source: HFSource | LocalSource | LmEvalSource
     fields: dict[str, str | list[str]]
     prompt: str
-    answer_format: str = "index0"
-    description: str = ""
-    max_new_tokens: int | None = None
-    meta_fields: tuple[str, ...] | dict[str, str] = field(default_factory=tuple)
-    choices: tuple[str, ...] | None = None
-    transform: str | None = None
-    mode: str = "loglik"  # classification: the label by option log-likelihood, or parsed from a generation
-    on_bad_row: str = "error"  # or "skip": a malformed row is dropped and counted
-    select: dict[str, str] = field(default_factory=dict)  # keep rows whose field equals the value
+    answer_format: str
+    description: str
+    max_new_tokens: int | None
+    meta_fields: tuple[str, ...] | dict[str, str]
+    choices: tuple[str, ...] | None
+    transform: str | None
+    mode: str  # classification: the label by option log-likelihood, or parsed from a generation
+    on_bad_row: str  # or "skip": a malformed row is dropped and counted
+    select: dict[str, str]  # keep rows whose field equals the value
     # keep the first int(fraction * n) of the n (selected) source rows, in file order, before any
     # transform: the authors' process_docs "first 10%" (not `limit`, which counts valid samples)
-    fraction: float | None = None
-    formats: dict[str, dict] = field(default_factory=dict)
+    fraction: float | None
     # families with job "extra" in careval.metrics.registry this benchmark is scored with too (F1-RadGraph)
-    extra_metrics: tuple[str, ...] = ()
+    extra_metrics: tuple[str, ...]
     # generation stops at the first of these strings (the authors' lm-eval `until`); None: the
     # config's `generation.stop` applies instead
-    stop: tuple[str, ...] | None = None
+    stop: tuple[str, ...] | None
     # text metrics score a sample only when its output and reference have at least this many characters
     # (the authors' process_results: 1, 5 for MTS-Dialog and MIMIC-III, 10 for OLAPH); else status too_short
-    min_chars: int = 1
-    mcqa_style: str = "cloze"
-    style_prompts: dict[str, str] = field(default_factory=dict)  # the catalogue's prompt of each mcqa style
+    min_chars: int
+    mcqa_style: str
     # the paper's task (its Table 1) this benchmark belongs to: groups benchmarks into the Appendix E tables
     # (careval.analysis.paper_tables.PAPER_TASKS); None: in no paper table
-    paper_task: str | None = None
+    paper_task: str | None
     # the dataset as the paper's Table 1 names it (this entry is it, or a subset or subject of it); None: not in
-    # Table 1, careval's addition, marked with a dagger wherever the paper's figures and tables name it
-    paper_dataset: str | None = None
+    # Table 1, careval's addition (a config's own benchmarks, lm-eval tasks too), marked with a dagger wherever the
+    # paper's figures and tables name it
+    paper_dataset: str | None
 
     @property
     def addition(self) -> bool:
         """Whether the benchmark is careval's addition: no dataset of the paper's Table 1."""
         return self.paper_dataset is None
+
+    @property
+    def lm_eval(self) -> LmEvalSource | None:
+        """The lm-eval task this benchmark runs, or None (a catalogue-style benchmark)."""
+        return self.source if isinstance(self.source, LmEvalSource) else None
+
+    def facts(self, keys: tuple[str, ...]) -> dict[str, Any]:
+        """The values of `keys` (field names): what a job reading them is identified by (careval.specs)."""
+        return {key: getattr(self, key) for key in keys}
 
     @property
     def generates(self) -> bool:
@@ -109,5 +142,6 @@ class Benchmark:
     @property
     def computes_logliks(self) -> bool:
         """Whether its inference asks the model for log-likelihoods: the options of a choice task scored by
-        log-likelihood, the reference of an open one (perplexity); none where it is scored on generations alone."""
-        return self.task == "open" or (self.task in CHOICE_TASKS and not self.generates)
+        log-likelihood, the reference of an open one (perplexity), an lm-eval task's requests (a generating one's:
+        its reference's perplexity); none where it is scored on generations alone."""
+        return self.lm_eval is not None or self.task == "open" or (self.task in CHOICE_TASKS and not self.generates)

@@ -266,6 +266,14 @@ def read_local(path: Path, hint: str = "") -> list[dict]:
     )
 
 
+def first_row(path: Path, hint: str = "") -> dict | None:
+    """The first record of a local file (None: it has none): a jsonl file's first line only, else the file read whole."""
+    if path.suffix.lower() == ".jsonl" and path.exists():
+        return next(read_jsonl(path), None)
+    rows = read_local(path, hint)
+    return rows[0] if rows else None
+
+
 def read_hf(source: HFSource) -> list[dict]:
     # Imported here: `datasets` is slow to import and only the real (hub) path needs it.
     import datasets

@@ -11,8 +11,9 @@ from typing import Any
 
 import polars as pl
 
-from careval.datasets.benchmark import CHOICE_TASKS, Benchmark, LocalSource
-from careval.datasets.loaders import SourceError, SourceRow, hf_name, read_source
+from careval.datasets.benchmark import CHOICE_TASKS, Benchmark, LmEvalSource, LocalSource
+from careval.datasets.lm_eval_tasks import lm_eval_samples
+from careval.datasets.loaders import SourceError, SourceRow, first_row, hf_name, read_source
 from careval.datasets.transforms import apply_transform
 from careval.schemas import DATASET_SCHEMA
 
@@ -212,6 +213,25 @@ def normalise_row(row: dict, entry: Benchmark, index: int) -> dict:
     return sample
 
 
+def check_fields_in_source(entry: Benchmark, where: str, root: Path = Path(".")) -> None:
+    """Each field path of `entry` names a field of its local file's first row: checked when the config is read, so a
+    misspelt field of a benchmark of your own stops the run before any job, with one line naming the key. Not where
+    a transform makes the fields (from every row), nor for a file not there yet (its job says how to provide it)."""
+    source = entry.source
+    if not isinstance(source, LocalSource) or entry.transform is not None or not (root / source.path).exists():
+        return
+    row = first_row(root / source.path, source.hint)
+    if row is None:
+        return  # the normalisation job says that the source has no rows
+    for key, spec in entry.fields.items():
+        for path in [spec] if isinstance(spec, str) else spec:
+            if resolve(row, path) is _MISSING:
+                has = ", ".join(list(row)[:12]) + (", ..." if len(row) > 12 else "")
+                raise SourceError(
+                    f"{where}.fields.{key}: '{path}' is not a field of {source.path} (its first row has: {has})"
+                )
+
+
 def _selected(rows: list[dict], select: dict[str, str]) -> list[dict]:
     return [row for row in rows if all(str(resolve(row, key)) == str(value) for key, value in select.items())]
 
@@ -335,16 +355,30 @@ def report_path(samples_path: Path) -> Path:
 
 
 def _source_name(entry: Benchmark, root: Path) -> str:
-    return str(root / entry.source.path) if isinstance(entry.source, LocalSource) else hf_name(entry.source)
+    if isinstance(entry.source, LocalSource):
+        return str(root / entry.source.path)
+    if isinstance(entry.source, LmEvalSource):
+        return f"lm-eval task {entry.source.task}" + (f" ({entry.source.include})" if entry.source.include else "")
+    return hf_name(entry.source)
 
 
-def build_benchmark(entry: Benchmark, output: Path, limit: int | None = None, root: Path = Path(".")) -> pl.DataFrame:
-    """Write the samples and, beside them, the report counting rows read, selected and skipped (report_path)."""
+def read_benchmark(entry: Benchmark, limit: int | None = None, root: Path = Path(".")) -> Normalisation:
+    """A benchmark's samples read from its source (normalise_report); an lm-eval task's are its documents as lm-eval
+    builds them (careval.datasets.lm_eval_tasks)."""
+    if isinstance(entry.source, LmEvalSource):
+        samples = lm_eval_samples(entry, limit)
+        return Normalisation(samples, samples.height, samples.height, samples.height, [])
     try:
         rows = read_source(entry.source, root)
     except SourceError as error:
         raise SourceError(f"{entry.name}: {error}") from None
-    result = normalise_report(rows, entry, limit)
+    return normalise_report(rows, entry, limit)
+
+
+def build_benchmark(entry: Benchmark, output: Path, limit: int | None = None, root: Path = Path(".")) -> pl.DataFrame:
+    """Write the samples (read_benchmark) and, beside them, the report counting rows read, selected and skipped
+    (report_path)."""
+    result = read_benchmark(entry, limit, root)
     _log_skipped(entry, result)
     output.parent.mkdir(parents=True, exist_ok=True)
     result.samples.write_parquet(output)

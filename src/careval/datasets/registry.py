@@ -1,71 +1,79 @@
-"""The benchmark registry: one declarative entry per benchmark (source, field mapping, task, prompt, metrics)."""
+"""The benchmark registry: the catalogue (one YAML file per benchmark in datasets/catalogue/) and a config's benchmarks,
+each built by careval.datasets.definition from the same keys."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from pathlib import Path
 
-from careval.datasets.benchmark import CHOICE_TASKS, MCQA_STYLES, Benchmark, LocalSource
-from careval.datasets.catalogue import CATALOGUE
-from careval.tasks.prompts import check_prompt
+import yaml
 
-REGISTRY: dict[str, Benchmark] = {entry.name: entry for entry in CATALOGUE}
+from careval.datasets.benchmark import Benchmark
+from careval.datasets.definition import (
+    BenchmarkDefinitionError,
+    LmEvalFacts,
+    build_benchmark_spec,
+    layered,
+    read_definition_file,
+    unknown_benchmark,
+    with_include,
+)
+from careval.datasets.lm_eval_tasks import task_source
 
-
-class UnknownBenchmarkError(KeyError):
-    def __str__(self) -> str:
-        return self.args[0]
-
-
-def get_benchmark(name: str, overrides: dict | None = None) -> Benchmark:
-    """The registry entry, with a config's overrides (format, path, prompt, mode, ...) applied."""
-    if name not in REGISTRY:
-        raise UnknownBenchmarkError(f"unknown benchmark '{name}' in config: known are {', '.join(sorted(REGISTRY))}")
-    entry = REGISTRY[name]
-    overrides = overrides or {}
-    if overrides.get("format"):
-        if overrides["format"] not in entry.formats:
-            known = ", ".join(sorted(entry.formats)) or "none"
-            raise UnknownBenchmarkError(f"benchmark '{name}': unknown format '{overrides['format']}' (known: {known})")
-        entry = replace(entry, **entry.formats[overrides["format"]])
-    if overrides.get("path"):
-        entry = replace(entry, source=LocalSource(overrides["path"]))
-    if overrides.get("mcqa_style"):
-        entry = _with_style(entry, overrides["mcqa_style"], name)
-    for key in ("prompt", "max_new_tokens", "mode", "on_bad_row", "select"):
-        if overrides.get(key):
-            entry = replace(entry, **{key: overrides[key]})
-    if overrides.get("fraction") is not None:
-        entry = replace(entry, fraction=_fraction(overrides["fraction"], f"benchmarks.{name}.fraction"))
-    if overrides.get("stop") is not None:  # [] is a setting too: no stop string
-        entry = replace(entry, stop=tuple(overrides["stop"]))
-    # checked here, where the config is read, not by a KeyError inside inference after the model loads
-    key = f"benchmarks.{name}.prompt" if overrides.get("prompt") else f"the catalogue's prompt of '{name}'"
-    check_prompt(
-        entry.prompt,
-        entry.task,
-        has_context="context" in entry.fields,
-        has_options=entry.task in CHOICE_TASKS,
-        key=key,
-        mcqa_style=entry.mcqa_style,
-    )
-    return entry
+CATALOGUE_DIR = Path(__file__).resolve().parent / "catalogue"
+# The catalogue's order (the paper's Table 1): the files it lists, each once; files starting with "_" are includes.
+INDEX = "_index.yaml"
 
 
-def _fraction(value, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise UnknownBenchmarkError(f"{key}: {value!r} is not a fraction of the rows (a number in (0, 1])")
-    return float(value)
+def read_catalogue(folder: Path = CATALOGUE_DIR) -> dict[str, dict]:
+    """name -> the definition of every benchmark of the catalogue folder (includes resolved), in its index's order."""
+    listed = (yaml.safe_load((folder / INDEX).read_text(encoding="utf-8")) or {}).get("benchmarks") or []
+    files = sorted(path.stem for path in folder.glob("*.yaml") if not path.name.startswith("_"))
+    unlisted = [name for name in files if name not in listed]
+    missing = [name for name in listed if name not in files]
+    twice = sorted({name for name in listed if listed.count(name) > 1})
+    for problem, names in (("not listed in", unlisted), ("listed in but missing from", missing), ("twice in", twice)):
+        if names:
+            raise BenchmarkDefinitionError(f"{folder / INDEX}: {', '.join(names)} {problem} the catalogue's index")
+    return {name: read_definition_file(folder / f"{name}.yaml", f"catalogue.{name}", strict=False) for name in listed}
 
 
-def _with_style(entry: Benchmark, style: str, name: str) -> Benchmark:
-    """The entry scored in `style`, with that style's catalogue prompt (a `prompt:` override still wins)."""
-    if entry.task != "mcqa":
-        raise UnknownBenchmarkError(
-            f"benchmarks.{name}.mcqa_style: '{name}' is not an mcqa benchmark "
-            f"(task {entry.task}); only mcqa benchmarks have a style"
-        )
-    if style not in MCQA_STYLES:
-        raise UnknownBenchmarkError(
-            f"benchmarks.{name}.mcqa_style: unknown style '{style}' (known: {', '.join(MCQA_STYLES)})"
-        )
-    return replace(entry, mcqa_style=style, prompt=entry.style_prompts.get(style, entry.prompt))
+CATALOGUE: dict[str, dict] = read_catalogue()
+REGISTRY: dict[str, Benchmark] = {
+    name: build_benchmark_spec(name, definition, f"catalogue.{name}") for name, definition in CATALOGUE.items()
+}
+
+
+def benchmark_definition(name: str, entry: dict | None = None) -> dict:
+    """The whole definition of a config's benchmark `name`: its catalogue entry under its `format:` under the
+    config's keys, or (a name not in the catalogue) the entry itself, its `include:` read from the working directory."""
+    where = f"benchmarks.{name}"
+    entry = {key: value for key, value in (entry or {}).items() if value is not None}
+    if name in CATALOGUE:
+        if "lm_eval_task" in entry:
+            raise BenchmarkDefinitionError(
+                f"{where}.lm_eval_task: '{name}' is a catalogue benchmark; an lm-eval task is a benchmark of its own "
+                f"(give it a name that is not in the catalogue)"
+            )
+        base = CATALOGUE[name]
+    elif not set(entry) - {"limit"}:
+        raise unknown_benchmark(name, list(CATALOGUE), where)
+    else:
+        base, entry = {}, with_include(entry, Path("."), where)
+    layers = [base]
+    if entry.get("format"):
+        formats = layered(base, entry).get("formats") or {}
+        if entry["format"] not in formats:
+            known = ", ".join(sorted(formats)) or "none"
+            raise BenchmarkDefinitionError(f"{where}.format: unknown format '{entry['format']}' (known: {known})")
+        layers.append(formats[entry["format"]])
+    return layered(*layers, {key: value for key, value in entry.items() if key != "format"})
+
+
+def get_benchmark(name: str, entry: dict | None = None, lm_eval_facts: LmEvalFacts | None = None) -> Benchmark:
+    """The benchmark a config's entry names: a catalogue entry with the entry's keys over it, or a definition of
+    its own (any other name). `lm_eval_facts`: what an lm-eval task is (careval.datasets.lm_eval_tasks.task_source;
+    careval.datasets.definition.build_benchmark_spec)."""
+    if name in REGISTRY and not {key for key, value in (entry or {}).items() if value is not None} - {"limit"}:
+        return REGISTRY[name]
+    definition = benchmark_definition(name, entry)
+    return build_benchmark_spec(name, definition, f"benchmarks.{name}", lm_eval_facts or task_source)

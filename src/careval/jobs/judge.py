@@ -12,36 +12,39 @@ from pathlib import Path
 import polars as pl
 
 from careval.analysis.repeat_judge import judge_repeats
-from careval.backends import load_backend
+from careval.backends.cached import CachedBackend, job_backend
 from careval.metrics.judge import judge_model_spec, score_judge
 
 
-def _judge_factory(spec):
+def _judge_backend(spec, record: Path | None) -> CachedBackend:
     spec = judge_model_spec(spec)
     print(f"judge: {spec.describe()}")
-    return lambda: load_backend(spec)
+    return job_backend(spec, record)
 
 
-def run_judge(samples_path: Path, generations_path: Path, output_path: Path, spec, options: dict) -> None:
-    """Grade one model's generations on one benchmark and write the score rows (judge_<rubric>, _expected)."""
-    scores = score_judge(
-        _judge_factory(spec), pl.read_parquet(samples_path), pl.read_parquet(generations_path), options
-    )
+def run_judge(
+    samples_path: Path,
+    generations_path: Path,
+    output_path: Path,
+    spec,
+    options: dict,
+    *,
+    request_batch: int,
+    record: Path | None = None,
+    repeats_path: Path | None = None,
+) -> None:
+    """Grade one model's generations on one benchmark, or with `repeats_path` their repeats (rephrasings, sampled
+    answers: careval.analysis.repeat_judge), and write the score rows (judge_<rubric>, _expected), in batches of
+    `request_batch` answers (careval.batches); `record`: the job's request counts."""
+    samples, generations = pl.read_parquet(samples_path), pl.read_parquet(generations_path)
+    if repeats_path is not None:
+        print(f"judge: the repeats of {repeats_path}")
+    with _judge_backend(spec, record) as judge:
+        if repeats_path is None:
+            scores = score_judge(judge, samples, generations, options, request_batch)
+        else:
+            repeats = pl.read_parquet(repeats_path)
+            scores = judge_repeats(judge, samples, generations, repeats, options, request_batch)
+            scores = scores.sort("metric", "id", "repeat")
     output_path.parent.mkdir(parents=True, exist_ok=True)
     scores.write_parquet(output_path)
-
-
-def run_repeat_judge(
-    samples_path: Path, generations_path: Path, repeats_path: Path, output_path: Path, spec, options: dict
-) -> None:
-    """Grade one model's repeats on one benchmark (careval.analysis.repeat_judge) and write them."""
-    print(f"judge: the repeats of {repeats_path}")
-    scores = judge_repeats(
-        _judge_factory(spec),
-        pl.read_parquet(samples_path),
-        pl.read_parquet(generations_path),
-        pl.read_parquet(repeats_path),
-        options,
-    )
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    scores.sort("metric", "id", "repeat").write_parquet(output_path)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import polars as pl
 
-from careval.backends import Backend, load_backend
+from careval.backends import Backend
+from careval.backends.cached import job_backend
 from careval.metrics.relaxed_perplexity import (
     ESTIMATOR_OPTIONS,
     METRICS,
@@ -199,13 +200,15 @@ def run_relaxed_perplexity(
     spec: ModelSpec,
     options: dict | None = None,
     targets_path: Path | None = None,
+    record: Path | None = None,
 ) -> None:
-    """One model x benchmark job: load the model once, score every sample, write the score rows (and, with
-    `targets_path`, the value of every target: relaxed_perplexity_targets)."""
+    """One model x benchmark job: score every sample, write the score rows (and, with `targets_path`, the value of
+    every target: relaxed_perplexity_targets). Each sample's sampling and target scoring are calls of the job's
+    cached backend (careval.backends.cached); `record`: the job's request counts."""
     samples = pl.read_parquet(samples_path)
-    backend = load_backend(spec)
     start = time.perf_counter()
-    per_target = relaxed_perplexity_targets(backend, samples, prompt_template, options)
+    with job_backend(spec, record) as backend:
+        per_target = relaxed_perplexity_targets(backend, samples, prompt_template, options)
     scores = scores_from_targets(per_target)
     counts = scores.filter(pl.col("metric") == METRICS[0])["status"].value_counts(sort=True)
     print(

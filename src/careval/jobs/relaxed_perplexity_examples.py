@@ -13,10 +13,9 @@ from pathlib import Path
 
 import polars as pl
 
-from careval.backends import Backend, load_backend
-from careval.datasets import get_benchmark
-from careval.datasets.loaders import read_source
-from careval.datasets.normalise import normalise
+from careval.backends import Backend
+from careval.backends.cached import job_backend
+from careval.datasets.normalise import read_benchmark
 from careval.jobs.relaxed_perplexity import relaxed_perplexity_targets
 from careval.metrics.relaxed_perplexity import NICE_TO_HAVE
 from careval.models.spec import ModelSpec
@@ -56,8 +55,7 @@ def example_sample(samples: pl.DataFrame, example: Example, where: str) -> pl.Da
 
 def benchmark_samples(dataset: NormaliseJob) -> pl.DataFrame:
     """Every sample of a benchmark, read and normalised as its normalisation job reads it (without a limit)."""
-    entry = get_benchmark(dataset.benchmark, dataset.overrides)
-    return normalise(read_source(entry.source, Path(".")), entry)
+    return read_benchmark(dataset.entry).samples
 
 
 def score_examples(backend: Backend, job: ExamplesJob, samples: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -80,8 +78,8 @@ def run_examples(job: ExamplesJob, spec: ModelSpec, output: Path) -> None:
     for position, example in enumerate(job.examples):
         example_sample(samples[example.benchmark], example, f"{job.key}[{position}]")
     start = time.perf_counter()
-    backend = load_backend(spec)
-    rows = score_examples(backend, job, samples)
+    with job_backend(spec) as backend:
+        rows = score_examples(backend, job, samples)
     print(f"relaxed perplexity of {spec.name} on {len(job.examples)} examples in {time.perf_counter() - start:.1f}s")
     output.parent.mkdir(parents=True, exist_ok=True)
     rows.write_parquet(output)

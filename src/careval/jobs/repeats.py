@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 
 from careval.backends.base import Backend, Sampling
-from careval.checkpoint import (
-    Checkpoint,
-    batches_keeping_duplicates,
-    contiguous_batches,
-    digest,
-    fingerprint,
-    input_order,
-    write_atomic,
-)
+from careval.backends.cached import job_backend
+from careval.batches import batches_keeping_duplicates, contiguous_batches, input_order, write_atomic
 from careval.datasets.benchmark import Benchmark
-from careval.inference import OnDemandBackend, benchmark_settings, model_facts, score_logliks
+from careval.inference import benchmark_settings, score_logliks
 from careval.models.spec import ModelSpec
 from careval.schemas import CONSISTENCY_LOGLIK_SCHEMA, REPEAT_GENERATION_SCHEMA
 from careval.tasks import open as open_task
@@ -110,13 +103,9 @@ def repeat_sampling(generation: dict, overrides: dict, benchmark: Benchmark | No
     return Sampling(**settings)
 
 
-def _checkpointed(
-    backend: OnDemandBackend, output: Path, label: str, batches: list, compute, schema: dict, **facts
-) -> tuple[pl.DataFrame, Checkpoint]:
-    checkpoint = Checkpoint(
-        output, fingerprint(output=label, model=model_facts(backend.spec), batches=batches, **facts), label
-    )
-    return checkpoint.run(batches, compute, schema), checkpoint
+def _batched(batches: list, compute, schema: dict) -> pl.DataFrame:
+    frames = [compute(batch) for batch in batches]
+    return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
 
 
 def run_rephrasing(
@@ -127,32 +116,24 @@ def run_rephrasing(
     output: Path,
     limit: int | None = None,
     *,
-    checkpoint_every: int,
+    request_batch: int,
+    record: Path | None = None,
 ) -> None:
-    """Job: load the rephrasing model (with the paper's system prompt) once, rephrase, write the k rows per sample.
-    `sampling`: the rephrasings' decoding (:func:`repeat_sampling`).
+    """Job: rephrase each answer k times with the rephrasing model (with the paper's system prompt), write the k
+    rows per sample. `sampling`: the rephrasings' decoding (:func:`repeat_sampling`).
 
-    In checkpointed batches of `checkpoint_every` answers (careval.checkpoint); identical answers share
-    a batch, so each copy keeps the seed it has in one whole call.
+    In batches of `request_batch` answers (careval.batches), each one call of the cached backend; identical answers
+    share a batch, so each copy keeps the seed it has in one whole call.
     """
-    backend = OnDemandBackend(replace(spec, system_prompt=REPHRASE_SYSTEM_PROMPT))
     generations = pl.read_parquet(generations_path)
     generations = generations.head(limit) if limit else generations
     check_repeat_sampling(sampling, k)
-    batches = batches_keeping_duplicates(generations["output"].to_list(), checkpoint_every)
-    frame, checkpoint = _checkpointed(
-        backend,
-        output,
-        "rephrasings",
-        batches,
-        lambda batch: rephrase_outputs(backend(), generations[batch], k, sampling),
-        REPEAT_GENERATION_SCHEMA,
-        k=k,
-        sampling=asdict(sampling),
-        generations=digest(generations.rows()),
-    )
+    batches = batches_keeping_duplicates(generations["output"].to_list(), request_batch)
+    with job_backend(replace(spec, system_prompt=REPHRASE_SYSTEM_PROMPT), record) as backend:
+        frame = _batched(
+            batches, lambda batch: rephrase_outputs(backend, generations[batch], k, sampling), REPEAT_GENERATION_SCHEMA
+        )
     write_atomic(frame.sort("id", "repeat"), output)
-    checkpoint.discard()
 
 
 def run_consistency(
@@ -165,45 +146,31 @@ def run_consistency(
     loglik_output: Path,
     limit: int | None = None,
     *,
-    checkpoint_every: int,
+    request_batch: int,
+    record: Path | None = None,
 ) -> None:
-    """Job: load the evaluated model once; r sampled answers per prompt and r passes of reference log-likelihoods.
+    """Job: r sampled answers per prompt and r passes of reference log-likelihoods, from the evaluated model.
     `sampling`: the answers' decoding (:func:`repeat_sampling` with the benchmark).
 
-    Each in checkpointed batches of `checkpoint_every` samples (careval.checkpoint); samples with
-    identical prompts share a batch, so each copy keeps the seed it has in one whole call.
+    Each in batches of `request_batch` samples (careval.batches); samples with identical prompts share a batch, so
+    each copy keeps the seed it has in one whole call.
     """
     samples = pl.read_parquet(samples_path)
     samples = samples.head(limit) if limit else samples
-    backend = OnDemandBackend(spec)
     check_repeat_sampling(sampling, r)  # before any model loads
     prompts = open_task.generation_prompts(samples, benchmark.prompt)
-    batches = batches_keeping_duplicates(prompts, checkpoint_every)
-    answers, answers_checkpoint = _checkpointed(
-        backend,
-        output,
-        f"{benchmark.name} consistency samples",
-        batches,
-        lambda batch: consistency_samples(backend(), samples[batch], benchmark, r, sampling),
-        REPEAT_GENERATION_SCHEMA,
-        r=r,
-        sampling=asdict(sampling),
-        ids=digest(samples["id"]),
-        prompts=digest(prompts),
-    )
-    loglik_batches = contiguous_batches(samples.height, checkpoint_every)
-    logliks, loglik_checkpoint = _checkpointed(
-        backend,
-        loglik_output,
-        f"{benchmark.name} consistency log-likelihoods",
-        loglik_batches,
-        lambda batch: consistency_logliks(backend(), samples[batch], benchmark, r, backend.spec.chat_template),
-        CONSISTENCY_LOGLIK_SCHEMA,
-        r=r,
-        requests=digest(open_task.loglik_requests(samples, benchmark.prompt).rows()),
-    )
+    batches = batches_keeping_duplicates(prompts, request_batch)
+    with job_backend(spec, record) as backend:
+        answers = _batched(
+            batches,
+            lambda batch: consistency_samples(backend, samples[batch], benchmark, r, sampling),
+            REPEAT_GENERATION_SCHEMA,
+        )
+        logliks = _batched(
+            contiguous_batches(samples.height, request_batch),
+            lambda batch: consistency_logliks(backend, samples[batch], benchmark, r, spec.chat_template),
+            CONSISTENCY_LOGLIK_SCHEMA,
+        )
     write_atomic(answers[input_order(batches, rows_per_item=r)], output)
     # one pass after another, as consistency_logliks writes them for one batch
     write_atomic(logliks.sort("repeat", maintain_order=True), loglik_output)
-    answers_checkpoint.discard()
-    loglik_checkpoint.discard()

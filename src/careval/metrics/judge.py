@@ -36,6 +36,7 @@ from prometheus_eval.parser import parse_output
 from prometheus_eval.prompts import ABS_SYSTEM_PROMPT, ABSOLUTE_PROMPT, SCORE_RUBRIC_TEMPLATE, load_rubric
 
 from careval.backends.base import Backend, Sampling
+from careval.batches import batches_keeping_duplicates
 from careval.metrics.judge_distribution import expected_score, most_likely, score_distributions
 from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_VERDICT_STATUSES
 from careval.schema import with_schema_defaults
@@ -167,13 +168,19 @@ def backend_generate(backend: Backend, settings: dict) -> Generate:
 
 
 def score_judge(
-    backend: Backend | Callable[[], Backend], samples: pl.DataFrame, generations: pl.DataFrame, options: dict
+    backend: Backend,
+    samples: pl.DataFrame,
+    generations: pl.DataFrame,
+    options: dict,
+    request_batch: int | None = None,
 ) -> pl.DataFrame:
     """Two rows per judged sample and rubric (judge_<rubric>, judge_<rubric>_expected), in JUDGE_SCORE_SCHEMA.
 
     Only the first `limit` generations are judged (all when limit is null). A generation that
     is not ok keeps its status and NaN; a sample without a reference answer is `no_reference`.
-    `backend` may be a zero-argument factory, so no judge is loaded when nothing is to be graded.
+    The answers are graded in batches of `request_batch` (all at once where None; careval.batches): each batch's
+    verdicts (with their retries), then its score distributions. A job's backend loads its model on its first
+    call (careval.backends.cached): none when nothing is to be graded.
     """
     settings = judge_settings(options)
     rubrics = [rubric_text(r) for r in settings["rubrics"]]
@@ -211,23 +218,8 @@ def score_judge(
                 )
 
     if prompts:
-        judge = backend if isinstance(backend, Backend) else backend()
-        start = time.perf_counter()
-        verdicts = grade_with_retries(prompts, backend_generate(judge, settings), retries)
-        print(f"judge: graded {len(prompts)} prompts in {time.perf_counter() - start:.1f}s")
-        start = time.perf_counter()
-        distributions = score_distributions(judge, prompts, [v.output for v in verdicts])
-        if distributions is None:
-            print(
-                f"judge: {judge.name} gives no log-probabilities: unparseable verdicts "
-                "stay parse_error and the expected scores no_logprobs"
-            )
-        else:
-            print(
-                f"judge: read the score distribution of {len(prompts)} verdicts in {time.perf_counter() - start:.1f}s"
-            )
-        for k, (index, verdict) in enumerate(zip(graded, verdicts)):
-            probs = distributions[k] if distributions is not None else None
+        verdicts, distributions = grade_in_batches(backend, prompts, settings, retries, request_batch, len(rubrics))
+        for index, verdict, probs in zip(graded, verdicts, distributions):
             grade, expected = rows[index], rows[index + 1]
             if verdict.status == "ok":
                 grade.update(value=verdict.score, status="ok")
@@ -256,6 +248,42 @@ def score_judge(
     if skipped:
         print(f"judge: not graded (verdicts per status): {dict(skipped)}")
     return pl.DataFrame(rows, schema=JUDGE_SCORE_SCHEMA)
+
+
+def grade_in_batches(
+    backend: Backend, prompts: list[str], settings: dict, retries: int, request_batch: int | None, per_sample: int
+) -> tuple[list[Verdict], list[list[float] | None]]:
+    """Each prompt's verdict and score distribution (None without log-probabilities), batch after batch of
+    `request_batch` samples' prompts (`per_sample` each, one per rubric; identical prompts in one batch)."""
+    batches = (
+        batches_keeping_duplicates(prompts, request_batch * per_sample)
+        if request_batch
+        else [list(range(len(prompts)))]
+    )
+    verdicts: list[Verdict] = [Verdict(math.nan, "parse_error", 0)] * len(prompts)
+    distributions: list[list[float] | None] = [None] * len(prompts)
+    graded = scored = 0.0
+    for batch in batches:
+        start = time.perf_counter()
+        batch_verdicts = grade_with_retries([prompts[i] for i in batch], backend_generate(backend, settings), retries)
+        graded += time.perf_counter() - start
+        start = time.perf_counter()
+        batch_distributions = score_distributions(
+            backend, [prompts[i] for i in batch], [v.output for v in batch_verdicts]
+        )
+        scored += time.perf_counter() - start
+        for k, i in enumerate(batch):
+            verdicts[i] = batch_verdicts[k]
+            distributions[i] = batch_distributions[k] if batch_distributions is not None else None
+    print(f"judge: graded {len(prompts)} prompts in {len(batches)} batch(es), {graded:.1f}s")
+    if not backend.capabilities.prompt_logprobs:
+        print(
+            f"judge: {backend.name} gives no log-probabilities: unparseable verdicts "
+            "stay parse_error and the expected scores no_logprobs"
+        )
+    else:
+        print(f"judge: read the score distribution of {len(prompts)} verdicts in {scored:.1f}s")
+    return verdicts, distributions
 
 
 def judge_model_spec(spec):

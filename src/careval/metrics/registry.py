@@ -304,9 +304,46 @@ FAMILIES: dict[str, MetricFamily] = {
             execution_options=("model_cache_dir", "tokenizer_cache_dir", "batch_size", "device"),
             scorer=f"{_SCORING}:score_radgraph",
         ),
+        # An lm-eval task's own metrics per document (its filters and process_results), named as lm-eval names them
+        # (LM_EVAL_METRICS, lm_eval_metric_name): every benchmark `lm_eval_task:` is scored with it.
+        MetricFamily("lm_eval", "lm-eval", scorer="careval.lm_eval_scoring:score_lm_eval"),
     )
 }
 
+
+# lm-eval 0.4.13's built-in metrics (lm_eval.api.metrics: their names, higher_is_better, aggregation), which the
+# lm_eval family writes as lm-eval computes them per document (careval.lm_eval_scoring). Those careval defines the
+# same way keep careval's spec (acc, acc_norm, the rolling perplexities: lm_eval_metric_name), so an lm-eval MCQA
+# task's acc enters the MCQA average; a per-document value that is no number (f1's (gold, pred)) has only the
+# corpus value lm-eval's aggregation makes of them.
+LM_EVAL_METRICS: dict[str, MetricSpec] = {
+    spec.name: spec
+    for spec in (
+        MetricSpec("acc", "lm_eval", True, label="accuracy", binary=True),
+        MetricSpec("acc_norm", "lm_eval", True, label="accuracy (length-normalised)", binary=True),
+        MetricSpec("acc_bytes", "lm_eval", True, label="accuracy (byte-normalised)", binary=True),
+        MetricSpec("acc_mutual_info", "lm_eval", True, label="accuracy (mutual information)", binary=True),
+        MetricSpec("acc_all", "lm_eval", True, label="accuracy (all of a question's answers)"),
+        MetricSpec("exact_match", "lm_eval", True, label="exact match"),
+        # lm-eval's perplexity of a loglikelihood task: exp(-mean log-likelihood), the geometric mean of exp(-ll)
+        MetricSpec("perplexity", "lm_eval", False, bounds=(1.0, INF), average="geometric", label="perplexity"),
+        MetricSpec("word_perplexity", "lm_eval", label="word perplexity", **_PERPLEXITY),
+        MetricSpec("byte_perplexity", "lm_eval", label="byte perplexity", **_PERPLEXITY),
+        MetricSpec("bits_per_byte", "lm_eval", False, bounds=(0.0, INF), label="bits per byte"),
+        MetricSpec("likelihood", "lm_eval", True, bounds=(-INF, 0.0), label="gold log-likelihood"),
+        MetricSpec("brier_score", "lm_eval", False, bounds=(0.0, 2.0), label="Brier score"),
+        MetricSpec("mcc", "lm_eval", True, bounds=(-1.0, 1.0), label="Matthews correlation"),
+        MetricSpec("f1", "lm_eval", True, label="F1"),
+        MetricSpec("bleu", "lm_eval", True, bounds=(0.0, 100.0), label="BLEU (sacreBLEU, lm-eval)"),
+        MetricSpec("chrf", "lm_eval", True, bounds=(0.0, 100.0), label="chrF"),
+        MetricSpec("chrf++", "lm_eval", True, bounds=(0.0, 100.0), label="chrF++"),
+        MetricSpec("ter", "lm_eval", False, bounds=(0.0, INF), label="TER"),
+    )
+}
+# lm-eval's metrics that careval's own families define alike: written under their plain names
+LM_EVAL_AS_CAREVAL = ("acc", "acc_norm", "word_perplexity", "byte_perplexity", "bits_per_byte")
+# lm-eval's results key: "<metric>,<filter>"
+LM_EVAL_FILTER_SEPARATOR = ","
 
 # The families each task is scored with; the scoring rules write one file per family.
 TASK_FAMILIES: dict[str, tuple[str, ...]] = {
@@ -332,6 +369,15 @@ GIVEN_QUESTION = "_given_question"
 
 # Every metric with a fixed name, in the families' order.
 METRICS: dict[str, MetricSpec] = {spec.name: spec for family in FAMILIES.values() for spec in family.metrics}
+
+
+def lm_eval_metric_name(metric: str, filter_key: str) -> str:
+    """The name an lm-eval metric is written under: lm-eval's own under its "none" filter where careval's families
+    write no other metric by it (or define it alike: LM_EVAL_AS_CAREVAL), else lm-eval's results key
+    "<metric>,<filter>" (lm-eval's BLEU beside careval's, a generation's strict-match and flexible-extract)."""
+    if filter_key == "none" and (metric not in METRICS or metric in LM_EVAL_AS_CAREVAL):
+        return metric
+    return f"{metric}{LM_EVAL_FILTER_SEPARATOR}{filter_key}"
 
 
 # The statuses of a per-sample row whose value counts: "ok", and a judge grade read from the
@@ -391,6 +437,13 @@ def metric_spec(name: str) -> MetricSpec:
         return MetricSpec(name, "judge", True, bounds=(1.0, 5.0), label=f"judge: {name[len(JUDGE_PREFIX) :]}")
     if name.startswith(RADGRAPH_PREFIX):
         return MetricSpec(name, "radgraph", True, label=f"F1-RadGraph ({name[len(RADGRAPH_PREFIX) :]})")
+    metric, _, filter_key = name.partition(LM_EVAL_FILTER_SEPARATOR)
+    if metric in LM_EVAL_METRICS:  # an lm-eval task's metric (lm_eval_metric_name)
+        base = LM_EVAL_METRICS[metric]
+        label = f"{base.label} [{filter_key}]" if filter_key else base.label
+        return MetricSpec(
+            name, "lm_eval", base.higher_is_better, base.bounds, base.average, base.in_cv, label, binary=base.binary
+        )
     raise UnknownMetricError(f"metric '{name}' is not in careval's metric registry (careval/metrics/registry.py)")
 
 

@@ -27,7 +27,7 @@ RESOURCE_KEYS = ("gpus", "mem_mb", "runtime", "threads")
 # Why a model's batch_size is part of what it computes (not an execution setting): it sets which prompts share
 # a padded batch, and on the hf backend in bfloat16 (and in vLLM, which promises no batch invariance) that moves
 # a log-likelihood by the dtype's resolution (1e-2) and can flip a near-tied greedy token or sampled draw,
-# giving another text. The same holds for checkpoint_every (the batches handed to the backend).
+# giving another text. The same holds for request_batch (the batches a job hands the backend: careval.batches).
 
 
 @job_spec
@@ -65,6 +65,9 @@ class ModelSpec(JobSpec):
     endpoint: dict[str, Any] = field(default_factory=dict, metadata=EXECUTION)
     # set by for_job in a job the shared engine serves: the server's address file (rule vllm_engine's output)
     engine_url_file: str | None = field(default=None, metadata=EXECUTION)
+    # the request cache's folder (resources.cache_dir; None: resources.cache false): where a job's calls are kept
+    # (careval.backends.cached); it changes no value, only whether one is computed again
+    cache_dir: str | None = field(default=None, metadata=EXECUTION)
 
     @property
     def shared_engine(self) -> bool:
@@ -138,6 +141,7 @@ def model_spec(
     return ModelSpec(
         name=name,
         backend=entry["backend"],
+        cache_dir=cache_dir(job_defaults),
         **engine_settings(entry),  # pyright: ignore[reportArgumentType]  (pyright pairs the int resources below with these keys)
         weights=weights,
         path=path,
@@ -161,6 +165,7 @@ def endpoint_spec(
     job = with_schema_defaults(resources or {}, "resources")
     return ModelSpec(
         name=name,
+        cache_dir=cache_dir(job),
         backend="openai",
         weights=f"openai:{endpoint.get('base_url') or ''}",
         path=endpoint["model"],
@@ -181,6 +186,11 @@ def endpoint_spec(
             "config_key": key or f"models.{name}",
         },
     )
+
+
+def cache_dir(resources: dict) -> str | None:
+    """The request cache's folder of a config's `resources` (schema defaults filled), None where it is off."""
+    return str(resources["cache_dir"]) if resources["cache"] else None
 
 
 def model_for_job(spec: ModelSpec, snakemake: Any) -> ModelSpec:

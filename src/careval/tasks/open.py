@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from careval.schemas import GENERATION_SCHEMA, LOGLIK_REQUEST_SCHEMA
@@ -12,11 +14,23 @@ def generation_prompts(samples: pl.DataFrame, template: str) -> list[str]:
     return [fill_prompt(template, sample) for sample in samples.iter_rows(named=True)]
 
 
-def generation_rows(samples: pl.DataFrame, prompts: list[str], outputs: list[str]) -> pl.DataFrame:
-    """A blank output is kept and marked `empty_output`, so metrics count it instead of scoring it 0."""
+def generation_rows(
+    samples: pl.DataFrame, prompts: list[str], outputs: list[str], usage: Sequence[Sequence[int]] = ()
+) -> pl.DataFrame:
+    """A blank output is kept and marked `empty_output`, so metrics count it instead of scoring it 0. `usage`: each
+    prompt's (read, generated) tokens, as the backend counted them (none: null)."""
     statuses = ["ok" if output.strip() else "empty_output" for output in outputs]
+    counted = list(usage) if len(usage) == len(outputs) else [(None, None)] * len(outputs)
     return pl.DataFrame(
-        {"id": samples["id"], "prompt": prompts, "output": outputs, "status": statuses}, schema=GENERATION_SCHEMA
+        {
+            "id": samples["id"],
+            "prompt": prompts,
+            "output": outputs,
+            "status": statuses,
+            "prompt_tokens": [u[0] for u in counted],
+            "generated_tokens": [u[1] for u in counted],
+        },
+        schema=GENERATION_SCHEMA,
     )
 
 

@@ -15,7 +15,6 @@ after warming up, which tests/warm/test_warm_worker.py holds at one.
 
 from __future__ import annotations
 
-import glob
 import importlib
 import json
 import os
@@ -64,16 +63,6 @@ def import_module(name: str) -> str | None:
     except Exception as error:  # e.g. an optional extra not installed
         return f"{name}: {type(error).__name__}: {error}"
     return None
-
-
-def gpu_visible() -> bool:
-    """Whether the jobs may find a GPU here, from the device files alone. Asking torch, even through NVML
-    (PYTORCH_NVML_BASED_CUDA_CHECK), starts a CUDA driver thread in the asking process (seen on an H200
-    machine), and a fork keeps none of its threads, so the worker never asks."""
-    shown = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if shown is not None and shown.strip() in ("", "-1"):
-        return False
-    return bool(glob.glob("/dev/nvidia[0-9]*")) or os.path.exists("/dev/kfd")  # NVIDIA, or AMD (ROCm)
 
 
 class ModelShelf:

@@ -114,7 +114,9 @@ def stop(process: subprocess.Popen) -> None:
 
 class Worker:
     def __init__(self, path: str, parent: int, modules: tuple[str, ...], model_mb: int) -> None:
-        from .preload import ModelShelf, gpu_visible
+        from careval.backends.dtype import gpu_visible
+
+        from .preload import ModelShelf
 
         self.path = path
         self.parent = parent

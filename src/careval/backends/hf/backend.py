@@ -17,7 +17,7 @@ from transformers import GenerationConfig
 from ..base import Backend
 from ..chat import require_chat_template
 from ..registry import capabilities as registered_capabilities
-from ..tokenization import TokenizerPrompts, pad_token_id, prefix_token_id, resolve_max_length
+from ..tokenization import TokenizerRequests, pad_token_id, prefix_token_id, resolve_max_length
 from .cache import GrowingLayer, growing_cache
 from .generation import _PREFIX_BYTES, GenerationMixin
 from .loading import load_pretrained
@@ -25,7 +25,7 @@ from .relaxed import Sampled, TokenLevelMixin
 from .scoring import ScoringMixin
 
 
-class HFBackend(ScoringMixin, GenerationMixin, TokenLevelMixin, TokenizerPrompts, Backend):
+class HFBackend(ScoringMixin, GenerationMixin, TokenLevelMixin, TokenizerRequests, Backend):
     """A causal LM run through transformers: a loaded tokenizer and model (:meth:`load` reads a folder)."""
 
     backend = "hf"

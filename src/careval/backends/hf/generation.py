@@ -53,7 +53,7 @@ from transformers import (
     StoppingCriteriaList,
 )
 
-from ..base import Sampling
+from ..base import Sampling, Usage
 from ..tokenization import request_seeds, truncate_at_stop
 from .cache import growing_cache
 from .scoring import _common_prefix
@@ -84,8 +84,9 @@ class GenerationMixin:
     _cache_arg: str
 
     _run_on_prefix: Callable[[list[int], int, list[tuple[torch.Tensor, torch.Tensor]]], Any]  # scoring.py's
-    format: Callable[[str], str]  # tokenization.TokenizerPrompts'
+    format: Callable[[str], str]  # tokenization.TokenizerRequests'
     generation_ids: Callable[[Sequence[str], int], list[list[int]]]
+    last_usage: Sequence[Usage]
 
     @torch.inference_mode()
     def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
@@ -98,6 +99,7 @@ class GenerationMixin:
         seeds = request_seeds(sampling.seed, texts)
         order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))
         results: list[str] = [""] * len(ids)
+        usage = [Usage(len(prompt), 0) for prompt in ids]
         self._memo.clear()
         memo_bytes = 0
         prefixes: list[tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]]] = []  # this call's prompts run
@@ -143,9 +145,11 @@ class GenerationMixin:
                         break
                 text = self.tokenizer.decode(new, skip_special_tokens=True)
                 results[i] = truncate_at_stop(text, sampling.stop)
+                usage[i] = Usage(len(ids[i]), len(new))
                 memo_bytes += self._remember(ids[i] + new, cache, row, width - len(ids[i]), memo_bytes)
             bar.update(len(batch))
         bar.close()
+        self.last_usage = usage
         return results
 
     def _prefill(

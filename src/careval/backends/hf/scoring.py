@@ -47,7 +47,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import DynamicCache
 
-from ..tokenization import encode_pair, rolling_pairs, rolling_tokens, scoring_window, shared_prefix_groups
+from ..tokenization import encode_pair, scoring_window, shared_prefix_groups
 
 # Shared-prefix contexts on CPU: the most left padding a batch of contexts may carry, as a
 # share of its real tokens (HFBackend._context_batches).
@@ -76,33 +76,30 @@ class ScoringMixin:
     _has_logits_to_keep: bool
     _cache_arg: str
 
-    def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
-        requests = [encode_pair(self.tokenizer, c, x, add_bos=self.add_bos) for c, x in pairs]
-        return self.score_tokens(requests, desc=f"{self.name}: loglikelihood")
-
-    def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
-        windows: list[tuple[list[int], list[int]]] = []
-        owner: list[int] = []
-        for i, text in enumerate(texts):
-            tokens = rolling_tokens(self.tokenizer, text, self.add_bos)
-            for pair in rolling_pairs(tokens, self.prefix_id, self.max_length):
-                windows.append(pair)
-                owner.append(i)
-        scores = self.score_tokens(windows, desc=f"{self.name}: rolling windows")
-        totals = [0.0] * len(texts)
-        for i, s in zip(owner, scores):  # windows in text order, as lm-eval sums them
-            totals[i] += s
-        return totals
+    @torch.inference_mode()
+    def greedy_flags(self, pairs: list[tuple[str, str]]) -> list[float]:
+        """Backend.greedy_flags as lm-eval's HFLM computes is_greedy: the argmax of the logits at each continuation
+        position against the continuation's tokens, one request per forward (an lm-eval loglikelihood task has one
+        short continuation per document)."""
+        flags = []
+        for context, continuation in pairs:
+            tokens, n_cont = scoring_window(
+                *encode_pair(self.tokenizer, context, continuation, add_bos=self.add_bos), self.max_length
+            )
+            inputs = torch.tensor([tokens[:-1]], dtype=torch.long, device=self.device)
+            logits = self.model(input_ids=inputs, use_cache=False).logits[0, -n_cont:]
+            flags.append(float(logits.argmax(-1).tolist() == tokens[-n_cont:]))
+        return flags
 
     @torch.inference_mode()
-    def score_tokens(self, requests: Sequence[tuple[Sequence[int], Sequence[int]]], desc: str = "") -> list[float]:
+    def score_tokens(self, requests: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[float]:
         """Log-likelihood of each continuation token list given its context token list."""
         items = [scoring_window(c, x, self.max_length) for c, x in requests]  # raises on bad input first
         groups, rest = (
             shared_prefix_groups(requests, self.max_length) if self.shared_prefix else ([], range(len(items)))
         )
         results = [math.nan] * len(items)
-        bar = tqdm(total=len(items), desc=desc or f"{self.name}: score", unit="req", dynamic_ncols=True)
+        bar = tqdm(total=len(items), desc=f"{self.name}: score", unit="req", dynamic_ncols=True)
         for members in self._context_batches([len(requests[g[0]][0]) for g in groups], groups):
             batch = [(list(requests[g[0]][0]), [(i, list(requests[i][1])) for i in g]) for g in members]
             if self.shared_prefix and self._memo:

@@ -1,57 +1,17 @@
-"""Checkpointed batches: a job stopped after some batches resumes from them, and its outputs equal an uninterrupted run's."""
+"""A job stopped after some batches resumes from the request cache, and its outputs equal an uninterrupted run's; the
+batches themselves are fixed by the requests (careval.batches)."""
 
 import hashlib
+from dataclasses import replace
 
 import polars as pl
 import pytest
 
 from careval.backends.tokenization import request_seeds
-from careval.checkpoint import Checkpoint, batches_keeping_duplicates, contiguous_batches, input_order, partial_dir
+from careval.batches import batches_keeping_duplicates, contiguous_batches, input_order
 from careval.datasets.registry import get_benchmark
 from careval.inference import run_inference, sampling_for
 from careval.jobs.repeats import repeat_sampling, run_consistency
-
-SCHEMA = {"item": pl.Int64, "square": pl.Int64}
-
-
-def _square(batch):
-    return pl.DataFrame({"item": batch, "square": [i * i for i in batch]}, schema=SCHEMA)
-
-
-def test_a_stopped_run_resumes_from_its_finished_batches(tmp_path, capsys):
-    output = tmp_path / "out.parquet"
-    batches = contiguous_batches(7, 3)
-    assert batches == [[0, 1, 2], [3, 4, 5], [6]]
-    seen = []
-
-    def stops_at_third(batch):
-        if batch == [6]:
-            raise KeyboardInterrupt  # what a kill is to the batches before it
-        seen.append(batch)
-        return _square(batch)
-
-    with pytest.raises(KeyboardInterrupt):
-        Checkpoint(output, "key-1", "squares").run(batches, stops_at_third, SCHEMA)
-    assert sorted(p.name for p in partial_dir(output).glob("part-*")) == ["part-00000.parquet", "part-00001.parquet"]
-    checkpoint = Checkpoint(output, "key-1", "squares")
-    frame = checkpoint.run(batches, lambda batch: seen.append(batch) or _square(batch), SCHEMA)
-    assert seen == [[0, 1, 2], [3, 4, 5], [6]]  # the third batch once, after the resume; none twice
-    assert (checkpoint.resumed, checkpoint.computed) == (2, 1)
-    assert frame["square"].to_list() == [i * i for i in range(7)]
-    assert capsys.readouterr().out.splitlines()[-1] == "squares: 3 batches, 2 from the checkpoint, 1 computed"
-    checkpoint.discard()
-    assert not partial_dir(output).exists()
-
-
-def test_a_checkpoint_made_for_other_work_is_not_used(tmp_path, capsys):
-    output = tmp_path / "out.parquet"
-    Checkpoint(output, "key-1", "squares").run([[0, 1]], _square, SCHEMA)
-    checkpoint = Checkpoint(output, "key-2", "squares")
-    assert capsys.readouterr().out.splitlines()[-1] == (
-        f"squares: checkpoint {partial_dir(output)} was made for other inputs or settings; starting over"
-    )
-    checkpoint.run([[0, 1]], _square, SCHEMA)
-    assert (checkpoint.resumed, checkpoint.computed) == (0, 1)
 
 
 def test_identical_prompts_share_a_batch_so_their_seeds_are_those_of_one_call():
@@ -67,6 +27,13 @@ def test_identical_prompts_share_a_batch_so_their_seeds_are_those_of_one_call():
     rows = [i for batch in batches for i in batch]
     assert [rows[p] for p in input_order(batches)] == list(range(7))
     assert input_order([[1], [0]], rows_per_item=2) == [2, 3, 0, 1]
+
+
+def test_raising_the_count_keeps_the_earlier_whole_batches():
+    assert contiguous_batches(16, 8) == [list(range(8)), list(range(8, 16))]
+    assert contiguous_batches(20, 8)[:2] == contiguous_batches(16, 8)  # 16 -> 20: one batch of 4 more
+    prompts = [f"q{i}" for i in range(20)]
+    assert batches_keeping_duplicates(prompts, 8)[:2] == batches_keeping_duplicates(prompts[:16], 8)
 
 
 def _sha(path):
@@ -124,45 +91,40 @@ def _samples(tmp_path, n):
     return path
 
 
+def _cache_line(out: str) -> tuple[int, int]:
+    line = next(line for line in out.splitlines() if line.startswith("cache: "))
+    words = line.split()
+    return int(words[1]), int(words[6])  # "cache: H requests from the cache, C computed"
+
+
 def test_inference_resumed_after_a_crash_writes_the_same_bytes(tmp_path, tiny_spec, monkeypatch, capsys):
     samples, benchmark = _samples(tmp_path, 7), get_benchmark("demo_open_qa")
     generation = sampling_for(benchmark, {"max_new_tokens": 6, "temperature": 0.8, "top_p": 0.9, "seed": 11})
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
     run_inference(
-        samples, benchmark, tiny_spec, generation, whole / "loglik.parquet", whole / "gen.parquet", checkpoint_every=2
+        samples, benchmark, tiny_spec, generation, whole / "loglik.parquet", whole / "gen.parquet", request_batch=2
     )
+    spec = replace(tiny_spec, cache_dir=str(tmp_path / "cache"))
     _crash_after(monkeypatch, 2)
     with pytest.raises(_Crash):
         run_inference(
-            samples,
-            benchmark,
-            tiny_spec,
-            generation,
-            resumed / "loglik.parquet",
-            resumed / "gen.parquet",
-            checkpoint_every=2,
+            samples, benchmark, spec, generation, resumed / "loglik.parquet", resumed / "gen.parquet", request_batch=2
         )
     assert not (resumed / "loglik.parquet").exists()
     monkeypatch.undo()
     capsys.readouterr()
     run_inference(
-        samples,
-        benchmark,
-        tiny_spec,
-        generation,
-        resumed / "loglik.parquet",
-        resumed / "gen.parquet",
-        checkpoint_every=2,
+        samples, benchmark, spec, generation, resumed / "loglik.parquet", resumed / "gen.parquet", request_batch=2
     )
-    log = capsys.readouterr().out.splitlines()
-    assert "demo_open_qa log-likelihoods: 4 batches, 4 from the checkpoint, 0 computed" in log
-    assert "demo_open_qa generations: 3 batches, 2 from the checkpoint, 1 computed" in log
+    # every log-likelihood (2 per sample) and the two generation batches before the crash ([0, 1, 3], [2, 4]: the
+    # repeated question in its first copy's batch) are read; the last batch [5, 6] is computed
+    assert _cache_line(capsys.readouterr().out) == (2 * 7 + 5, 2)
     for name in ("loglik.parquet", "gen.parquet"):
         assert _sha(resumed / name) == _sha(whole / name)
-    assert not list(resumed.glob("*.partial"))
     outputs = pl.read_parquet(resumed / "gen.parquet")
     assert outputs["id"].to_list() == [f"s{i}" for i in range(7)]
     assert outputs["output"][1] != outputs["output"][3]  # the repeated question: two draws, not one
+    assert outputs["prompt_tokens"].min() > 0 and outputs["generated_tokens"].max() <= 6  # as the backend counted
 
 
 def test_consistency_resumed_after_a_crash_writes_the_same_bytes(tmp_path, tiny_spec, monkeypatch, capsys):
@@ -174,27 +136,22 @@ def test_consistency_resumed_after_a_crash_writes_the_same_bytes(tmp_path, tiny_
     )
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
     run_consistency(
-        samples, benchmark, tiny_spec, 3, *settings, whole / "c.parquet", whole / "cl.parquet", checkpoint_every=2
+        samples, benchmark, tiny_spec, 3, *settings, whole / "c.parquet", whole / "cl.parquet", request_batch=2
     )
+    spec = replace(tiny_spec, cache_dir=str(tmp_path / "cache"))
     _crash_after(monkeypatch, 1)
     with pytest.raises(_Crash):
         run_consistency(
-            samples,
-            benchmark,
-            tiny_spec,
-            3,
-            *settings,
-            resumed / "c.parquet",
-            resumed / "cl.parquet",
-            checkpoint_every=2,
+            samples, benchmark, spec, 3, *settings, resumed / "c.parquet", resumed / "cl.parquet", request_batch=2
         )
     monkeypatch.undo()
     capsys.readouterr()
     run_consistency(
-        samples, benchmark, tiny_spec, 3, *settings, resumed / "c.parquet", resumed / "cl.parquet", checkpoint_every=2
+        samples, benchmark, spec, 3, *settings, resumed / "c.parquet", resumed / "cl.parquet", request_batch=2
     )
-    # prompts 1 and 3 are one text: batches [0, 1, 3], [2, 4]; the first was done before the crash
-    assert "demo_open_qa consistency samples: 2 batches, 1 from the checkpoint, 1 computed" in capsys.readouterr().out
+    # prompts 1 and 3 are one text: batches [0, 1, 3], [2, 4] of 3 answers each; the first was done before the crash.
+    # The reference log-likelihoods (2 per sample) are computed once and read back for the second and third pass.
+    assert _cache_line(capsys.readouterr().out) == (3 * 3 + 2 * 2 * 5, 2 * 3 + 2 * 5)
     for name in ("c.parquet", "cl.parquet"):
         assert _sha(resumed / name) == _sha(whole / name)
     frame = pl.read_parquet(resumed / "c.parquet")

@@ -1,0 +1,277 @@
+"""The request cache on the backend interface: every call a job makes (a batch of requests) computed once, ever.
+
+:class:`CachedBackend` is a Backend in front of the model's real one. Each call is an entry of the store
+(careval.request_cache) under the digest of what decides its numbers (:func:`model_facts` and the call's method and
+arguments: the requests, the sampling settings and seed); a hit reads it, a miss computes it and writes it. The
+real backend is built on the first miss only: a job whose calls are all cached loads no model. Every method of the
+interface is an entry, the tokenizer's too (``format``, ``encode``, ``prompt_tokens``, ``max_length``), so that a
+job that tokenizes before it asks (Relaxed Perplexity) needs no model either.
+
+The model's facts are its spec's identity without its name (careval.canonical: the weights' content -- for a local
+folder also its files' names, sizes and times --, backend, dtype as the job runs it, chat template, system prompt,
+batch size, context length, vLLM's arguments), with the device kind and the engine's library versions: a model
+re-added under another name, or a jury's two judges of the same weights, share their entries; anything that can
+change a number is a miss.
+
+Byte identity. A job cuts its requests into the same batches with or without the cache (careval.batches), so the
+engine sees the same calls in both; a result is what the entry holds (JSON: floats round-trip exactly), computed or
+read. One more thing can differ: an engine may carry state from one call into the next (the hf backend continues a
+scoring call from the keys/values of the generate before it, and scores Relaxed Perplexity's targets on its
+sampler's cache). So a miss of such a continuing call (``READS_STATE``) after a hit of the call it continues
+(``STATEFUL``) replays that call on the engine first: the engine then computes the miss exactly as in an uncached run
+(a job resumed after a kill, a judge whose verdicts were cached but whose score distribution was not).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from careval.request_cache import RequestCache, digest
+
+from .base import Backend, Continuation, Prefix, PrefixedTarget, Sampling, Usage
+from .dtype import gpu_visible
+from .registry import registered
+
+# Calls whose engine state a later call may continue from, and the calls that may (see the module docstring).
+STATEFUL = ("generate", "sample_continuations")
+READS_STATE = ("loglikelihood", "loglikelihood_rolling", "target_logprobs")
+
+
+# The libraries whose releases change an engine's numbers (a kernel, a default), by their installed versions.
+ENGINE_PACKAGES = ("torch", "transformers", "vllm")
+
+
+def model_facts(spec: Any) -> dict[str, Any]:
+    """What of a model (a careval.models.spec.ModelSpec as its job runs it) decides its numbers; its name does not.
+    With it, where the engine runs: the device kind (a GPU's float rounding is not a CPU's) and its libraries."""
+    facts = {key: value for key, value in spec.identity().items() if key != "name"}
+    facts["device"] = "gpu" if gpu_visible() else "cpu"
+    facts["software"] = {name: _version(name) for name in ENGINE_PACKAGES}
+    if str(spec.weights).startswith("local:") and os.path.isdir(spec.path):
+        # a local folder is named, not pinned: its files' names, sizes and modification times stand for its content
+        facts["folder"] = digest(
+            sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in os.scandir(spec.path) if f.is_file())
+        )
+    return facts
+
+
+class CachedBackend(Backend):
+    """The backend a job uses: its model's (a careval.models.spec.ModelSpec as the job runs it) real backend, built
+    on the first call the cache cannot answer, behind the request cache in `directory` (None: no cache, every call
+    computed; see the module docstring). As a context manager, it ends with the job log's line and, with `record`,
+    the job's request counts for the cost table (:meth:`finish`)."""
+
+    def __init__(
+        self,
+        spec: Any,
+        directory: str | None,
+        record: Path | None = None,
+        load: Callable[[Any], Backend] | None = None,
+    ) -> None:
+        entry = registered(spec.backend)
+        self.spec, self.store, self.record = spec, RequestCache(directory) if directory else None, record
+        self.name, self.backend, self.capabilities = spec.name, spec.backend, entry.capabilities
+        self._load = load or entry.load
+        self._inner: Backend | None = None
+        self._facts = model_facts(spec)
+        self._known: dict[str, Any] = {}  # the entries this job has read or written, by key
+        self._unreplayed: Callable[[Backend], Any] | None = None  # a stateful call read, not run
+        self.hits = self.computed = 0  # requests (prompts, pairs, texts, samplings, targets), not tokenizer calls
+        self.computed_tokens = Usage(0, 0)
+        self.last_usage: list[Usage] = []
+
+    def __enter__(self) -> CachedBackend:
+        return self
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if kind is None:
+            self.finish()
+        self.close()
+
+    # ------------------------------------------------------------------ the real backend, on demand
+    def inner(self) -> Backend:
+        if self._inner is None:
+            start = time.perf_counter()
+            self._inner = self._load(self.spec)
+            # one line per load: the logs count how often a model was loaded (README, cluster section)
+            print(
+                f"loaded model {self.spec.name} ({self.spec.backend}, gpus={self.spec.gpus}, dtype={self.spec.dtype}) "
+                f"in {time.perf_counter() - start:.1f}s",
+                flush=True,
+            )
+        return self._inner
+
+    @property
+    def loaded(self) -> bool:
+        return self._inner is not None
+
+    @property
+    def gpus(self) -> int:
+        return self._inner.gpus if self._inner is not None else self.spec.gpus
+
+    def close(self) -> None:
+        if self._inner is not None:
+            self._inner.close()
+
+    # ------------------------------------------------------------------ one call, one entry
+    def _call(
+        self,
+        method: str,
+        args: tuple,
+        requests: int,
+        encode: Callable[[Any], Any],
+        decode: Callable[[Any], Any],
+        compute: Callable[[Backend], Any] | None = None,
+    ) -> Any:
+        """One call: its entry (keyed by `method` and `args`) read, or `compute(engine)` (default: the engine's
+        `method` on `args`) run and written; `requests`: how many LLM requests it holds (0: a tokenizer call)."""
+        compute = compute or (lambda engine: getattr(engine, method)(*args))
+        key = digest({"model": self._facts, "call": method, "args": _plain(args)})
+        stored = None if self.store is None else self._known.get(key) or self.store.get(key)
+        if stored is not None:
+            self._known[key] = stored
+            if requests:
+                self.hits += requests
+                self._unreplayed = compute if method in STATEFUL else self._unreplayed
+            self.last_usage = [Usage(*u) for u in stored["usage"]]
+            return decode(stored["value"])
+        inner = self.inner()
+        if method in READS_STATE and self._unreplayed is not None:
+            replay, self._unreplayed = self._unreplayed, None
+            replay(inner)
+        inner.last_usage = []  # a runtime that counts no tokens leaves it so, not at the last call's counts
+        result = compute(inner)
+        usage = list(inner.last_usage) if requests else []
+        if requests:
+            self.computed += requests
+            self._unreplayed = None if method in STATEFUL else self._unreplayed
+            self.computed_tokens = Usage(
+                self.computed_tokens.prompt + sum(u[0] for u in usage),
+                self.computed_tokens.generated + sum(u[1] for u in usage),
+            )
+        entry = _roundtrip({"value": encode(result), "usage": [list(u) for u in usage]})
+        if self.store is not None:
+            try:
+                self.store.put(key, entry)
+            except OSError as error:  # a full or read-only cache disk costs a recomputation later, not this job
+                print(f"cache: entry not written ({error}); the job goes on", flush=True)
+            self._known[key] = entry
+        self.last_usage = [Usage(*u) for u in entry["usage"]]
+        return decode(entry["value"])  # as a hit reads it back
+
+    # ------------------------------------------------------------------ the interface
+    @property
+    def max_length(self) -> int:  # pyright: ignore[reportIncompatibleVariableOverride]
+        return self._call("max_length", (), 0, int, int, lambda engine: engine.max_length)
+
+    def format(self, prompt: str) -> str:
+        return self._call("format", (prompt,), 0, str, str)
+
+    def encode(self, text: str) -> list[int]:
+        return self._call("encode", (text,), 0, list, list)
+
+    def prompt_tokens(self, prompt: str, room: int) -> tuple[list[int], int]:
+        return self._call("prompt_tokens", (prompt, room), 0, lambda r: [list(r[0]), r[1]], lambda v: (v[0], v[1]))
+
+    def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
+        if not prompts:
+            return []
+        return self._call("generate", (list(prompts), sampling), len(prompts), list, list)
+
+    def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
+        if not pairs:
+            return []
+        return self._call("loglikelihood", ([tuple(p) for p in pairs],), len(pairs), list, list)
+
+    def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
+        if not texts:
+            return []
+        return self._call("loglikelihood_rolling", (list(texts),), len(texts), list, list)
+
+    def greedy_flags(self, pairs: list[tuple[str, str]]) -> list[float]:
+        if not pairs:
+            return []
+        return self._call("greedy_flags", ([tuple(p) for p in pairs],), len(pairs), list, list)
+
+    def sample_continuations(
+        self, prompt_ids: Sequence[int], *, n: int, max_tokens: int, top_p: float, seed: int
+    ) -> list[Continuation]:
+        return self._call(
+            "sample_continuations",
+            (list(prompt_ids), n, max_tokens, top_p, seed),
+            1,
+            lambda result: [[list(c.token_ids), c.logprob] for c in result],
+            lambda value: [Continuation(tuple(ids), logprob) for ids, logprob in value],
+            lambda engine: engine.sample_continuations(prompt_ids, n=n, max_tokens=max_tokens, top_p=top_p, seed=seed),
+        )
+
+    def target_logprobs(
+        self,
+        prompt_ids: Sequence[int],
+        continuations: Sequence[Sequence[int]],
+        lengths: Sequence[int],
+        targets: Sequence[Sequence[int]],
+    ) -> list[dict[Prefix, PrefixedTarget]]:
+        args = (list(prompt_ids), [list(c) for c in continuations], list(lengths), [list(t) for t in targets])
+        return self._call(
+            "target_logprobs",
+            args,
+            len(targets),
+            lambda result: [[[list(p), v.prefix, v.target] for p, v in by_prefix.items()] for by_prefix in result],
+            lambda value: [{tuple(p): PrefixedTarget(a, b) for p, a, b in rows} for rows in value],
+        )
+
+    def report(self) -> str:
+        """The job log's line: `cache: H requests from the cache, C computed`."""
+        if self.store is None:
+            return f"cache: off (resources.cache: false), {self.computed} requests computed"
+        return f"cache: {self.hits} requests from the cache, {self.computed} computed"
+
+    def finish(self) -> None:
+        """The job's end: its line in the log and, where asked, its request counts and the tokens it computed (what
+        the cost table counts as spent: careval.analysis.cost)."""
+        print(self.report(), flush=True)
+        if self.record is not None:
+            counts = {
+                "requests": self.hits + self.computed,
+                "cached": self.hits,
+                "computed": self.computed,
+                "prompt_tokens": self.computed_tokens.prompt,
+                "generated_tokens": self.computed_tokens.generated,
+            }
+            self.record.parent.mkdir(parents=True, exist_ok=True)
+            scratch = self.record.with_name(f".{self.record.name}.{os.getpid()}.tmp")
+            scratch.write_text(json.dumps(counts, sort_keys=True) + "\n")
+            os.replace(scratch, self.record)
+
+
+def job_backend(spec: Any, record: Path | None = None) -> CachedBackend:
+    """The backend of a job's model spec: behind the request cache where the run has one (ModelSpec.cache_dir)."""
+    return CachedBackend(spec, spec.cache_dir, record)
+
+
+def _plain(value: Any) -> Any:
+    """The call's arguments as JSON (a Sampling as its fields, tuples as lists)."""
+    if isinstance(value, Sampling):
+        return {**value.__dict__, "stop": list(value.stop)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _roundtrip(value: Any) -> Any:
+    """A computed entry as a read one would be: floats round-trip JSON exactly, tuples become lists."""
+    return json.loads(json.dumps(value))

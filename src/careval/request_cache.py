@@ -1,0 +1,179 @@
+"""The request cache's store: one file per entry, named by the digest of what decides its numbers, safe to share.
+
+An entry is the result of one backend call (a batch of requests: careval.backends.cached). Its key is a
+sha256 over the model's facts and the call (careval.backends.cached.call_key); the store only keeps bytes:
+
+* layout: ``<dir>/<key[:2]>/<key>``; a file is one header line ``careval-cache 1 <sha256 of the body>
+  <body bytes>`` and a JSON body.
+* written once, aside (``.<key>.<host>.<pid>.<random>.tmp`` in the same folder), then renamed over the entry: on
+  POSIX filesystems, and on NFS and Lustre, a rename within a folder is atomic, so a reader sees the whole entry
+  or none. Many jobs on many nodes may write the same entry at once: each writes the same bytes, and the last
+  rename wins. No lock, no database. (No fsync: an entry a power cut left short fails its checksum below.)
+* read: a file whose length or checksum does not match its header (a copy cut short, a disk that lost a block)
+  is a torn entry: a warning, the file removed, and the caller recomputes it. Never read as a result.
+* a hit touches the file (its modification time is its last use): ``prune --older-than`` drops what no run used
+  lately, ``--max-size`` the least recently used first (careval.cli: ``careval cache stats|prune``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"careval-cache 1"
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    entries: int
+    bytes: int
+    oldest: float | None  # the least recent use (modification time), seconds since the epoch
+    newest: float | None
+
+
+class RequestCache:
+    """A folder of cache entries (the module docstring)."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+
+    def path(self, key: str) -> Path:
+        return self.directory / key[:2] / key
+
+    def get(self, key: str) -> Any | None:
+        """The entry's value, or None where there is none or it is torn (a warning; the file is removed)."""
+        path = self.path(key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        value = _decode(data)
+        if value is _TORN:
+            log.warning("request cache: %s is a torn entry (%d bytes); it is recomputed", path, len(data))
+            print(f"cache: {path} is a torn entry ({len(data)} bytes); recomputed", flush=True)
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            return None
+        try:
+            os.utime(path)  # its last use, for prune
+        except OSError:
+            pass
+        return value
+
+    def put(self, key: str, value: Any) -> None:
+        """Write the entry aside and rename it into place (the module docstring)."""
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_name(f".{key}.{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            scratch.write_bytes(_encode(value))
+            os.replace(scratch, path)
+        finally:
+            if scratch.exists():
+                scratch.unlink()
+
+    def entries(self) -> list[Path]:
+        """Every entry file (no file being written)."""
+        if not self.directory.is_dir():
+            return []
+        return [p for p in self.directory.glob("??/*") if p.is_file() and not p.name.startswith(".")]
+
+    def stats(self) -> CacheStats:
+        sizes, times = [], []
+        for path in self.entries():
+            try:
+                state = path.stat()
+            except FileNotFoundError:  # pruned meanwhile
+                continue
+            sizes.append(state.st_size)
+            times.append(state.st_mtime)
+        return CacheStats(len(sizes), sum(sizes), min(times, default=None), max(times, default=None))
+
+    def prune(
+        self, older_than: float | None = None, max_bytes: int | None = None, now: float | None = None
+    ) -> tuple[int, int]:
+        """Remove the entries unused for `older_than` seconds, then the least recently used until the store holds at
+        most `max_bytes`; (entries removed, bytes freed). A file being written elsewhere is not an entry yet."""
+        now = time.time() if now is None else now
+        found = []
+        for path in self.entries():
+            try:
+                state = path.stat()
+            except FileNotFoundError:
+                continue
+            found.append((state.st_mtime, state.st_size, path))
+        found.sort()
+        removed = freed = 0
+        total = sum(size for _, size, _ in found)
+        for used, size, path in found:
+            stale = older_than is not None and now - used > older_than
+            over = max_bytes is not None and total > max_bytes
+            if not (stale or over):
+                continue
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            removed, freed, total = removed + 1, freed + size, total - size
+        for scratch in self.directory.glob("??/.*.tmp") if self.directory.is_dir() else []:
+            try:  # a writer killed between its write and its rename, a day ago at least
+                if now - scratch.stat().st_mtime > 86400:
+                    scratch.unlink()
+            except FileNotFoundError:
+                pass
+        return removed, freed
+
+
+_TORN = object()
+
+
+def _encode(value: Any) -> bytes:
+    body = json.dumps(value, separators=(",", ":")).encode("utf-8")
+    return MAGIC + b" " + hashlib.sha256(body).hexdigest().encode() + b" " + str(len(body)).encode() + b"\n" + body
+
+
+def _decode(data: bytes) -> Any:
+    header, _, body = data.partition(b"\n")
+    parts = header.split(b" ")
+    if len(parts) != 4 or b" ".join(parts[:2]) != MAGIC or not parts[3].isdigit() or int(parts[3]) != len(body):
+        return _TORN
+    if hashlib.sha256(body).hexdigest().encode() != parts[2]:
+        return _TORN
+    return json.loads(body)
+
+
+def digest(value: Any) -> str:
+    """The key of a JSON-able value: sha256 of its canonical JSON (sorted keys, no spaces)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def parse_age(text: str) -> float:
+    """'30d', '12h', '45m', '90s' (or plain seconds) in seconds; ValueError with one line otherwise."""
+    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    number, unit = (text[:-1], text[-1]) if text and text[-1] in units else (text, "s")
+    try:
+        return float(number) * units[unit]
+    except ValueError:
+        raise ValueError(f"not an age: {text!r} (e.g. 30d, 12h, 45m)") from None
+
+
+def parse_size(text: str) -> int:
+    """'10G', '500M', '64K' (or plain bytes) in bytes; ValueError with one line otherwise."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    number, unit = (text[:-1], text[-1].upper()) if text and text[-1].upper() in units else (text, "")
+    try:
+        return int(float(number) * units.get(unit, 1))
+    except ValueError:
+        raise ValueError(f"not a size: {text!r} (e.g. 10G, 500M)") from None

@@ -1,0 +1,213 @@
+"""The request cache on the backend interface (careval.backends.cached): what a job computes again and what it reads,
+counted on an engine that counts its calls; the same outputs with the cache as without it."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from careval.backends import Backend, Capabilities, Continuation, PrefixedTarget, register_backend
+from careval.backends.base import Usage, step_prefixes
+from careval.backends.cached import CachedBackend, model_facts
+from careval.datasets import build_benchmark, get_benchmark
+from careval.inference import run_inference, sampling_for
+from careval.jobs.judge import run_judge
+from support.specs import local_model_spec
+
+COUNTING = Capabilities(prompt_logprobs=True, top_logprobs=False, chat_template=False, max_gpus=0)
+CALLS: list[tuple[str, int]] = []  # (method, requests) of every engine call, in order
+LOADS: list[str] = []
+
+
+@register_backend("counting", COUNTING)
+class CountingBackend(Backend):
+    """An engine that records its calls: numbers from the texts' lengths, verdicts "[RESULT] n"."""
+
+    backend, capabilities = "counting", COUNTING
+
+    def __init__(self, spec):
+        self.name, self.max_length = spec.name, 4096
+        LOADS.append(spec.name)
+
+    def encode(self, text):
+        return [ord(ch) % 50 for ch in text]
+
+    def generate(self, prompts, sampling):
+        CALLS.append(("generate", len(prompts)))
+        self.last_usage = [Usage(len(p), 3) for p in prompts]
+        return [f"Fine. [RESULT] {1 + len(p) % 5}" for p in prompts]
+
+    def loglikelihood(self, pairs):
+        CALLS.append(("loglikelihood", len(pairs)))
+        self.last_usage = [Usage(len(c) + len(x), 0) for c, x in pairs]
+        return [-len(x) / (1 + len(c)) for c, x in pairs]
+
+    def loglikelihood_rolling(self, texts):
+        CALLS.append(("loglikelihood_rolling", len(texts)))
+        return [-len(text) / 10 for text in texts]
+
+    def sample_continuations(self, prompt_ids, *, n, max_tokens, top_p, seed):
+        CALLS.append(("sample_continuations", 1))
+        return [Continuation((i,) * max_tokens, -float(i)) for i in range(n)]
+
+    def target_logprobs(self, prompt_ids, continuations, lengths, targets):
+        CALLS.append(("target_logprobs", len(targets)))
+        prefixes = [p for group in step_prefixes(continuations, lengths).values() for p in group]
+        return [{p: PrefixedTarget(-0.1 * len(p), -0.2 * len(t)) for p in prefixes} for t in targets]
+
+
+@pytest.fixture(autouse=True)
+def _clear():
+    CALLS.clear()
+    LOADS.clear()
+
+
+def counting_spec(tmp_path: Path, name: str = "model", cache: bool = True, **entry):
+    (tmp_path / "weights").mkdir(exist_ok=True)
+    spec = local_model_spec(name, tmp_path / "weights", cache_dir=tmp_path / "cache" if cache else None, **entry)
+    return replace(spec, backend="counting")
+
+
+def computed(method: str | None = None) -> int:
+    return sum(n for m, n in CALLS if method in (None, m))
+
+
+def samples(tmp_path: Path, benchmark: str, limit: int, **overrides) -> tuple[Path, object]:
+    entry = get_benchmark(benchmark, overrides)
+    path = tmp_path / f"{benchmark}-{limit}-{len(overrides)}.parquet"
+    build_benchmark(entry, path, limit=limit)
+    return path, entry
+
+
+def infer(spec, path, entry, out: Path, batch: int = 8) -> None:
+    sampling = sampling_for(entry, {"max_new_tokens": 8, "temperature": 0.0, "seed": 1})
+    generations = out / "gen.parquet" if entry.generates else None
+    run_inference(path, entry, spec, sampling, out / "loglik.parquet", generations, request_batch=batch)
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_raising_a_limit_computes_only_the_new_samples_batches(tmp_path, capsys):
+    spec = counting_spec(tmp_path)
+    path16, entry = samples(tmp_path, "demo_open_qa", 16)
+    infer(spec, path16, entry, tmp_path / "16")
+    assert computed("generate") == 16 and LOADS == ["model"]
+    CALLS.clear()
+    capsys.readouterr()
+    path20, entry = samples(tmp_path, "demo_open_qa", 20)
+    infer(spec, path20, entry, tmp_path / "20")
+    # the two batches of 8 are read; only the batch of the 4 new samples is computed: its 4 answers and its 8
+    # reference log-likelihoods (alone and given the question)
+    assert computed("generate") == 4 and computed("loglikelihood") + computed("loglikelihood_rolling") == 8
+    assert "cache: 48 requests from the cache, 12 computed" in capsys.readouterr().out
+    # the same bytes as a run from scratch at 20 without the cache
+    infer(counting_spec(tmp_path, cache=False), path20, entry, tmp_path / "scratch")
+    for name in ("loglik.parquet", "gen.parquet"):
+        assert sha(tmp_path / "20" / name) == sha(tmp_path / "scratch" / name)
+    tokens = pl.read_parquet(tmp_path / "20" / "gen.parquet")
+    assert tokens["generated_tokens"].to_list() == [3] * 20  # as the engine counted, cached or not
+
+
+def test_a_job_whose_calls_are_all_cached_loads_no_model(tmp_path, capsys):
+    spec = counting_spec(tmp_path)
+    path, entry = samples(tmp_path, "demo_mcqa", 6)
+    infer(spec, path, entry, tmp_path / "first")
+    LOADS.clear()
+    CALLS.clear()
+    capsys.readouterr()
+    infer(spec, path, entry, tmp_path / "again")
+    out = capsys.readouterr().out
+    assert LOADS == [] and CALLS == [] and "loaded model" not in out
+    assert "cache: 24 requests from the cache, 0 computed" in out  # 6 questions x 4 options
+    assert sha(tmp_path / "again" / "loglik.parquet") == sha(tmp_path / "first" / "loglik.parquet")
+
+
+def test_a_prompt_change_on_one_benchmark_leaves_the_others_entries_used(tmp_path):
+    spec = counting_spec(tmp_path)
+    mcqa, mcqa_entry = samples(tmp_path, "demo_mcqa", 4)
+    note, note_entry = samples(tmp_path, "demo_note", 3)
+    infer(spec, mcqa, mcqa_entry, tmp_path / "mcqa")
+    infer(spec, note, note_entry, tmp_path / "note")
+    CALLS.clear()
+    changed = get_benchmark("demo_mcqa", {"prompt": "Q: {question}\nA:"})
+    infer(spec, mcqa, changed, tmp_path / "mcqa2")
+    infer(spec, note, note_entry, tmp_path / "note2")
+    assert computed() == 16  # the 4 questions' 4 options again, under the new prompt; demo_note: all read
+    assert sha(tmp_path / "note2" / "gen.parquet") == sha(tmp_path / "note" / "gen.parquet")
+    assert sha(tmp_path / "note2" / "loglik.parquet") == sha(tmp_path / "note" / "loglik.parquet")
+
+
+def test_what_decides_a_number_is_the_key_and_the_models_name_is_not(tmp_path):
+    spec = counting_spec(tmp_path)
+    facts = model_facts(spec)
+    assert "name" not in facts and facts["backend"] == "counting" and "folder" in facts
+    assert facts["device"] in ("cpu", "gpu") and facts["software"]["torch"]  # where the engine runs, on what
+    renamed = replace(spec, name="the-same-weights", label="another label", threads=7)
+    assert model_facts(renamed) == facts  # a model re-added under another name shares its entries
+    for changed in (replace(spec, dtype="bfloat16"), replace(spec, batch_size=4), replace(spec, system_prompt="Hi.")):
+        assert model_facts(changed) != facts
+
+
+def test_a_jury_of_one_model_under_two_names_computes_each_grading_prompt_once(tmp_path, capsys):
+    """Two judges of the same weights are sent the same prompts: the second judge's are all read."""
+    path, entry = samples(tmp_path, "demo_open_qa", 4)
+    spec = counting_spec(tmp_path, name="answerer")
+    infer(spec, path, entry, tmp_path / "answers")
+    options = {"rubrics": ["helpfulness", "honesty"], "retries": 0, "temperature": 0.0, "max_new_tokens": 8}
+    CALLS.clear()
+    for judge in ("judge-a", "judge-b"):
+        run_judge(
+            path,
+            tmp_path / "answers" / "gen.parquet",
+            tmp_path / f"{judge}.parquet",
+            counting_spec(tmp_path, name=judge),
+            options,
+            request_batch=8,
+        )
+    assert computed("generate") == 4 * 2  # 4 answers x 2 rubrics, by the first judge only
+    assert computed("loglikelihood") == 4 * 2 * 5  # its score distributions: 5 scores per verdict
+    assert sha(tmp_path / "judge-a.parquet") == sha(tmp_path / "judge-b.parquet")
+    assert capsys.readouterr().out.count("cache: 48 requests from the cache, 0 computed") == 1
+
+
+def test_a_continuing_call_missed_after_a_cached_one_replays_it_first(tmp_path):
+    """The hf backend scores Relaxed Perplexity's targets on its sampler's cache: a target call the cache cannot
+    answer after a sampling call it could, replays the sampling on the engine first."""
+    spec = counting_spec(tmp_path)
+    first = CachedBackend(spec, spec.cache_dir)
+    conts = first.sample_continuations([1, 2], n=3, max_tokens=4, top_p=0.9, seed=1)
+    first.target_logprobs([1, 2], [c.token_ids for c in conts], [0, 4], [[5, 6]])
+    CALLS.clear()
+    again = CachedBackend(spec, spec.cache_dir)
+    conts = again.sample_continuations([1, 2], n=3, max_tokens=4, top_p=0.9, seed=1)  # read
+    again.target_logprobs([1, 2], [c.token_ids for c in conts], [0, 4], [[7]])  # a new target: computed
+    assert CALLS == [("sample_continuations", 1), ("target_logprobs", 1)]  # the sampling replayed, then the target
+    assert (again.hits, again.computed) == (1, 1)
+
+
+def test_a_truncated_entry_is_recomputed_with_a_warning(tmp_path, capsys):
+    spec = counting_spec(tmp_path)
+    backend = CachedBackend(spec, spec.cache_dir)
+    want = backend.loglikelihood([("Q", " A")])
+    for entry in Path(spec.cache_dir).glob("??/*"):
+        entry.write_bytes(entry.read_bytes()[:-5])  # a copy cut short
+    CALLS.clear()
+    again = CachedBackend(spec, spec.cache_dir)
+    assert again.loglikelihood([("Q", " A")]) == want
+    assert CALLS == [("loglikelihood", 1)] and "is a torn entry" in capsys.readouterr().out
+
+
+def test_with_the_cache_off_every_request_is_computed(tmp_path, capsys):
+    spec = counting_spec(tmp_path, cache=False)
+    backend = CachedBackend(spec, spec.cache_dir)
+    backend.loglikelihood([("Q", " A")])
+    backend.loglikelihood([("Q", " A")])
+    backend.finish()
+    assert computed() == 2 and "cache: off (resources.cache: false), 2 requests computed" in capsys.readouterr().out
+    assert not (tmp_path / "cache").exists()
