@@ -12,11 +12,11 @@ from pathlib import Path
 import polars as pl
 
 from careval.analysis.repeat_judge import judge_repeats
-from careval.backends.cached import CachedBackend, job_backend
+from careval.backends.cached import job_backend
 from careval.metrics.judge import judge_model_spec, score_judge
 
 
-def _judge_backend(spec, record: Path | None) -> CachedBackend:
+def _judge_backend(spec, record: Path | None):  # the cached backend job_backend returns
     spec = judge_model_spec(spec)
     print(f"judge: {spec.describe()}")
     return job_backend(spec, record)
