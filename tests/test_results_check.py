@@ -1,8 +1,11 @@
 """careval.results_check: a parquet file cut short is told from a whole one by its bytes alone, an intermediate
-deleted after a job read it is found from what Snakemake recorded, and the index says which file is whose.
+deleted after a job read it is found from what Snakemake recorded, a dataset made under other settings from its
+report, and the index says which file is whose.
 (The workflow's use of them, on a finished run: tests/workflow/test_reruns.py.)"""
 
 from __future__ import annotations
+
+import json
 
 import polars as pl
 import pytest
@@ -11,6 +14,8 @@ from careval.results_check import (
     cut_short,
     deleted_inputs,
     index_rows,
+    job_digest,
+    outdated_datasets,
     parquet_problem,
     result_files,
     stale_summary,
@@ -100,3 +105,14 @@ def test_the_index_marks_each_file_made_kept_or_stale(tmp_path):
     assert stale_summary(["a", "b", "c", "d", "e"]) == (
         "5 file(s) under the results folder are not made by this config (left by an earlier one): a, b, c and 2 more"
     )
+
+
+def test_a_dataset_whose_report_names_another_job_is_outdated(tmp_path):
+    reports = {name: tmp_path / f"{name}.json" for name in ("same", "other", "unrecorded", "missing", "broken")}
+    reports["same"].write_text(json.dumps({"benchmark": "same", "made_by": job_digest("job A")}))
+    reports["other"].write_text(json.dumps({"benchmark": "other", "made_by": job_digest("job A")}))
+    reports["unrecorded"].write_text(json.dumps({"benchmark": "unrecorded"}))  # made before careval recorded it
+    reports["broken"].write_text("{")
+    planned = {str(path): job_digest("job B" if name == "other" else "job A") for name, path in reports.items()}
+    assert outdated_datasets(planned) == {str(reports["other"]): job_digest("job A")}
+    assert job_digest("job A") != job_digest("job B") and len(job_digest("job A")) == 16

@@ -10,9 +10,10 @@ knows files and records only: what Snakemake recorded is passed in as a function
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 # Parquet's magic bytes: a whole file starts with them and ends with them, after its footer and the footer's length.
@@ -83,6 +84,28 @@ def deleted_inputs(files: Iterable[str], recorded_inputs: Callable[[str], Iterab
             if source not in deleted and not os.path.exists(source):
                 deleted[source] = path
     return deleted
+
+
+def job_digest(spec: object) -> str:
+    """A job spec's identity (its repr: careval.canonical.JobSpec) as a short digest: what a normalised dataset's
+    report records as `made_by`, so a dataset kept while Snakemake's records were deleted (`rm -rf .snakemake`: the
+    datasets folder lies outside results/) is still known to have been made under other settings."""
+    return hashlib.sha256(repr(spec).encode()).hexdigest()[:16]
+
+
+def outdated_datasets(planned: Mapping[str, str]) -> dict[str, str]:
+    """Of the datasets a run plans (their report's path -> the digest of the job that makes them now), those whose
+    report names another job (`made_by`): report path -> the digest it names. A report without one (made before
+    careval recorded it) or missing is left to Snakemake's own records."""
+    outdated = {}
+    for path, digest in planned.items():
+        try:
+            made_by = json.loads(Path(path).read_text(encoding="utf-8")).get("made_by")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if made_by is not None and made_by != digest:
+            outdated[path] = made_by
+    return outdated
 
 
 def index_rows(made: Iterable[str], kept: Iterable[str], stale: Iterable[str]) -> list[tuple[str, str]]:

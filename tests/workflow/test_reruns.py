@@ -190,3 +190,22 @@ def test_a_deleted_or_cut_short_intermediate_is_made_again_and_a_stale_file_is_m
     # and a second time: nothing to do (a dry run plans as a run does), the stale file still named
     again = snakemake(["-n", "--cores", "2", TARGET], work, timeout=300)
     assert "Nothing to be done" in again.stdout + again.stderr and "careval: " not in again.stdout + again.stderr
+
+
+def test_a_dataset_kept_after_snakemakes_records_were_deleted_is_made_again_when_its_settings_changed(copy_of):
+    """`rm -rf results .snakemake` keeps resources/datasets: Snakemake, without its records, would keep a dataset
+    normalised at the old limit for the new one ("Nothing to be done" on a finished run). Its report names the job
+    that made it, so the changed benchmark, and only it, is normalised again."""
+    work, config, _ = copy_of
+    shutil.rmtree(work / ".snakemake")
+    unchanged = snakemake(["-n", "--cores", "2", TARGET], work, timeout=300)
+    assert "Nothing to be done" in unchanged.stdout, unchanged.stdout[-3000:]
+    config["benchmarks"]["demo_open_qa"]["limit"] += 1
+    write_config(work, config)
+    result = snakemake(["-n", "--cores", "2", TARGET], work, timeout=300)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-5000:]
+    dataset = f"{config['datasets_dir']}/demo_open_qa.parquet"
+    assert f"careval: {dataset} was normalised under other settings; it is made again" in log.splitlines()
+    normalised = {wildcards for rule, wildcards in jobs_run(result.stdout) if rule == "normalise_benchmark"}
+    assert normalised == {"benchmark=demo_open_qa"}, log[-3000:]

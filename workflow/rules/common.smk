@@ -202,6 +202,14 @@ def remake_lost_results(wildcards):
         if path.startswith(folders) and produced_here(path) and path not in RESULTS_STATE["remake"]:
             print(f"careval: {path} is gone (it was read to make {reader}); it is made again", file=sys.stderr)
             RESULTS_STATE["remake"].add(path)
+    # a dataset normalised under other settings whose records went with .snakemake: its report names its job
+    planned = {
+        f"{DATASETS_DIR}/{name}.json": results_check.job_digest(PLAN.normalise_job(name)) for name in PLAN.benchmarks
+    }
+    for report in results_check.outdated_datasets(planned):
+        samples = report.removesuffix(".json") + ".parquet"
+        print(f"careval: {samples} was normalised under other settings; it is made again", file=sys.stderr)
+        RESULTS_STATE["remake"].add(samples)
     workflow.dag.forcefiles.update(RESULTS_STATE["remake"])
     return []
 

@@ -375,13 +375,17 @@ def read_benchmark(entry: Benchmark, limit: int | None = None, root: Path = Path
     return normalise_report(rows, entry, limit)
 
 
-def build_benchmark(entry: Benchmark, output: Path, limit: int | None = None, root: Path = Path(".")) -> pl.DataFrame:
+def build_benchmark(
+    entry: Benchmark, output: Path, limit: int | None = None, root: Path = Path("."), made_by: str | None = None
+) -> pl.DataFrame:
     """Write the samples (read_benchmark) and, beside them, the report counting rows read, selected and skipped
-    (report_path)."""
+    (report_path); `made_by`: the digest of the job that made them (careval.results_check.job_digest)."""
     result = read_benchmark(entry, limit, root)
     _log_skipped(entry, result)
     output.parent.mkdir(parents=True, exist_ok=True)
     result.samples.write_parquet(output)
     report = result.report(entry.name, _source_name(entry, root))
+    if made_by is not None:
+        report["made_by"] = made_by
     report_path(output).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return result.samples
