@@ -184,13 +184,13 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     assert (work / "results" / "tables" / "table4_careqa_statistics.tex").is_file()
     for title in ("Table 4: CareQA", "Figure 5: CareQA", "Figure 6: CareQA", "Figure 7: CareQA"):
         assert any(title in t for t in texts), title
-    # the demo's studies (careval.studies): the chat template off for SmolLM2, Relaxed Perplexity's l = 3; each
+    # the demo's studies (careval.studies): the chat template off for SmolLM2, Relaxed Perplexity's l = 1; each
     # baseline's rows are the run's own values, and each study has its page
     main = pl.read_parquet(work / "results" / "summary" / "sample_scores.parquet")
     studies = pl.read_parquet(work / "results" / "summary" / "studies.parquet")
     for study, baseline, variant in (
         ("chat_template", "chat_template=true", "chat_template=false"),
-        ("relaxed_perplexity_l", "l=2", "l=3"),
+        ("relaxed_perplexity_l", "l=2", "l=1"),
     ):
         table = pl.read_parquet(work / "results" / "studies" / study / "sample_scores.parquet")
         ours = table.filter(pl.col("variant") == baseline).drop("variant")
