@@ -115,7 +115,7 @@ def runs(shared_data, model_dir, tmp_path_factory):
             sampling = sampling_for(entry, generation) if entry.generates else None
             generations = paths["generations"] if entry.generates else None
             run_inference(
-                paths["samples"], entry, spec, sampling, paths["loglik"], generations, checkpoint_every=BATCH_SIZE
+                paths["samples"], entry, spec, sampling, paths["loglik"], generations, request_batch=BATCH_SIZE
             )
             score_benchmark(
                 paths["samples"],
