@@ -16,6 +16,7 @@ from careval.backends.cached import CachedBackend, model_facts
 from careval.datasets import build_benchmark, get_benchmark
 from careval.inference import run_inference, sampling_for
 from careval.jobs.judge import run_judge
+from careval.request_cache import digest
 from support.specs import local_model_spec
 
 COUNTING = Capabilities(prompt_logprobs=True, top_logprobs=False, chat_template=False, max_gpus=0)
@@ -152,6 +153,19 @@ def test_what_decides_a_number_is_the_key_and_the_models_name_is_not(tmp_path):
     assert model_facts(renamed) == facts  # a model re-added under another name shares its entries
     for changed in (replace(spec, dtype="bfloat16"), replace(spec, batch_size=4), replace(spec, system_prompt="Hi.")):
         assert model_facts(changed) != facts
+
+
+def test_a_prompts_instruction_is_part_of_its_formats_key(tmp_path):
+    """The same prompt under two instructions is two entries; a prompt without one keeps the key it always had."""
+    spec = counting_spec(tmp_path)
+    for run in ("computed", "read"):
+        with CachedBackend(spec, spec.cache_dir) as cached:
+            assert cached.format("Q", "Be brief. ") == "Be brief. Q"
+            assert cached.format("Q", "Be thorough. ") == "Be thorough. Q"
+            assert cached.format("Q") == "Q"
+            assert digest({"model": model_facts(spec), "call": "format", "args": ["Q"]}) in cached._known
+        assert len(LOADS) == (1 if run == "computed" else 0)  # the second job reads all three: no model
+        LOADS.clear()
 
 
 def test_a_jury_of_one_model_under_two_names_computes_each_grading_prompt_once(tmp_path, capsys):

@@ -10,6 +10,7 @@ The chat-template study (config `studies:`) rests on this.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import shutil
@@ -26,8 +27,8 @@ from support.lm_eval_docs import write_local_task
 
 pytest.importorskip("lm_eval", reason="lm-eval is not installed (it comes with the dev extra)")
 
-# the tasks without a `description` (lm-eval sends one as a system turn under a chat template): letters and cloze
-BENCHMARKS = ("medqa", "medmcqa", "careqa_en", "pubmedqa", "headqa")
+# letters and cloze; MMLU's with its `description`, which lm-eval sends as the system turn under a chat template
+BENCHMARKS = ("medqa", "medmcqa", "careqa_en", "pubmedqa", "headqa", "mmlu_anatomy")
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,9 @@ def chat_model(tiny_llama_dir, tmp_path_factory):
     return backend, functools.partial(HFLM.apply_chat_template, lm)
 
 
-def lm_eval_requests(benchmark: str, doc: dict, folder, chat_template) -> list[tuple[str, str]]:
+def lm_eval_requests(
+    benchmark: str, doc: dict, folder, chat_template, system_instruction: str | None = None
+) -> list[tuple[str, str]]:
     from lm_eval.tasks import TaskManager
 
     data = folder / f"{benchmark}.jsonl"
@@ -57,7 +60,9 @@ def lm_eval_requests(benchmark: str, doc: dict, folder, chat_template) -> list[t
     task = TaskManager(include_path=str(folder), include_defaults=False).load(f"chat_{benchmark}")["tasks"][
         f"chat_{benchmark}"
     ]
-    task.build_all_requests(apply_chat_template=True, chat_template=chat_template)
+    task.build_all_requests(
+        apply_chat_template=True, chat_template=chat_template, system_instruction=system_instruction
+    )
     return [tuple(instance.arguments) for instance in sorted(task.instances, key=lambda i: i.idx)]
 
 
@@ -67,10 +72,33 @@ def test_a_chat_models_choices_are_sent_as_lm_eval_applies_the_chat_template(cha
     source_row, lm_eval_doc = ROWS[benchmark]
     entry = get_benchmark(benchmark)
     requests = loglik_requests(normalise([source_row], entry), entry)
-    ours = [model_pair(backend, c, x, chat_template=True) for c, x in requests.select("context", "continuation").rows()]
+    ours = [
+        model_pair(backend, c, x, chat_template=True, instruction=entry.instruction)
+        for c, x in requests.select("context", "continuation").rows()
+    ]
     theirs = lm_eval_requests(benchmark, lm_eval_doc, tmp_path, chat_template)
     assert ours == theirs
-    assert ours[0][0].startswith("<|im_start|>user\n") and ours[0][0].endswith("<|im_start|>assistant\n")
+    first_turn = "<|im_start|>system\n" if entry.instruction else "<|im_start|>user\n"
+    assert ours[0][0].startswith(first_turn) and ours[0][0].endswith("<|im_start|>assistant\n")
+
+
+@pytest.mark.parametrize("benchmark", ["mmlu_anatomy", "medqa"])
+def test_a_system_prompt_is_the_system_turn_before_the_instruction_as_lm_evals_system_instruction(
+    chat_model, benchmark, tmp_path
+):
+    backend, chat_template = chat_model
+    with_system = copy.copy(backend)
+    with_system.system_prompt = (
+        "You are a careful clinician."  # the model's `system_prompt`: lm-eval's --system_instruction
+    )
+    source_row, lm_eval_doc = ROWS[benchmark]
+    entry = get_benchmark(benchmark)
+    requests = loglik_requests(normalise([source_row], entry), entry)
+    ours = [
+        model_pair(with_system, c, x, chat_template=True, instruction=entry.instruction)
+        for c, x in requests.select("context", "continuation").rows()
+    ]
+    assert ours == lm_eval_requests(benchmark, lm_eval_doc, tmp_path, chat_template, with_system.system_prompt)
 
 
 def test_without_a_chat_template_the_requests_are_the_tasks_own(chat_model):
@@ -79,3 +107,20 @@ def test_without_a_chat_template_the_requests_are_the_tasks_own(chat_model):
     assert model_pair(plain, "Question: q\nAnswer:", " A", chat_template=False) == ("Question: q\nAnswer:", " A")
     # the option's own leading space stays (MTSamples' " Urology"): only the delimiter goes
     assert model_pair(backend, "Q", "  Urology", chat_template=True)[1] == " Urology"
+
+
+def test_without_a_chat_template_an_instructions_context_is_sent_as_the_task_built_it(chat_model):
+    """The instruction goes to the backend apart, but a model without a chat template reads the very context the
+    task built (the instruction, then the prompt: lm-eval's plain-text context, tests/parity/test_mcqa_prompts.py),
+    after its system prompt as ever."""
+    backend, _ = chat_model
+    entry = get_benchmark("mmlu_anatomy")
+    requests = loglik_requests(normalise([ROWS["mmlu_anatomy"][0]], entry), entry)
+    plain = copy.copy(backend)
+    plain.chat_template = False
+    for system_prompt in (None, "Be brief."):
+        plain.system_prompt = system_prompt
+        for context, continuation in requests.select("context", "continuation").rows():
+            sent = model_pair(plain, context, continuation, chat_template=False, instruction=entry.instruction)
+            assert sent == (plain.format(context), continuation)
+            assert sent[0] == (f"{system_prompt}\n\n{context}" if system_prompt else context)

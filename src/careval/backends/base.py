@@ -4,7 +4,8 @@ A caller (inference, the judge, Relaxed Perplexity, the rephraser, the CareQA st
 and nothing else: it asks the backend's declared :class:`Capabilities` what it can do, never its class or its
 private attributes (tests/test_import_graph.py holds every caller to that). What a caller uses:
 
-* ``format(prompt)``: the text a prompt becomes for this model (system prompt, chat template);
+* ``format(prompt, instruction)``: the text a prompt becomes for this model (system prompt, the task's
+  instruction, chat template);
   ``prompt_tokens(prompt, room)``: those as token ids for generation; ``encode(text)``: a continuation's ids.
 * ``generate``, ``loglikelihood``, ``loglikelihood_rolling``: lm-eval's three requests.
 * ``sample_continuations`` and ``target_logprobs``: the token-level pair Relaxed Perplexity is written over
@@ -155,9 +156,11 @@ class Backend(ABC):
         """The GPUs this model runs on."""
         return 0
 
-    def format(self, prompt: str) -> str:
-        """The text `prompt` becomes for this model (its system prompt and chat template applied)."""
-        return prompt
+    def format(self, prompt: str, instruction: str | None = None) -> str:
+        """The text `prompt` becomes for this model (its system prompt and chat template applied). `instruction`:
+        the task's (lm-eval's `description`), which precedes the prompt: under a chat template in the system turn,
+        after the system prompt (careval.backends.chat.format_prompt), else as text."""
+        return (instruction or "") + prompt
 
     def encode(self, text: str) -> list[int]:
         """The token ids of `text` as a continuation of running text (no special tokens)."""

@@ -170,8 +170,9 @@ class CachedBackend(Backend):
     def max_length(self) -> int:  # pyright: ignore[reportIncompatibleVariableOverride]
         return self._call("max_length", (), 0, int, int, lambda engine: engine.max_length)
 
-    def format(self, prompt: str) -> str:
-        return self._call("format", (prompt,), 0, str, str)
+    def format(self, prompt: str, instruction: str | None = None) -> str:
+        # the instruction is an argument, so part of the key; a call without one keeps the key it always had
+        return self._call("format", (prompt, instruction) if instruction else (prompt,), 0, str, str)
 
     def encode(self, text: str) -> list[int]:
         return self._call("encode", (text,), 0, list, list)

@@ -294,8 +294,8 @@ class TokenizerRequests:
     def score_tokens(self, requests: list[tuple[list[int], list[int]]]) -> list[float]:
         raise NotImplementedError  # the backend's
 
-    def format(self, prompt: str) -> str:
-        return format_prompt(self.tokenizer, prompt, self.chat_template, self.system_prompt)
+    def format(self, prompt: str, instruction: str | None = None) -> str:
+        return format_prompt(self.tokenizer, prompt, self.chat_template, self.system_prompt, instruction)
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=False))

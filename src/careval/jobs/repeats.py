@@ -88,7 +88,9 @@ def consistency_logliks(
     """The reference log-likelihoods once per repeat, so perplexity's self-consistency is measured, not assumed."""
     requests = open_task.loglik_requests(samples, benchmark.prompt)
     frames = [
-        score_logliks(backend, requests, chat_template).with_columns(repeat=pl.lit(repeat, dtype=pl.Int64))
+        score_logliks(backend, requests, chat_template, benchmark.instruction).with_columns(
+            repeat=pl.lit(repeat, dtype=pl.Int64)
+        )
         for repeat in range(r)
     ]
     return pl.concat(frames)
