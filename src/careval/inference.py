@@ -21,6 +21,7 @@ from careval.models.spec import ModelSpec
 from careval.schemas import GENERATION_SCHEMA, LOGLIK_REQUEST_SCHEMA, LOGLIK_SCHEMA
 from careval.tasks import mcqa, open as open_task
 from careval.tasks.mcqa import TARGET_DELIMITER
+from careval.tasks.prompts import without_instruction
 
 
 def benchmark_settings(benchmark: Benchmark, generation: dict) -> dict:
@@ -68,12 +69,11 @@ def model_pair(
     (Benchmark.instruction), which every context it built starts with: the backend gets it apart from the rest, for
     the system turn of a chat template, as lm-eval sends its task's description. A served model's template is the
     server's: its backend's `format` gives the context as it is."""
-    if instruction:
-        if not context.startswith(instruction):
-            raise ValueError(f"a context that does not start with its benchmark's instruction {instruction!r}")
-        context = backend.format(context[len(instruction) :], instruction)
-    else:
-        context = backend.format(context)
+    context = (
+        backend.format(without_instruction(context, instruction), instruction)
+        if instruction
+        else backend.format(context)
+    )
     if chat_template:
         continuation = continuation.removeprefix(TARGET_DELIMITER)
     return context, continuation
@@ -134,16 +134,25 @@ def batched_logliks(
     return pl.concat(frames) if frames else pl.DataFrame(schema=LOGLIK_SCHEMA)
 
 
+def generate(backend: Backend, prompts: list[str], sampling: Sampling, instruction: str) -> list[str]:
+    """The backend's completions of a benchmark's `prompts`, its `instruction` apart (:func:`model_pair`'s way)."""
+    if not instruction:
+        return backend.generate(prompts, sampling)
+    return backend.generate([without_instruction(p, instruction) for p in prompts], sampling, instruction)
+
+
 def batched_generations(
     backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, sampling: Sampling, request_batch: int
 ) -> pl.DataFrame:
-    """One generation per sample, in batches of prompts (identical prompts together, for their seeds)."""
+    """One generation per sample, in batches of prompts (identical prompts together, for their seeds). The backend gets
+    each prompt without the benchmark's instruction, and the instruction apart (for a chat template's system turn, as
+    lm-eval's --apply_chat_template sends its task's description); the rows keep the prompts as the task wrote them."""
     prompts = open_task.generation_prompts(samples, benchmark.prompt)
     batches = batches_keeping_duplicates(prompts, request_batch)
     frames = []
     for number, batch in enumerate(batches):
         start = time.perf_counter()
-        outputs = backend.generate([prompts[i] for i in batch], sampling)
+        outputs = generate(backend, [prompts[i] for i in batch], sampling, benchmark.instruction)
         print(
             f"{benchmark.name} generations: batch {number + 1}/{len(batches)}, {len(outputs)} outputs "
             f"in {time.perf_counter() - start:.1f}s",

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from careval.backends import Backend, Capabilities, Continuation, PrefixedTarget, register_backend
-from careval.backends.base import Usage, step_prefixes
+from careval.backends.base import Sampling, Usage, step_prefixes
 from careval.backends.cached import CachedBackend, model_facts
 from careval.datasets import build_benchmark, get_benchmark
 from careval.inference import run_inference, sampling_for
@@ -37,7 +37,7 @@ class CountingBackend(Backend):
     def encode(self, text):
         return [ord(ch) % 50 for ch in text]
 
-    def generate(self, prompts, sampling):
+    def generate(self, prompts, sampling, instruction=None):
         CALLS.append(("generate", len(prompts)))
         self.last_usage = [Usage(len(p), 3) for p in prompts]
         return [f"Fine. [RESULT] {1 + len(p) % 5}" for p in prompts]
@@ -156,7 +156,8 @@ def test_what_decides_a_number_is_the_key_and_the_models_name_is_not(tmp_path):
 
 
 def test_a_prompts_instruction_is_part_of_its_formats_key(tmp_path):
-    """The same prompt under two instructions is two entries; a prompt without one keeps the key it always had."""
+    """The same prompt under two instructions is two entries (formatted or generated); a prompt without one keeps
+    the key it always had."""
     spec = counting_spec(tmp_path)
     for run in ("computed", "read"):
         with CachedBackend(spec, spec.cache_dir) as cached:
@@ -164,7 +165,10 @@ def test_a_prompts_instruction_is_part_of_its_formats_key(tmp_path):
             assert cached.format("Q", "Be thorough. ") == "Be thorough. Q"
             assert cached.format("Q") == "Q"
             assert digest({"model": model_facts(spec), "call": "format", "args": ["Q"]}) in cached._known
-        assert len(LOADS) == (1 if run == "computed" else 0)  # the second job reads all three: no model
+            for instruction in ("Be brief. ", "Be thorough. ", None):
+                cached.generate(["Q"], Sampling(), instruction)
+        assert len(LOADS) == (1 if run == "computed" else 0)  # the second job reads them all: no model
+        assert computed("generate") == 3  # three prompts apart, all computed by the first job
         LOADS.clear()
 
 

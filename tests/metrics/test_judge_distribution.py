@@ -90,7 +90,7 @@ class ScoringJudge(Backend):
     def format(self, prompt: str) -> str:
         return f"<user>{prompt}<assistant>"
 
-    def generate(self, prompts, sampling):
+    def generate(self, prompts, sampling, instruction=None):
         return [self.verdicts[self.response(p)] for p in prompts]
 
     def loglikelihood(self, pairs):
@@ -169,7 +169,7 @@ def test_openai_compatible_judge_falls_back_to_parse_and_retries(frames, monkeyp
     asked: list[tuple[str, int]] = []
     answers = {"answer a": ["thinking", "Right. [RESULT] 5"], "answer b": ["no verdict"] * 3}
 
-    def complete(prompt, sampling):
+    def complete(prompt, sampling, instruction=None):
         response = ScoringJudge.response(prompt)
         asked.append((response, sampling.seed))
         return answers[response].pop(0), Usage(0, 0)
@@ -263,7 +263,7 @@ class Recording(Backend):
         self.inner, self.outputs = inner, {}
         self.name, self.backend, self.capabilities = inner.name, inner.backend, inner.capabilities
 
-    def generate(self, prompts, sampling):
+    def generate(self, prompts, sampling, instruction=None):
         outputs = self.inner.generate(prompts, sampling)
         self.outputs.update(zip(prompts, outputs))  # a retry overwrites: the last verdict is the one scored
         return outputs

@@ -4,22 +4,20 @@ lm-eval builds the requests of the authors' task files (each included by a local
 rows) with `apply_chat_template=True` and HFLM's own `apply_chat_template` method over the tokenizer of a chat model;
 careval's requests, as its inference job sends them to a model with `chat_template: true`
 (careval.inference.model_pair through the hf backend's `format`), must be the same (context, continuation)
-strings: the context wrapped as a user turn with the generation prompt, the choice without the target delimiter.
+strings: the context wrapped as a user turn with the generation prompt (the task's description, MMLU's, the system
+turn before it), the choice without the target delimiter.
 The chat-template study (config `studies:`) rests on this.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import json
-import shutil
 import types
 
 import pytest
 from test_mcqa_prompts import ROWS
 
-from careval.backends.hf.backend import HFBackend
 from careval.datasets.normalise import normalise
 from careval.datasets.registry import get_benchmark
 from careval.inference import loglik_requests, model_pair
@@ -29,24 +27,6 @@ pytest.importorskip("lm_eval", reason="lm-eval is not installed (it comes with t
 
 # letters and cloze; MMLU's with its `description`, which lm-eval sends as the system turn under a chat template
 BENCHMARKS = ("medqa", "medmcqa", "careqa_en", "pubmedqa", "headqa", "mmlu_anatomy")
-
-
-@pytest.fixture(scope="module")
-def chat_model(tiny_llama_dir, tmp_path_factory):
-    """The tiny Llama with a ChatML template, and lm-eval's HFLM.apply_chat_template over the same tokenizer."""
-    from lm_eval.models.huggingface import HFLM
-    from transformers import AutoTokenizer
-
-    from support.tiny_models import CHATML
-
-    folder = tmp_path_factory.mktemp("chat-llama") / "model"
-    shutil.copytree(tiny_llama_dir, folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    tokenizer.chat_template = CHATML
-    tokenizer.save_pretrained(folder)
-    backend = HFBackend.load("chat", str(folder), dtype="float32", chat_template=True, device="cpu")
-    lm = types.SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(folder), chat_template_args={})
-    return backend, functools.partial(HFLM.apply_chat_template, lm)
 
 
 def lm_eval_requests(

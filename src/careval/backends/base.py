@@ -175,8 +175,9 @@ class Backend(ABC):
         return ids[-room:], len(ids)
 
     @abstractmethod
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
-        """One completion per prompt (text only, prompt stripped)."""
+    def generate(self, prompts: list[str], sampling: Sampling, instruction: str | None = None) -> list[str]:
+        """One completion per prompt (text only, prompt stripped); `instruction`: the task's, before every prompt
+        (as ``format`` puts it: the system turn under a chat template)."""
 
     def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
         """Natural-log sum over the continuation's tokens given the context, per (context, continuation)."""

@@ -180,10 +180,12 @@ class CachedBackend(Backend):
     def prompt_tokens(self, prompt: str, room: int) -> tuple[list[int], int]:
         return self._call("prompt_tokens", (prompt, room), 0, lambda r: [list(r[0]), r[1]], lambda v: (v[0], v[1]))
 
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
+    def generate(self, prompts: list[str], sampling: Sampling, instruction: str | None = None) -> list[str]:
         if not prompts:
             return []
-        return self._call("generate", (list(prompts), sampling), len(prompts), list, list)
+        # as format's: the instruction is part of the key, and a call without one keeps the key it always had
+        args = (list(prompts), sampling, instruction) if instruction else (list(prompts), sampling)
+        return self._call("generate", args, len(prompts), list, list)
 
     def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
         if not pairs:
