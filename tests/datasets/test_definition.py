@@ -166,6 +166,24 @@ def test_a_catalogue_name_takes_any_key_of_the_schema(demo_raw, shared_data):
     assert entry.prompt == REGISTRY["medqa"].prompt and entry.source.hint == ""
 
 
+def test_an_instruction_is_written_before_the_prompt_as_it_is_the_styles_own_or_none():
+    """lm-eval's description: put before the prompt literally (a brace is no placeholder), per style where the styles
+    differ (MMLU's), replaced or left out by a config's key like any other."""
+    from careval.datasets.registry import get_benchmark
+    from careval.tasks.prompts import fill_prompt
+
+    ward = get_benchmark("ward_qa", {**WARD, "instruction": "Answer {as} a ward nurse.\n\n"})
+    assert ward.instruction == "Answer {as} a ward nurse.\n\n"
+    filled = fill_prompt(ward.prompt, {"question": "q", "options": ["x", "y"]})
+    assert filled == "Answer {as} a ward nurse.\n\nQuestion: q\nA. x\nB. y\nAnswer:"
+    for style, opening in (("letters", "multiple choice questions"), ("cloze", "questions")):
+        mmlu = get_benchmark("mmlu_anatomy", {"mcqa_style": style})
+        assert mmlu.instruction == f"The following are {opening} (with answers) about anatomy.\n\n"
+        assert mmlu.prompt.startswith(mmlu.instruction) and "{question}" not in mmlu.instruction
+    assert get_benchmark("olaph", {"instruction": ""}).prompt == "{question}"
+    assert get_benchmark("medqa").instruction == ""
+
+
 def test_layers_merge_key_by_key_a_source_replacing_a_source():
     base = {
         "source": "hf:a/b",

@@ -87,8 +87,8 @@ class ScoringJudge(Backend):
     def response(text: str) -> str:
         return text.split("###Response to evaluate:\n", 1)[1].split("\n", 1)[0]
 
-    def format(self, prompt: str) -> str:
-        return f"<user>{prompt}<assistant>"
+    def format(self, prompt: str, instruction: str | None = None) -> str:
+        return f"<user>{instruction or ''}{prompt}<assistant>"
 
     def generate(self, prompts, sampling, instruction=None):
         return [self.verdicts[self.response(p)] for p in prompts]
@@ -264,12 +264,12 @@ class Recording(Backend):
         self.name, self.backend, self.capabilities = inner.name, inner.backend, inner.capabilities
 
     def generate(self, prompts, sampling, instruction=None):
-        outputs = self.inner.generate(prompts, sampling)
+        outputs = self.inner.generate(prompts, sampling, instruction)
         self.outputs.update(zip(prompts, outputs))  # a retry overwrites: the last verdict is the one scored
         return outputs
 
-    def format(self, prompt):
-        return self.inner.format(prompt)
+    def format(self, prompt, instruction=None):
+        return self.inner.format(prompt, instruction)
 
     def loglikelihood(self, pairs):
         return self.inner.loglikelihood(pairs)

@@ -166,10 +166,10 @@ class Backend(ABC):
         """The token ids of `text` as a continuation of running text (no special tokens)."""
         raise CapabilityError(f"backend {self.backend} gives no token ids (a served model's tokenizer is the server's)")
 
-    def prompt_tokens(self, prompt: str, room: int) -> tuple[list[int], int]:
-        """The token ids `prompt` is generated from (formatted, its special tokens, left-truncated to the last
-        `room` ids) and how many ids it had before that."""
-        ids = self.encode(self.format(prompt))
+    def prompt_tokens(self, prompt: str, room: int, instruction: str | None = None) -> tuple[list[int], int]:
+        """The token ids `prompt` is generated from (formatted with `instruction`, its special tokens, left-truncated
+        to the last `room` ids) and how many ids it had before that."""
+        ids = self.encode(self.format(prompt, instruction))
         if room < 1:
             raise ValueError(f"no room for the prompt: the context window leaves {room} tokens")
         return ids[-room:], len(ids)

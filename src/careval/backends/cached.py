@@ -177,8 +177,9 @@ class CachedBackend(Backend):
     def encode(self, text: str) -> list[int]:
         return self._call("encode", (text,), 0, list, list)
 
-    def prompt_tokens(self, prompt: str, room: int) -> tuple[list[int], int]:
-        return self._call("prompt_tokens", (prompt, room), 0, lambda r: [list(r[0]), r[1]], lambda v: (v[0], v[1]))
+    def prompt_tokens(self, prompt: str, room: int, instruction: str | None = None) -> tuple[list[int], int]:
+        args = (prompt, room, instruction) if instruction else (prompt, room)  # as format's key
+        return self._call("prompt_tokens", args, 0, lambda r: [list(r[0]), r[1]], lambda v: (v[0], v[1]))
 
     def generate(self, prompts: list[str], sampling: Sampling, instruction: str | None = None) -> list[str]:
         if not prompts:

@@ -300,8 +300,9 @@ class TokenizerRequests:
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def prompt_tokens(self, prompt: str, room: int) -> tuple[list[int], int]:
-        return generation_tokens(self.tokenizer, self.format(prompt), add_bos=self.add_bos, max_prompt_tokens=room)
+    def prompt_tokens(self, prompt: str, room: int, instruction: str | None = None) -> tuple[list[int], int]:
+        text = self.format(prompt, instruction)
+        return generation_tokens(self.tokenizer, text, add_bos=self.add_bos, max_prompt_tokens=room)
 
     def generation_ids(self, texts: Sequence[str], room: int) -> list[list[int]]:
         """The ids each formatted prompt is generated from, left-truncated to `room` (a warning where one is)."""
