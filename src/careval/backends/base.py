@@ -5,8 +5,8 @@ and nothing else: it asks the backend's declared :class:`Capabilities` what it c
 private attributes (tests/test_import_graph.py holds every caller to that). What a caller uses:
 
 * ``format(prompt, instruction)``: the text a prompt becomes for this model (system prompt, the task's
-  instruction, chat template);
-  ``prompt_tokens(prompt, room)``: those as token ids for generation; ``encode(text)``: a continuation's ids.
+  instruction, chat template); ``prompt_tokens(prompt, room, instruction)``: those as token ids for generation;
+  ``encode(text)``: a continuation's ids.
 * ``generate``, ``loglikelihood``, ``loglikelihood_rolling``: lm-eval's three requests.
 * ``sample_continuations`` and ``target_logprobs``: the token-level pair Relaxed Perplexity is written over
   (careval.metrics.relaxed_perplexity): sampled continuations of a prompt, then the log-probability of each

@@ -26,6 +26,11 @@ def require_chat_template(tokenizer: Any) -> None:
         )
 
 
+# lm-eval's fewshot delimiter (TaskConfig's default; the tasks careval gives an instruction keep it), which joins the
+# system instruction and the task's description into the system turn
+SYSTEM_DELIMITER = "\n\n"
+
+
 def format_prompt(
     tokenizer: Any,
     prompt: str,
@@ -60,11 +65,6 @@ def format_prompt(
         # lm-eval drops the system turn here; careval keeps its text, so the model is still told what it was
         log.warning("chat template rejects a system turn (%s); putting it before the user turn", err)
         return _apply(tokenizer, [{"role": "user", "content": maybe_delimit(system, prompt, SYSTEM_DELIMITER)}])
-
-
-# lm-eval's fewshot delimiter (TaskConfig's default; the tasks careval gives an instruction keep it), which joins the
-# system instruction and the task's description into the system turn
-SYSTEM_DELIMITER = "\n\n"
 
 
 def maybe_delimit(prefix: str | None, suffix: str | None, delimiter: str) -> str:
