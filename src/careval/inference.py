@@ -21,6 +21,7 @@ from careval.models.spec import ModelSpec
 from careval.schemas import GENERATION_SCHEMA, LOGLIK_REQUEST_SCHEMA, LOGLIK_SCHEMA
 from careval.tasks import mcqa, open as open_task
 from careval.tasks.mcqa import TARGET_DELIMITER
+from careval.tasks.prompts import without_instruction
 
 
 def benchmark_settings(benchmark: Benchmark, generation: dict) -> dict:
@@ -58,22 +59,32 @@ def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame
     return pl.DataFrame(schema=LOGLIK_REQUEST_SCHEMA)
 
 
-def model_pair(backend: Backend, context: str, continuation: str, chat_template: bool) -> tuple[str, str]:
+def model_pair(
+    backend: Backend, context: str, continuation: str, chat_template: bool, instruction: str = ""
+) -> tuple[str, str]:
     """A conditional request as this model is sent it. The context is a prompt, so it becomes what a generation
     prompt becomes (the model's system prompt, its chat template: lm-eval's --apply_chat_template wraps a
     multiple-choice context too); under a chat template the continuation loses the target delimiter, as lm-eval's
-    construct_requests drops it (the assistant's turn starts the answer). A served model's template is the server's:
-    its backend's `format` gives the context as it is."""
-    context = backend.format(context)
+    construct_requests drops it (the assistant's turn starts the answer). `instruction`: the benchmark's
+    (Benchmark.instruction), which every context it built starts with: the backend gets it apart from the rest, for
+    the system turn of a chat template, as lm-eval sends its task's description. A served model's template is the
+    server's: its backend's `format` gives the context as it is."""
+    context = (
+        backend.format(without_instruction(context, instruction), instruction)
+        if instruction
+        else backend.format(context)
+    )
     if chat_template:
         continuation = continuation.removeprefix(TARGET_DELIMITER)
     return context, continuation
 
 
-def score_logliks(backend: Backend, requests: pl.DataFrame, chat_template: bool = False) -> pl.DataFrame:
-    """Conditional requests go to `loglikelihood` (as :func:`model_pair` sends them), whole-reference ones to
-    `loglikelihood_rolling`, kind greedy (an lm-eval task's is_greedy) to `greedy_flags`. The rows keep
-    each request as the task built it, whatever the model's wrapping."""
+def score_logliks(
+    backend: Backend, requests: pl.DataFrame, chat_template: bool = False, instruction: str = ""
+) -> pl.DataFrame:
+    """Conditional requests go to `loglikelihood` (as :func:`model_pair` sends them, `instruction` the benchmark's),
+    whole-reference ones to `loglikelihood_rolling`, kind greedy (an lm-eval task's is_greedy) to `greedy_flags`. The
+    rows keep each request as the task built it, whatever the model's wrapping."""
     start = time.perf_counter()
     values = [float("nan")] * requests.height
     tokens: list[int | None] = [None] * requests.height
@@ -81,17 +92,16 @@ def score_logliks(backend: Backend, requests: pl.DataFrame, chat_template: bool 
     conditional = [i for i, kind in enumerate(kinds) if kind not in ("reference", "greedy")]
     rolling = [i for i, kind in enumerate(kinds) if kind == "reference"]
     greedy = [i for i, kind in enumerate(kinds) if kind == "greedy"]
+
+    def pairs_of(rows: list[int]) -> list[tuple[str, str]]:
+        contexts, continuations = requests["context"], requests["continuation"]
+        return [model_pair(backend, contexts[i], continuations[i], chat_template, instruction) for i in rows]
+
     if greedy:
-        pairs = [
-            model_pair(backend, requests["context"][i], requests["continuation"][i], chat_template) for i in greedy
-        ]
-        for i, value in zip(greedy, backend.greedy_flags(pairs)):
+        for i, value in zip(greedy, backend.greedy_flags(pairs_of(greedy))):
             values[i] = value
     if conditional:
-        pairs = [
-            model_pair(backend, requests["context"][i], requests["continuation"][i], chat_template) for i in conditional
-        ]
-        for i, value in zip(conditional, backend.loglikelihood(pairs)):
+        for i, value in zip(conditional, backend.loglikelihood(pairs_of(conditional))):
             values[i] = value
         _record_tokens(tokens, conditional, backend)
     if rolling:
@@ -112,7 +122,7 @@ def _record_tokens(tokens: list[int | None], rows: list[int], backend: Backend) 
 
 
 def batched_logliks(
-    backend: Backend, requests: pl.DataFrame, request_batch: int, label: str, chat_template: bool
+    backend: Backend, requests: pl.DataFrame, request_batch: int, label: str, chat_template: bool, instruction: str = ""
 ) -> pl.DataFrame:
     """score_logliks over batches of `request_batch` samples (a sample's requests stay together)."""
     ids = requests["id"].unique(maintain_order=True).to_list()
@@ -120,20 +130,29 @@ def batched_logliks(
     frames = []
     for number, batch in enumerate(batches):
         print(f"{label}: batch {number + 1}/{len(batches)}", flush=True)
-        frames.append(score_logliks(backend, requests.filter(pl.col("id").is_in(batch)), chat_template))
+        frames.append(score_logliks(backend, requests.filter(pl.col("id").is_in(batch)), chat_template, instruction))
     return pl.concat(frames) if frames else pl.DataFrame(schema=LOGLIK_SCHEMA)
+
+
+def generate(backend: Backend, prompts: list[str], sampling: Sampling, instruction: str) -> list[str]:
+    """The backend's completions of a benchmark's `prompts`, its `instruction` apart (:func:`model_pair`'s way)."""
+    if not instruction:
+        return backend.generate(prompts, sampling)
+    return backend.generate([without_instruction(p, instruction) for p in prompts], sampling, instruction)
 
 
 def batched_generations(
     backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, sampling: Sampling, request_batch: int
 ) -> pl.DataFrame:
-    """One generation per sample, in batches of prompts (identical prompts together, for their seeds)."""
+    """One generation per sample, in batches of prompts (identical prompts together, for their seeds). The backend gets
+    each prompt without the benchmark's instruction, and the instruction apart (for a chat template's system turn, as
+    lm-eval's --apply_chat_template sends its task's description); the rows keep the prompts as the task wrote them."""
     prompts = open_task.generation_prompts(samples, benchmark.prompt)
     batches = batches_keeping_duplicates(prompts, request_batch)
     frames = []
     for number, batch in enumerate(batches):
         start = time.perf_counter()
-        outputs = backend.generate([prompts[i] for i in batch], sampling)
+        outputs = generate(backend, [prompts[i] for i in batch], sampling, benchmark.instruction)
         print(
             f"{benchmark.name} generations: batch {number + 1}/{len(batches)}, {len(outputs)} outputs "
             f"in {time.perf_counter() - start:.1f}s",
@@ -171,6 +190,7 @@ def run_inference(
                 request_batch,
                 f"{benchmark.name} log-likelihoods",
                 spec.chat_template,
+                benchmark.instruction,
             )
         }
         if generations_path is not None and sampling is not None:

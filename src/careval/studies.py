@@ -461,7 +461,8 @@ def _grid(key: str, section: str, sweep: Any) -> list[tuple[str, tuple[tuple[str
     if not isinstance(sweep, dict):
         raise ConfigError(f"{key}: give the settings as a mapping setting -> values")
     axes = [
-        [(setting, n, v) for n, v in _named_values(f"{key}.{setting}", values)] for setting, values in sorted(sweep.items())
+        [(setting, n, v) for n, v in _named_values(f"{key}.{setting}", values)]
+        for setting, values in sorted(sweep.items())
     ]
     return [
         (",".join(f"{setting}={n}" for setting, n, _ in combination), tuple((s, v) for s, _, v in combination))

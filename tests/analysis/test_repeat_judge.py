@@ -16,7 +16,7 @@ class GradeByResponse(GenerationOnly):
     def __init__(self):
         self.prompts = []
 
-    def generate(self, prompts, sampling):
+    def generate(self, prompts, sampling, instruction=None):
         self.prompts += prompts
         outputs = []
         for prompt in prompts:

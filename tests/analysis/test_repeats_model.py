@@ -50,7 +50,7 @@ def test_perplexity_is_exactly_self_consistent_and_sampled_text_is_not(backend):
 
 def test_rephrasing_sends_each_answer_k_times_and_counts_failed_answers():
     class Recorder:
-        def generate(self, prompts, sampling):
+        def generate(self, prompts, sampling, instruction=None):
             self.prompts = prompts
             return [f"reworded {n}" if n != 1 else " " for n in range(len(prompts))]
 

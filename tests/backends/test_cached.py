@@ -11,11 +11,12 @@ import polars as pl
 import pytest
 
 from careval.backends import Backend, Capabilities, Continuation, PrefixedTarget, register_backend
-from careval.backends.base import Usage, step_prefixes
+from careval.backends.base import Sampling, Usage, step_prefixes
 from careval.backends.cached import CachedBackend, model_facts
 from careval.datasets import build_benchmark, get_benchmark
 from careval.inference import run_inference, sampling_for
 from careval.jobs.judge import run_judge
+from careval.request_cache import digest
 from support.specs import local_model_spec
 
 COUNTING = Capabilities(prompt_logprobs=True, top_logprobs=False, chat_template=False, max_gpus=0)
@@ -36,7 +37,7 @@ class CountingBackend(Backend):
     def encode(self, text):
         return [ord(ch) % 50 for ch in text]
 
-    def generate(self, prompts, sampling):
+    def generate(self, prompts, sampling, instruction=None):
         CALLS.append(("generate", len(prompts)))
         self.last_usage = [Usage(len(p), 3) for p in prompts]
         return [f"Fine. [RESULT] {1 + len(p) % 5}" for p in prompts]
@@ -152,6 +153,23 @@ def test_what_decides_a_number_is_the_key_and_the_models_name_is_not(tmp_path):
     assert model_facts(renamed) == facts  # a model re-added under another name shares its entries
     for changed in (replace(spec, dtype="bfloat16"), replace(spec, batch_size=4), replace(spec, system_prompt="Hi.")):
         assert model_facts(changed) != facts
+
+
+def test_a_prompts_instruction_is_part_of_its_formats_key(tmp_path):
+    """The same prompt under two instructions is two entries (formatted or generated); a prompt without one keeps
+    the key it always had."""
+    spec = counting_spec(tmp_path)
+    for run in ("computed", "read"):
+        with CachedBackend(spec, spec.cache_dir) as cached:
+            assert cached.format("Q", "Be brief. ") == "Be brief. Q"
+            assert cached.format("Q", "Be thorough. ") == "Be thorough. Q"
+            assert cached.format("Q") == "Q"
+            assert digest({"model": model_facts(spec), "call": "format", "args": ["Q"]}) in cached._known
+            for instruction in ("Be brief. ", "Be thorough. ", None):
+                cached.generate(["Q"], Sampling(), instruction)
+        assert len(LOADS) == (1 if run == "computed" else 0)  # the second job reads them all: no model
+        assert computed("generate") == 3  # three prompts apart, all computed by the first job
+        LOADS.clear()
 
 
 def test_a_jury_of_one_model_under_two_names_computes_each_grading_prompt_once(tmp_path, capsys):

@@ -34,7 +34,7 @@ class FakeBackend(Backend):
     def encode(self, text):
         return [ord(ch) % 50 for ch in text]
 
-    def generate(self, prompts, sampling):
+    def generate(self, prompts, sampling, instruction=None):
         return [f"Fine. [RESULT] {1 + len(p) % 5}" for p in prompts]
 
     def loglikelihood(self, pairs):

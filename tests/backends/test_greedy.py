@@ -59,7 +59,7 @@ def test_a_backend_that_cannot_say_answers_nan():
     class Remote(Backend):
         backend = "remote"
 
-        def generate(self, prompts, sampling):
+        def generate(self, prompts, sampling, instruction=None):
             return [""] * len(prompts)
 
     assert all(math.isnan(flag) for flag in Remote().greedy_flags([("a", " b")]))

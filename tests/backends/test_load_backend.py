@@ -79,7 +79,7 @@ def test_a_backend_registered_elsewhere_is_built_from_the_spec(tiny_model_dir):
         def __init__(self, spec):
             self.name, self.max_length = spec.name, 64
 
-        def generate(self, prompts, sampling):
+        def generate(self, prompts, sampling, instruction=None):
             return list(prompts)
 
     backend = load_backend(replace(local_model_spec("e", tiny_model_dir), backend="echo_test"))

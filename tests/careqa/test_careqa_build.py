@@ -62,7 +62,7 @@ class ScriptedBackend:
         self.reply = reply
         self.prompts: list[str] = []
 
-    def generate(self, prompts, sampling):
+    def generate(self, prompts, sampling, instruction=None):
         self.prompts.extend(prompts)
         return [self.reply(p) for p in prompts]
 

@@ -54,6 +54,19 @@ def test_generate_sends_chat_requests_and_keeps_prompt_order(monkeypatch):
     assert all(h.get("Authorization") == "Bearer sk-test" for h in server.headers)
 
 
+def test_a_tasks_instruction_is_the_system_turn_after_the_system_prompt():
+    """As a local chat template gets it (careval.backends.chat.format_prompt, lm-eval's join: tests/backends/test_chat.py)."""
+    instruction = "Instructions: answer briefly.\n"
+    with FakeOpenAIServer() as server:
+        _backend(server, system_prompt="You are a clinician.").generate(["q?"], Sampling(), instruction)
+        _backend(server).generate(["q?"], Sampling(), instruction)
+    user = {"role": "user", "content": "q?"}
+    assert [r["messages"] for r in server.requests] == [
+        [{"role": "system", "content": "You are a clinician.\n\nInstructions: answer briefly.\n"}, user],
+        [{"role": "system", "content": instruction}, user],
+    ]
+
+
 def test_stop_string_is_cut_client_side():
     with FakeOpenAIServer() as server:
         outputs = _backend(server).generate(["abc|def"], Sampling(stop=("|",)))

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from careval.config import ConfigError
-from careval.datasets import CATALOGUE, REGISTRY, build_benchmark
+from careval.datasets import CATALOGUE, REGISTRY, build_benchmark, get_benchmark
 from careval.datasets.definition import BenchmarkDefinitionError, layered
 from careval.datasets.registry import CATALOGUE_DIR, read_catalogue
 from careval.inference import loglik_requests
@@ -166,6 +166,23 @@ def test_a_catalogue_name_takes_any_key_of_the_schema(demo_raw, shared_data):
     assert entry.prompt == REGISTRY["medqa"].prompt and entry.source.hint == ""
 
 
+def test_an_instruction_is_written_before_the_prompt_as_it_is_the_styles_own_or_none():
+    """lm-eval's description: put before the prompt literally (a brace is no placeholder), per style where the styles
+    differ (MMLU's), replaced or left out by a config's key like any other."""
+    from careval.tasks.prompts import fill_prompt
+
+    ward = get_benchmark("ward_qa", {**WARD, "instruction": "Answer {as} a ward nurse.\n\n"})
+    assert ward.instruction == "Answer {as} a ward nurse.\n\n"
+    filled = fill_prompt(ward.prompt, {"question": "q", "options": ["x", "y"]})
+    assert filled == "Answer {as} a ward nurse.\n\nQuestion: q\nA. x\nB. y\nAnswer:"
+    for style, opening in (("letters", "multiple choice questions"), ("cloze", "questions")):
+        mmlu = get_benchmark("mmlu_anatomy", {"mcqa_style": style})
+        assert mmlu.instruction == f"The following are {opening} (with answers) about anatomy.\n\n"
+        assert mmlu.prompt.startswith(mmlu.instruction) and "{question}" not in mmlu.instruction
+    assert get_benchmark("olaph", {"instruction": ""}).prompt == "{question}"
+    assert get_benchmark("medqa").instruction == ""
+
+
 def test_layers_merge_key_by_key_a_source_replacing_a_source():
     base = {
         "source": "hf:a/b",
@@ -206,3 +223,14 @@ def test_a_catalogue_file_the_index_misses_is_an_error(tmp_path):
     (tmp_path / "ward_qa.yaml").write_text(yaml.safe_dump(WARD))
     with pytest.raises(BenchmarkDefinitionError, match=r"_index.yaml: ward_qa not listed in the catalogue's index$"):
         read_catalogue(tmp_path)
+
+
+def test_a_configs_own_prompt_for_a_catalogue_benchmark_drops_the_catalogues_instruction():
+    """MMLU's prompt starts with lm-eval's description (its instruction); a prompt written in the config replaces the
+    whole prompt, as it did before the instruction was kept apart, unless the config gives an instruction too."""
+    catalogue = get_benchmark("mmlu_anatomy")
+    assert catalogue.instruction and catalogue.prompt.startswith(catalogue.instruction)
+    own = get_benchmark("mmlu_anatomy", {"prompt": "Q: {question}\n{options}\nA:"})
+    assert (own.instruction, own.prompt) == ("", "Q: {question}\n{options}\nA:")
+    kept = get_benchmark("mmlu_anatomy", {"prompt": "Q: {question}\n{options}\nA:", "instruction": "Answer.\n"})
+    assert (kept.instruction, kept.prompt) == ("Answer.\n", "Answer.\nQ: {question}\n{options}\nA:")

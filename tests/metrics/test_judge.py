@@ -143,7 +143,7 @@ def test_each_attempt_samples_with_its_own_seed():
         def __init__(self):
             self.samplings: list[Sampling] = []
 
-        def generate(self, prompts, sampling):
+        def generate(self, prompts, sampling, instruction=None):
             self.samplings.append(sampling)
             return ["no verdict"] * len(prompts)
 
@@ -164,7 +164,7 @@ class FakeBackend(GenerationOnly):
         self.prompts: list[str] = []
         self.calls = 0
 
-    def generate(self, prompts, sampling):
+    def generate(self, prompts, sampling, instruction=None):
         self.calls += 1
         self.prompts += prompts
         outputs = []

@@ -87,10 +87,10 @@ class ScoringJudge(Backend):
     def response(text: str) -> str:
         return text.split("###Response to evaluate:\n", 1)[1].split("\n", 1)[0]
 
-    def format(self, prompt: str) -> str:
-        return f"<user>{prompt}<assistant>"
+    def format(self, prompt: str, instruction: str | None = None) -> str:
+        return f"<user>{instruction or ''}{prompt}<assistant>"
 
-    def generate(self, prompts, sampling):
+    def generate(self, prompts, sampling, instruction=None):
         return [self.verdicts[self.response(p)] for p in prompts]
 
     def loglikelihood(self, pairs):
@@ -169,7 +169,7 @@ def test_openai_compatible_judge_falls_back_to_parse_and_retries(frames, monkeyp
     asked: list[tuple[str, int]] = []
     answers = {"answer a": ["thinking", "Right. [RESULT] 5"], "answer b": ["no verdict"] * 3}
 
-    def complete(prompt, sampling):
+    def complete(prompt, sampling, instruction=None):
         response = ScoringJudge.response(prompt)
         asked.append((response, sampling.seed))
         return answers[response].pop(0), Usage(0, 0)
@@ -263,13 +263,13 @@ class Recording(Backend):
         self.inner, self.outputs = inner, {}
         self.name, self.backend, self.capabilities = inner.name, inner.backend, inner.capabilities
 
-    def generate(self, prompts, sampling):
-        outputs = self.inner.generate(prompts, sampling)
+    def generate(self, prompts, sampling, instruction=None):
+        outputs = self.inner.generate(prompts, sampling, instruction)
         self.outputs.update(zip(prompts, outputs))  # a retry overwrites: the last verdict is the one scored
         return outputs
 
-    def format(self, prompt):
-        return self.inner.format(prompt)
+    def format(self, prompt, instruction=None):
+        return self.inner.format(prompt, instruction)
 
     def loglikelihood(self, pairs):
         return self.inner.loglikelihood(pairs)

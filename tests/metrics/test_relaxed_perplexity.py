@@ -251,10 +251,10 @@ WORDS = ["[UNK]", "a", "b", "c", "d", "e", "<s>", "</s>"]
 
 
 class PrefixedPrompts:
-    """An hf backend whose prompts become "e <prompt>" (as a system prompt would wrap them)."""
+    """An hf backend whose prompts become "e <prompt>" (as a system prompt would wrap them), after their instruction."""
 
-    def format(self, prompt):
-        return f"e {prompt}"
+    def format(self, prompt, instruction=None):
+        return f"e {instruction or ''}{prompt}"
 
 
 def tiny_backend(max_length=128):
@@ -339,6 +339,24 @@ def test_job_rows_average_the_targets_and_count_blank_ones():
 
     targets = job.relaxed_perplexity_targets(backend, samples_frame(), template, OPTIONS)
     assert targets.filter(pl.col("id") == "olaph")["status"].to_list() == ["ok", "ok", "empty_target"]
+
+
+def test_the_job_gives_the_backend_the_benchmarks_instruction_apart(monkeypatch):
+    """As the generation job does (careval.inference.generate): the question the continuations are sampled after is
+    the one the model answered; here, a backend without a chat template, the same text as the whole prompt."""
+    from polars.testing import assert_frame_equal
+
+    backend = tiny_backend()
+    asked, real = [], backend.prompt_tokens
+
+    def prompt_tokens(prompt, room, instruction=None):
+        asked.append((prompt, instruction))
+        return real(prompt, room, instruction)
+
+    monkeypatch.setattr(backend, "prompt_tokens", prompt_tokens)
+    apart = job.relaxed_perplexity_targets(backend, samples_frame(), "d {question}", OPTIONS, instruction="d ")
+    assert asked[0] == ("a b", "d ")
+    assert_frame_equal(apart, job.relaxed_perplexity_targets(backend, samples_frame(), "d {question}", OPTIONS))
 
 
 def test_job_counts_non_finite_and_too_long_samples(monkeypatch):

@@ -4,21 +4,20 @@ lm-eval builds the requests of the authors' task files (each included by a local
 rows) with `apply_chat_template=True` and HFLM's own `apply_chat_template` method over the tokenizer of a chat model;
 careval's requests, as its inference job sends them to a model with `chat_template: true`
 (careval.inference.model_pair through the hf backend's `format`), must be the same (context, continuation)
-strings: the context wrapped as a user turn with the generation prompt, the choice without the target delimiter.
+strings: the context wrapped as a user turn with the generation prompt (the task's description, MMLU's, the system
+turn before it), the choice without the target delimiter.
 The chat-template study (config `studies:`) rests on this.
 """
 
 from __future__ import annotations
 
-import functools
+import copy
 import json
-import shutil
 import types
 
 import pytest
 from test_mcqa_prompts import ROWS
 
-from careval.backends.hf.backend import HFBackend
 from careval.datasets.normalise import normalise
 from careval.datasets.registry import get_benchmark
 from careval.inference import loglik_requests, model_pair
@@ -26,29 +25,13 @@ from support.lm_eval_docs import write_local_task
 
 pytest.importorskip("lm_eval", reason="lm-eval is not installed (it comes with the dev extra)")
 
-# the tasks without a `description` (lm-eval sends one as a system turn under a chat template): letters and cloze
-BENCHMARKS = ("medqa", "medmcqa", "careqa_en", "pubmedqa", "headqa")
+# letters and cloze; MMLU's with its `description`, which lm-eval sends as the system turn under a chat template
+BENCHMARKS = ("medqa", "medmcqa", "careqa_en", "pubmedqa", "headqa", "mmlu_anatomy")
 
 
-@pytest.fixture(scope="module")
-def chat_model(tiny_llama_dir, tmp_path_factory):
-    """The tiny Llama with a ChatML template, and lm-eval's HFLM.apply_chat_template over the same tokenizer."""
-    from lm_eval.models.huggingface import HFLM
-    from transformers import AutoTokenizer
-
-    from support.tiny_models import CHATML
-
-    folder = tmp_path_factory.mktemp("chat-llama") / "model"
-    shutil.copytree(tiny_llama_dir, folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    tokenizer.chat_template = CHATML
-    tokenizer.save_pretrained(folder)
-    backend = HFBackend.load("chat", str(folder), dtype="float32", chat_template=True, device="cpu")
-    lm = types.SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(folder), chat_template_args={})
-    return backend, functools.partial(HFLM.apply_chat_template, lm)
-
-
-def lm_eval_requests(benchmark: str, doc: dict, folder, chat_template) -> list[tuple[str, str]]:
+def lm_eval_requests(
+    benchmark: str, doc: dict, folder, chat_template, system_instruction: str | None = None
+) -> list[tuple[str, str]]:
     from lm_eval.tasks import TaskManager
 
     data = folder / f"{benchmark}.jsonl"
@@ -57,7 +40,9 @@ def lm_eval_requests(benchmark: str, doc: dict, folder, chat_template) -> list[t
     task = TaskManager(include_path=str(folder), include_defaults=False).load(f"chat_{benchmark}")["tasks"][
         f"chat_{benchmark}"
     ]
-    task.build_all_requests(apply_chat_template=True, chat_template=chat_template)
+    task.build_all_requests(
+        apply_chat_template=True, chat_template=chat_template, system_instruction=system_instruction
+    )
     return [tuple(instance.arguments) for instance in sorted(task.instances, key=lambda i: i.idx)]
 
 
@@ -67,10 +52,33 @@ def test_a_chat_models_choices_are_sent_as_lm_eval_applies_the_chat_template(cha
     source_row, lm_eval_doc = ROWS[benchmark]
     entry = get_benchmark(benchmark)
     requests = loglik_requests(normalise([source_row], entry), entry)
-    ours = [model_pair(backend, c, x, chat_template=True) for c, x in requests.select("context", "continuation").rows()]
+    ours = [
+        model_pair(backend, c, x, chat_template=True, instruction=entry.instruction)
+        for c, x in requests.select("context", "continuation").rows()
+    ]
     theirs = lm_eval_requests(benchmark, lm_eval_doc, tmp_path, chat_template)
     assert ours == theirs
-    assert ours[0][0].startswith("<|im_start|>user\n") and ours[0][0].endswith("<|im_start|>assistant\n")
+    first_turn = "<|im_start|>system\n" if entry.instruction else "<|im_start|>user\n"
+    assert ours[0][0].startswith(first_turn) and ours[0][0].endswith("<|im_start|>assistant\n")
+
+
+@pytest.mark.parametrize("benchmark", ["mmlu_anatomy", "medqa"])
+def test_a_system_prompt_is_the_system_turn_before_the_instruction_as_lm_evals_system_instruction(
+    chat_model, benchmark, tmp_path
+):
+    backend, chat_template = chat_model
+    with_system = copy.copy(backend)
+    with_system.system_prompt = (
+        "You are a careful clinician."  # the model's `system_prompt`: lm-eval's --system_instruction
+    )
+    source_row, lm_eval_doc = ROWS[benchmark]
+    entry = get_benchmark(benchmark)
+    requests = loglik_requests(normalise([source_row], entry), entry)
+    ours = [
+        model_pair(with_system, c, x, chat_template=True, instruction=entry.instruction)
+        for c, x in requests.select("context", "continuation").rows()
+    ]
+    assert ours == lm_eval_requests(benchmark, lm_eval_doc, tmp_path, chat_template, with_system.system_prompt)
 
 
 def test_without_a_chat_template_the_requests_are_the_tasks_own(chat_model):
@@ -79,3 +87,20 @@ def test_without_a_chat_template_the_requests_are_the_tasks_own(chat_model):
     assert model_pair(plain, "Question: q\nAnswer:", " A", chat_template=False) == ("Question: q\nAnswer:", " A")
     # the option's own leading space stays (MTSamples' " Urology"): only the delimiter goes
     assert model_pair(backend, "Q", "  Urology", chat_template=True)[1] == " Urology"
+
+
+def test_without_a_chat_template_an_instructions_context_is_sent_as_the_task_built_it(chat_model):
+    """The instruction goes to the backend apart, but a model without a chat template reads the very context the
+    task built (the instruction, then the prompt: lm-eval's plain-text context, tests/parity/test_mcqa_prompts.py),
+    after its system prompt as ever."""
+    backend, _ = chat_model
+    entry = get_benchmark("mmlu_anatomy")
+    requests = loglik_requests(normalise([ROWS["mmlu_anatomy"][0]], entry), entry)
+    plain = copy.copy(backend)
+    plain.chat_template = False
+    for system_prompt in (None, "Be brief."):
+        plain.system_prompt = system_prompt
+        for context, continuation in requests.select("context", "continuation").rows():
+            sent = model_pair(plain, context, continuation, chat_template=False, instruction=entry.instruction)
+            assert sent == (plain.format(context), continuation)
+            assert sent[0] == (f"{system_prompt}\n\n{context}" if system_prompt else context)

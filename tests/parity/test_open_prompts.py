@@ -197,6 +197,35 @@ def test_prompt_is_the_authors_description_and_doc_to_text(prepared, name):
     assert samples["reference"].to_list()[: len(kept)] == [task.doc_to_target(docs[i]) for i in kept]
 
 
+class _Reading:
+    """A backend that answers each prompt with the text the chat model reads for it (its `format`), so the
+    generation job's own path (careval.inference.batched_generations) shows what it sends."""
+
+    def __init__(self, model):
+        self.model, self.last_usage = model, ()
+
+    def generate(self, prompts, sampling, instruction=None):
+        return [self.model.format(prompt, instruction) for prompt in prompts]
+
+
+@pytest.mark.parametrize("name", ["olaph_live_qa", "careqa_open", "mimic_iii_hospital_course"])
+def test_under_a_chat_template_the_description_is_the_system_turn_as_lm_eval_sends_it(prepared, chat_model, name):
+    """lm-eval's --apply_chat_template: the task's description the system turn, doc_to_text the user turn."""
+    from careval.inference import batched_generations
+
+    backend, chat_template = chat_model
+    task, entry, samples = prepared[name]
+    docs = list(task.test_docs())
+    kept = [int(i.rsplit("-", 1)[1]) for i in samples["id"]] if "id" not in entry.fields else range(len(docs))
+    kept = [i for i in kept if i < len(docs)]
+    theirs = [task.fewshot_context(docs[i], 0, apply_chat_template=True, chat_template=chat_template) for i in kept]
+    rows = batched_generations(_Reading(backend), samples.head(len(kept)), entry, sampling_for(entry, {}), 4)
+    assert rows["output"].to_list() == theirs
+    assert theirs[0].startswith(f"<|im_start|>system\n{entry.instruction}")
+    # the rows keep the prompt as the task wrote it, the instruction first
+    assert rows["prompt"].to_list() == open_task.generation_prompts(samples.head(len(kept)), entry.prompt)
+
+
 def doc_id(name: str, doc: dict):
     return {
         "careqa_open": lambda d: d["unique_id"],

@@ -50,11 +50,11 @@ def _crash_after(monkeypatch, calls: int):
 
     real, count = HFBackend.generate, {"n": 0}
 
-    def generate(self, prompts, sampling):
+    def generate(self, prompts, sampling, instruction=None):
         count["n"] += 1
         if count["n"] > calls:
             raise _Crash
-        return real(self, prompts, sampling)
+        return real(self, prompts, sampling, instruction)
 
     monkeypatch.setattr(HFBackend, "generate", generate)
     return count

@@ -28,4 +28,5 @@ with job_log(snakemake.log[0], snakemake.output):
         job.options,
         targets_path=Path(snakemake.output.targets),
         record=requests_record(snakemake.log[0]),
+        instruction=job.entry.instruction,
     )

@@ -4,8 +4,9 @@ A caller (inference, the judge, Relaxed Perplexity, the rephraser, the CareQA st
 and nothing else: it asks the backend's declared :class:`Capabilities` what it can do, never its class or its
 private attributes (tests/test_import_graph.py holds every caller to that). What a caller uses:
 
-* ``format(prompt)``: the text a prompt becomes for this model (system prompt, chat template);
-  ``prompt_tokens(prompt, room)``: those as token ids for generation; ``encode(text)``: a continuation's ids.
+* ``format(prompt, instruction)``: the text a prompt becomes for this model (system prompt, the task's
+  instruction, chat template); ``prompt_tokens(prompt, room, instruction)``: those as token ids for generation;
+  ``encode(text)``: a continuation's ids.
 * ``generate``, ``loglikelihood``, ``loglikelihood_rolling``: lm-eval's three requests.
 * ``sample_continuations`` and ``target_logprobs``: the token-level pair Relaxed Perplexity is written over
   (careval.metrics.relaxed_perplexity): sampled continuations of a prompt, then the log-probability of each
@@ -155,25 +156,28 @@ class Backend(ABC):
         """The GPUs this model runs on."""
         return 0
 
-    def format(self, prompt: str) -> str:
-        """The text `prompt` becomes for this model (its system prompt and chat template applied)."""
-        return prompt
+    def format(self, prompt: str, instruction: str | None = None) -> str:
+        """The text `prompt` becomes for this model (its system prompt and chat template applied). `instruction`:
+        the task's (lm-eval's `description`), which precedes the prompt: under a chat template in the system turn,
+        after the system prompt (careval.backends.chat.format_prompt), else as text."""
+        return (instruction or "") + prompt
 
     def encode(self, text: str) -> list[int]:
         """The token ids of `text` as a continuation of running text (no special tokens)."""
         raise CapabilityError(f"backend {self.backend} gives no token ids (a served model's tokenizer is the server's)")
 
-    def prompt_tokens(self, prompt: str, room: int) -> tuple[list[int], int]:
-        """The token ids `prompt` is generated from (formatted, its special tokens, left-truncated to the last
-        `room` ids) and how many ids it had before that."""
-        ids = self.encode(self.format(prompt))
+    def prompt_tokens(self, prompt: str, room: int, instruction: str | None = None) -> tuple[list[int], int]:
+        """The token ids `prompt` is generated from (formatted with `instruction`, its special tokens, left-truncated
+        to the last `room` ids) and how many ids it had before that."""
+        ids = self.encode(self.format(prompt, instruction))
         if room < 1:
             raise ValueError(f"no room for the prompt: the context window leaves {room} tokens")
         return ids[-room:], len(ids)
 
     @abstractmethod
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
-        """One completion per prompt (text only, prompt stripped)."""
+    def generate(self, prompts: list[str], sampling: Sampling, instruction: str | None = None) -> list[str]:
+        """One completion per prompt (text only, prompt stripped); `instruction`: the task's, before every prompt
+        (as ``format`` puts it: the system turn under a chat template)."""
 
     def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
         """Natural-log sum over the continuation's tokens given the context, per (context, continuation)."""

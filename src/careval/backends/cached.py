@@ -170,19 +170,23 @@ class CachedBackend(Backend):
     def max_length(self) -> int:  # pyright: ignore[reportIncompatibleVariableOverride]
         return self._call("max_length", (), 0, int, int, lambda engine: engine.max_length)
 
-    def format(self, prompt: str) -> str:
-        return self._call("format", (prompt,), 0, str, str)
+    def format(self, prompt: str, instruction: str | None = None) -> str:
+        # the instruction is an argument, so part of the key; a call without one keeps the key it always had
+        return self._call("format", (prompt, instruction) if instruction else (prompt,), 0, str, str)
 
     def encode(self, text: str) -> list[int]:
         return self._call("encode", (text,), 0, list, list)
 
-    def prompt_tokens(self, prompt: str, room: int) -> tuple[list[int], int]:
-        return self._call("prompt_tokens", (prompt, room), 0, lambda r: [list(r[0]), r[1]], lambda v: (v[0], v[1]))
+    def prompt_tokens(self, prompt: str, room: int, instruction: str | None = None) -> tuple[list[int], int]:
+        args = (prompt, room, instruction) if instruction else (prompt, room)  # as format's key
+        return self._call("prompt_tokens", args, 0, lambda r: [list(r[0]), r[1]], lambda v: (v[0], v[1]))
 
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
+    def generate(self, prompts: list[str], sampling: Sampling, instruction: str | None = None) -> list[str]:
         if not prompts:
             return []
-        return self._call("generate", (list(prompts), sampling), len(prompts), list, list)
+        # as format's: the instruction is part of the key, and a call without one keeps the key it always had
+        args = (list(prompts), sampling, instruction) if instruction else (list(prompts), sampling)
+        return self._call("generate", args, len(prompts), list, list)
 
     def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
         if not pairs:

@@ -14,6 +14,7 @@ from typing import Any
 from careval.redaction import redact, register_secret
 
 from .base import Backend, Capabilities, Sampling, Usage
+from .chat import SYSTEM_DELIMITER, maybe_delimit
 from .registry import register_backend
 from .tokenization import truncate_at_stop
 
@@ -106,8 +107,10 @@ class OpenAICompatBackend(Backend):
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
 
-    def request_body(self, prompt: str, sampling: Sampling) -> dict[str, Any]:
-        messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+    def request_body(self, prompt: str, sampling: Sampling, instruction: str | None = None) -> dict[str, Any]:
+        # the system turn as a local backend's chat template gets it (careval.backends.chat.format_prompt)
+        system = maybe_delimit(self.system_prompt, instruction, SYSTEM_DELIMITER)
+        messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": prompt})
         body: dict[str, Any] = {
             "model": self.model,
@@ -145,8 +148,8 @@ class OpenAICompatBackend(Backend):
             time.sleep(min(2**attempt, 30))
         raise AssertionError("unreachable")
 
-    def _complete(self, prompt: str, sampling: Sampling) -> tuple[str, Usage]:
-        reply = self._post(self.request_body(prompt, sampling))
+    def _complete(self, prompt: str, sampling: Sampling, instruction: str | None = None) -> tuple[str, Usage]:
+        reply = self._post(self.request_body(prompt, sampling, instruction))
         counted = reply.get("usage") if isinstance(reply, dict) else None
         counted = counted if isinstance(counted, dict) else {}
         usage = Usage(int(counted.get("prompt_tokens") or 0), int(counted.get("completion_tokens") or 0))
@@ -159,11 +162,11 @@ class OpenAICompatBackend(Backend):
         # Redacted too: a server echoing the request into its reply must not put the key into results/.
         return truncate_at_stop(redact(content or ""), sampling.stop), usage
 
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
+    def generate(self, prompts: list[str], sampling: Sampling, instruction: str | None = None) -> list[str]:
         if not prompts:
             return []
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
             # map keeps the input order whatever order the requests finish in.
-            replies = list(pool.map(lambda prompt: self._complete(prompt, sampling), prompts))
+            replies = list(pool.map(lambda prompt: self._complete(prompt, sampling, instruction), prompts))
         self.last_usage = [usage for _, usage in replies]  # the server's count (0 where it gives none)
         return [text for text, _ in replies]

@@ -294,14 +294,15 @@ class TokenizerRequests:
     def score_tokens(self, requests: list[tuple[list[int], list[int]]]) -> list[float]:
         raise NotImplementedError  # the backend's
 
-    def format(self, prompt: str) -> str:
-        return format_prompt(self.tokenizer, prompt, self.chat_template, self.system_prompt)
+    def format(self, prompt: str, instruction: str | None = None) -> str:
+        return format_prompt(self.tokenizer, prompt, self.chat_template, self.system_prompt, instruction)
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def prompt_tokens(self, prompt: str, room: int) -> tuple[list[int], int]:
-        return generation_tokens(self.tokenizer, self.format(prompt), add_bos=self.add_bos, max_prompt_tokens=room)
+    def prompt_tokens(self, prompt: str, room: int, instruction: str | None = None) -> tuple[list[int], int]:
+        text = self.format(prompt, instruction)
+        return generation_tokens(self.tokenizer, text, add_bos=self.add_bos, max_prompt_tokens=room)
 
     def generation_ids(self, texts: Sequence[str], room: int) -> list[list[int]]:
         """The ids each formatted prompt is generated from, left-truncated to `room` (a warning where one is)."""

@@ -172,10 +172,10 @@ class VLLMBackend(VLLMRequests):
 
     # ------------------------------------------------------------------ generation
 
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
+    def generate(self, prompts: list[str], sampling: Sampling, instruction: str | None = None) -> list[str]:
         if not prompts:
             return []
-        texts = [self.format(p) for p in prompts]
+        texts = [self.format(p, instruction) for p in prompts]
         room = self.max_length - sampling.max_new_tokens
         token_prompts = [{"prompt_token_ids": ids} for ids in self.generation_ids(texts, room)]
         seeds = request_seeds(sampling.seed, texts)

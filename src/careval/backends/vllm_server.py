@@ -175,10 +175,10 @@ class VLLMServerBackend(VLLMRequests):
         return [choices[0]["prompt_logprobs"] for choices in self._map(bodies)]
 
     # ------------------------------------------------------------------ the engine calls of VLLMBackend
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
+    def generate(self, prompts: list[str], sampling: Sampling, instruction: str | None = None) -> list[str]:
         if not prompts:
             return []
-        texts = [self.format(p) for p in prompts]
+        texts = [self.format(p, instruction) for p in prompts]
         room = self.max_length - sampling.max_new_tokens
         bodies = []
         for ids, seed in zip(self.generation_ids(texts, room), request_seeds(sampling.seed, texts)):

@@ -119,6 +119,10 @@ class Benchmark:
     # Table 1, careval's addition (a config's own benchmarks, lm-eval tasks too), marked with a dagger wherever the
     # paper's figures and tables name it
     paper_dataset: str | None
+    # the text `prompt` starts with, as written: lm-eval's task `description` (MMLU's "The following are ... about
+    # anatomy.\n\n", the authors' "Instructions: ..."), which lm-eval sends as the system turn under a chat template
+    # (careval.inference.model_pair); "": none
+    instruction: str = ""
 
     @property
     def addition(self) -> bool:

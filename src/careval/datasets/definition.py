@@ -45,6 +45,8 @@ LM_EVAL_BUILDS = (
     "fields",
     "prompt",
     "style_prompts",
+    "instruction",
+    "style_instructions",
     "mcqa_style",
     "choices",
     "answer_format",
@@ -204,6 +206,19 @@ def _prompt(mapping: dict, task: str, where: str) -> tuple[str, str]:
     )
 
 
+def _instruction(mapping: dict, task: str) -> str:
+    """The instruction (lm-eval's task `description`): `instruction`, else that of the entry's mcqa_style, else none."""
+    if "instruction" in mapping:
+        return mapping["instruction"]
+    styled = mapping.get("style_instructions") or {}
+    return styled.get(mapping["mcqa_style"], "") if task == "mcqa" else ""
+
+
+def _literal(text: str) -> str:
+    """`text` as a template part that fills to itself (its braces doubled)."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
 def _tuple(value) -> tuple | None:
     return None if value is None else tuple(value)
 
@@ -251,12 +266,17 @@ def build_benchmark_spec(name: str, mapping: dict, where: str, lm_eval_facts: Lm
     except PromptTemplateError as error:
         raise BenchmarkDefinitionError(str(error)) from None
     meta = filled["meta_fields"]
+    instruction = _instruction(filled, task)
     return Benchmark(
         name=name,
         task=task,
         source=source,
         fields=dict(filled["fields"]),
-        prompt=prompt,
+        # the whole template: the instruction first, as written, so a sample's prompt without a chat template is the
+        # instruction and the filled prompt (lm-eval's description and doc_to_text); the instruction is kept too,
+        # for the system turn under a chat template
+        prompt=_literal(instruction) + prompt,
+        instruction=instruction,
         answer_format=filled["answer_format"],
         description=filled["description"],
         max_new_tokens=filled.get("max_new_tokens"),

@@ -66,7 +66,12 @@ def benchmark_definition(name: str, entry: dict | None = None) -> dict:
             known = ", ".join(sorted(formats)) or "none"
             raise BenchmarkDefinitionError(f"{where}.format: unknown format '{entry['format']}' (known: {known})")
         layers.append(formats[entry["format"]])
-    return layered(*layers, {key: value for key, value in entry.items() if key != "format"})
+    own = {key: value for key, value in entry.items() if key != "format"}
+    if layers[0] and {"prompt", "style_prompts"} & set(own) and not {"instruction", "style_instructions"} & set(own):
+        # a prompt of the config's own is the whole prompt: the catalogue's instruction (lm-eval's description)
+        # belongs to the catalogue's prompt, not to one the user wrote
+        own["instruction"] = ""
+    return layered(*layers, own)
 
 
 def get_benchmark(name: str, entry: dict | None = None, lm_eval_facts: LmEvalFacts | None = None) -> Benchmark:

@@ -29,6 +29,7 @@ from careval.metrics.relaxed_perplexity import (
 from careval.models.spec import ModelSpec
 from careval.schemas import RELAXED_PERPLEXITY_TARGET_SCHEMA, SCORE_SCHEMA
 from careval.tasks.open import generation_prompts
+from careval.tasks.prompts import without_instruction
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +82,13 @@ def metric_name(metric: str, target_set: str) -> str:
 
 
 def relaxed_perplexity_targets(
-    backend: Backend, samples: pl.DataFrame, prompt_template: str, options: dict | None = None
+    backend: Backend, samples: pl.DataFrame, prompt_template: str, options: dict | None = None, instruction: str = ""
 ) -> pl.DataFrame:
     """Per (sample, target) values, for the first ``options["limit"]`` samples (all when unset).
 
     The question is the generation prompt (careval.tasks.open.generation_prompts) as the backend
-    generates from it (``prompt_tokens``: chat template, system prompt, special tokens),
+    generates from it (``prompt_tokens``: chat template, system prompt, the benchmark's `instruction` apart as
+    careval.inference.generate gives it, special tokens),
     left-truncated to leave room for max_tokens and the longest target; a target is the
     backend's ``encode`` of " " + the statement. A target that is
     blank gets status ``empty_target``, one that cannot fit ``too_long``, a non-finite
@@ -117,7 +119,11 @@ def relaxed_perplexity_targets(
             for i in scored:
                 statuses[i] = "too_long"
         elif scored:
-            question_ids, untruncated = backend.prompt_tokens(prompt, room)
+            question_ids, untruncated = (
+                backend.prompt_tokens(without_instruction(prompt, instruction), room, instruction)
+                if instruction
+                else backend.prompt_tokens(prompt, room)
+            )
             if untruncated > room:
                 log.warning("%s: prompt of %d tokens left-truncated to %d", sample["id"], untruncated, room)
             for i, result in zip(
@@ -155,7 +161,7 @@ def relaxed_perplexity_targets(
 
 
 def score_relaxed_perplexity(
-    backend: Backend, samples: pl.DataFrame, prompt_template: str, options: dict | None = None
+    backend: Backend, samples: pl.DataFrame, prompt_template: str, options: dict | None = None, instruction: str = ""
 ) -> pl.DataFrame:
     """Per-sample rows in careval's score layout: the mean over the sample's targets of the
     relaxed perplexity and of the relaxed cross-entropy, per target set (:func:`sample_target_sets`).
@@ -163,7 +169,7 @@ def score_relaxed_perplexity(
     A sample none of whose targets could be scored, or any of whose targets gave a
     non-finite value, gets NaN and the (first) failing status, so it is counted, not averaged.
     """
-    return scores_from_targets(relaxed_perplexity_targets(backend, samples, prompt_template, options))
+    return scores_from_targets(relaxed_perplexity_targets(backend, samples, prompt_template, options, instruction))
 
 
 def scores_from_targets(per_target: pl.DataFrame) -> pl.DataFrame:
@@ -201,14 +207,15 @@ def run_relaxed_perplexity(
     options: dict | None = None,
     targets_path: Path | None = None,
     record: Path | None = None,
+    instruction: str = "",
 ) -> None:
     """One model x benchmark job: score every sample, write the score rows (and, with `targets_path`, the value of
     every target: relaxed_perplexity_targets). Each sample's sampling and target scoring are calls of the job's
-    cached backend (careval.backends.cached); `record`: the job's request counts."""
+    cached backend (careval.backends.cached); `record`: the job's request counts; `instruction`: the benchmark's."""
     samples = pl.read_parquet(samples_path)
     start = time.perf_counter()
     with job_backend(spec, record) as backend:
-        per_target = relaxed_perplexity_targets(backend, samples, prompt_template, options)
+        per_target = relaxed_perplexity_targets(backend, samples, prompt_template, options, instruction)
     scores = scores_from_targets(per_target)
     counts = scores.filter(pl.col("metric") == METRICS[0])["status"].value_counts(sort=True)
     print(

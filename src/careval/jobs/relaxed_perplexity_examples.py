@@ -61,9 +61,11 @@ def benchmark_samples(dataset: NormaliseJob) -> pl.DataFrame:
 def score_examples(backend: Backend, job: ExamplesJob, samples: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """Per example and target: RELAXED_PERPLEXITY_TARGET_SCHEMA with the example's position, benchmark and question."""
     frames = []
+    instructions = {dataset.benchmark: dataset.entry.instruction for dataset in job.datasets}
     for position, example in enumerate(job.examples):
         sample = example_sample(samples[example.benchmark], example, f"{job.key}[{position}]")
-        targets = relaxed_perplexity_targets(backend, sample, job.prompts[example.benchmark], job.options)
+        prompt, instruction = job.prompts[example.benchmark], instructions[example.benchmark]
+        targets = relaxed_perplexity_targets(backend, sample, prompt, job.options, instruction)
         frames.append(
             targets.with_columns(
                 example=pl.lit(position), benchmark=pl.lit(example.benchmark), question=pl.lit(sample["question"][0])

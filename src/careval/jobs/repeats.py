@@ -12,7 +12,7 @@ from careval.backends.base import Backend, Sampling
 from careval.backends.cached import job_backend
 from careval.batches import batches_keeping_duplicates, contiguous_batches, input_order, write_atomic
 from careval.datasets.benchmark import Benchmark
-from careval.inference import benchmark_settings, score_logliks
+from careval.inference import benchmark_settings, generate, score_logliks
 from careval.models.spec import ModelSpec
 from careval.schemas import CONSISTENCY_LOGLIK_SCHEMA, REPEAT_GENERATION_SCHEMA
 from careval.tasks import open as open_task
@@ -30,9 +30,10 @@ def check_repeat_sampling(sampling: Sampling, repeats: int) -> None:
 
 
 def sample_repeats(
-    backend: Backend, ids: list[str], prompts: list[str], repeats: int, sampling: Sampling
+    backend: Backend, ids: list[str], prompts: list[str], repeats: int, sampling: Sampling, instruction: str = ""
 ) -> pl.DataFrame:
-    """`repeats` sampled completions of each prompt, in one generate call.
+    """`repeats` sampled completions of each prompt, in one generate call (`instruction`: the benchmark's, which
+    the prompts start with; careval.inference.generate).
 
     Each copy of a prompt is a separate request: the backends seed a request by (seed, prompt, occurrence),
     so the copies are different draws and a rerun gives the same texts.
@@ -40,7 +41,7 @@ def sample_repeats(
     check_repeat_sampling(sampling, repeats)
     requests = [prompt for prompt in prompts for _ in range(repeats)]
     start = time.perf_counter()
-    outputs = backend.generate(requests, sampling) if requests else []
+    outputs = generate(backend, requests, sampling, instruction) if requests else []
     print(f"sampled {len(outputs)} outputs ({repeats} per prompt) in {time.perf_counter() - start:.1f}s")
     rows = []
     for n, output in enumerate(outputs):
@@ -79,7 +80,7 @@ def consistency_samples(
 ) -> pl.DataFrame:
     """r sampled answers of the evaluated model to each prompt (paper: r = 11, top_p 0.9, temperature 1)."""
     prompts = open_task.generation_prompts(samples, benchmark.prompt)
-    return sample_repeats(backend, samples["id"].to_list(), prompts, r, sampling)
+    return sample_repeats(backend, samples["id"].to_list(), prompts, r, sampling, benchmark.instruction)
 
 
 def consistency_logliks(
@@ -88,7 +89,9 @@ def consistency_logliks(
     """The reference log-likelihoods once per repeat, so perplexity's self-consistency is measured, not assumed."""
     requests = open_task.loglik_requests(samples, benchmark.prompt)
     frames = [
-        score_logliks(backend, requests, chat_template).with_columns(repeat=pl.lit(repeat, dtype=pl.Int64))
+        score_logliks(backend, requests, chat_template, benchmark.instruction).with_columns(
+            repeat=pl.lit(repeat, dtype=pl.Int64)
+        )
         for repeat in range(r)
     ]
     return pl.concat(frames)

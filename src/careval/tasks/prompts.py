@@ -48,6 +48,14 @@ def fill_prompt(template: str, sample: dict) -> str:
     )
 
 
+def without_instruction(text: str, instruction: str) -> str:
+    """A filled prompt (a generation prompt, a request's context) without its benchmark's instruction, which it starts
+    with (careval.datasets.Benchmark.instruction): a backend gets the two apart, for a chat template's system turn."""
+    if not text.startswith(instruction):
+        raise ValueError(f"a prompt that does not start with its benchmark's instruction {instruction!r}")
+    return text[len(instruction) :]
+
+
 def _placeholders(template: str, key: str) -> list[str]:
     try:
         parsed = list(string.Formatter().parse(template))

@@ -84,16 +84,16 @@ class GenerationMixin:
     _cache_arg: str
 
     _run_on_prefix: Callable[[list[int], int, list[tuple[torch.Tensor, torch.Tensor]]], Any]  # scoring.py's
-    format: Callable[[str], str]  # tokenization.TokenizerRequests'
+    format: Callable[[str, str | None], str]  # tokenization.TokenizerRequests'
     generation_ids: Callable[[Sequence[str], int], list[list[int]]]
     last_usage: Sequence[Usage]
 
     @torch.inference_mode()
-    def generate(self, prompts: list[str], sampling: Sampling) -> list[str]:
+    def generate(self, prompts: list[str], sampling: Sampling, instruction: str | None = None) -> list[str]:
         if not prompts:
             return []
         torch.manual_seed(sampling.seed)
-        texts = [self.format(p) for p in prompts]
+        texts = [self.format(p, instruction) for p in prompts]
         room = self.max_length - sampling.max_new_tokens
         ids = self.generation_ids(texts, room)
         seeds = request_seeds(sampling.seed, texts)
