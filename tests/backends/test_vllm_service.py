@@ -163,6 +163,7 @@ def test_outputs_equal_the_per_job_engines(shared_run, python, demo_model_dirs, 
 
     import careval.inference as inference
     import careval.jobs.relaxed_perplexity as relaxed
+    from careval.backends.cached import CachedBackend
     from careval.datasets import get_benchmark
     from careval.plan import build_plan
 
@@ -174,8 +175,10 @@ def test_outputs_equal_the_per_job_engines(shared_run, python, demo_model_dirs, 
     remote = RemoteBackend(spec, python, tmp_path / "per-job-engine.log")
     engine = local_engine(remote, AutoTokenizer.from_pretrained(spec.path))
     print(f"\nper-job engine started in {time.perf_counter() - start:.0f}s")
-    monkeypatch.setattr(inference, "load_backend", lambda _spec: engine)
-    monkeypatch.setattr(relaxed, "load_backend", lambda _spec: engine)
+    # the jobs' backend (careval.backends.cached, no cache: cache_dir=None) built on the offline engine
+    offline = lambda job_spec, record=None: CachedBackend(job_spec, None, record, load=lambda _spec: engine)  # noqa: E731
+    monkeypatch.setattr(inference, "job_backend", offline)
+    monkeypatch.setattr(relaxed, "job_backend", offline)
     results, want = work / "results", tmp_path / "per_job"
     try:
         for name in BENCHMARKS:
