@@ -11,13 +11,14 @@ import pytest
 from careval.backends import Sampling, load_backend
 from careval.datasets import build_benchmark, get_benchmark
 from careval.inference import run_inference, sampling_for
+from careval.tasks.prompts import without_instruction
 from support.specs import local_model_spec
 
 pytestmark = pytest.mark.slow
 
-# LiveQA row 3 ("treatment and precautions for VDRL positive patients"): SmolLM2's greedy answer
-# has a blank line within 48 tokens, before a numbered list.
-ROW = 2
+# LiveQA row 12 ("the symptoms associated with Giant Cell Vasculitis? What is the treatment?"): SmolLM2's greedy
+# answer, the authors' instruction in its system turn, has a blank line within 48 tokens.
+ROW = 11
 MAX_NEW_TOKENS = 48
 
 
@@ -51,8 +52,9 @@ def test_inference_cuts_the_generation_at_the_authors_stop(tmp_path, shared_data
     )
     generated = pl.read_parquet(tmp_path / "gen.parquet").row(0, named=True)
 
-    # the same prompt without a stop string, straight from the backend
-    uncut = load_backend(spec).generate([generated["prompt"]], Sampling(max_new_tokens=MAX_NEW_TOKENS))[0]
+    # the same prompt without a stop string, straight from the backend (the task's instruction apart: the system turn)
+    prompt = without_instruction(generated["prompt"], entry.instruction)
+    uncut = load_backend(spec).generate([prompt], Sampling(max_new_tokens=MAX_NEW_TOKENS), entry.instruction)[0]
     assert "\n\n" in uncut, "the uncut answer must contain the stop string for this test to mean anything"
     assert generated["output"] == uncut[: uncut.index("\n\n")]
     assert generated["output"].strip() and "\n\n" not in generated["output"]
