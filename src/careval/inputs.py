@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from careval.analysis.human_ratings import HumanRatingsError, read_human_ratings
+from careval.analysis.jury.human_ratings import HumanRatingsError, read_human_ratings
 from careval.careqa.review import SheetError, read_sheets
 from careval.careqa.statistics import filled_sheets
 from careval.config import ConfigError

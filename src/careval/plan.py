@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from careval.analysis.aggregate import MCQA_AVERAGE, MCQA_AVERAGE_METRICS
-from careval.analysis.comparisons import ComparisonsJob
 from careval.analysis.cost import CostJob
 from careval.analysis.elo import EloFileError, check_elo
-from careval.analysis.paper_tables import PAPER_TASKS, planned_tables, unfilled_tables
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
+from careval.analysis.statistics.comparisons import ComparisonsJob
+from careval.analysis.tables.paper_tables import PAPER_TASKS, planned_tables, unfilled_tables
 from careval.backends.base import missing as missing_capability
 from careval.backends.registry import capabilities as backend_capabilities
 from careval.careqa.llm import llm_sampling

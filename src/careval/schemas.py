@@ -216,7 +216,7 @@ CAREQA_REVIEW_CORRECTNESS_SCHEMA = {
     "at_least_two": pl.Float64,
     "all_reviewers": pl.Float64,
 }
-# careval.analysis.comparisons: one row per model set x unordered pair x benchmark x metric; diff = mean(a) - mean(b)
+# careval.analysis.statistics.comparisons: one row per model set x unordered pair x benchmark x metric; diff = mean(a) - mean(b)
 COMPARISON_SCHEMA = {
     "model_set": pl.String,
     "model_a": pl.String,
@@ -236,7 +236,7 @@ COMPARISON_SCHEMA = {
     "test": pl.String,
     "resamples": pl.Int64,
 }
-# careval.analysis.studies (config `studies:`): results/studies/<study>/sample_scores.parquet is the per-sample table's
+# careval.analysis.studies.tables (config `studies:`): results/studies/<study>/sample_scores.parquet is the per-sample table's
 # columns plus the variant; results/summary/studies.parquet one row per study x variant x model x benchmark x metric
 # against the model's baseline (the run's own setting): the paired test of the comparisons, Holm within the study, and
 # Kendall's tau between the models' ranking under the variant and under the baseline (the others at their own values)
@@ -279,7 +279,7 @@ COST_SCHEMA = {
 # careval.analysis.cost: the request cache's size when the cost table was made (one row; null: no cache)
 CACHE_SCHEMA = {"directory": pl.String, "entries": pl.Int64, "bytes": pl.Int64}
 
-# careval.analysis.significance_groups: each ranking with its tied groups, and its adjacent ranks that differ
+# careval.analysis.statistics.significance_groups: each ranking with its tied groups, and its adjacent ranks that differ
 GROUP_SCHEMA = {
     "model_set": pl.String,
     "benchmark": pl.String,
@@ -298,8 +298,8 @@ ADJACENT_SCHEMA = {
     "significant": pl.Int64,
 }
 
-# A judge jury's analyses (careval.analysis.judge_agreement, judge_bias, jury_stability) and people's ratings
-# (careval.analysis.human_ratings); the columns' meanings are in those modules.
+# A judge jury's analyses (careval.analysis.jury.judge_agreement, judge_bias, jury_stability) and people's ratings
+# (careval.analysis.jury.human_ratings); the columns' meanings are in those modules.
 JUDGE_AGREEMENT_SCHEMA = {
     "benchmark": pl.String,
     "rubric": pl.String,

@@ -30,9 +30,9 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from careval.analysis.rephrasing_review import RephrasingReviewJob, ReviewSource
-from careval.analysis.studies import SourceLabel, StudiesJob, StudyPage, StudySummary, StudyTableJob
-from careval.analysis.table6 import Table6Job
+from careval.analysis.studies.rephrasing_review import RephrasingReviewJob, ReviewSource
+from careval.analysis.studies.tables import SourceLabel, StudiesJob, StudyPage, StudySummary, StudyTableJob
+from careval.analysis.tables.table6 import Table6Job
 from careval.config import ConfigError
 from careval.metrics.registry import FAMILIES
 from careval.specs import Example, ExamplesJob

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE, ScoreFile, build_sample_table, build_summary
-from careval.analysis.bootstrap import (
+from careval.analysis.statistics.bootstrap import (
     correlation_interval,
     resample_indices,
     resample_model_scores,

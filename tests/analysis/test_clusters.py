@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from careval.analysis.clusters import cluster_metrics
+from careval.analysis.statistics.clusters import cluster_metrics
 from careval.metrics.registry import metric_category
 
 NAMES = ["rouge1", "word_perplexity", "bleu", "judge_helpfulness", "bits_per_byte", "bertscore_f1", "byte_perplexity"]

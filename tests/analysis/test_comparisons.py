@@ -15,12 +15,10 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
-from careval.analysis.comparisons import (
+from careval.analysis.statistics.comparisons import (
     Block,
     ComparisonsJob,
     Draws,
-    GenerationNoise,
-    adjust,
     block_seed,
     compare_block,
     compare_models,
@@ -28,7 +26,9 @@ from careval.analysis.comparisons import (
     mcnemar_exact,
     model_sums,
 )
-from careval.analysis.significance_groups import compact_letter_display
+from careval.analysis.statistics.multiplicity import adjust
+from careval.analysis.statistics.significance_groups import compact_letter_display
+from careval.analysis.statistics.two_level import GenerationNoise
 from careval.schemas import COMPARISON_SCHEMA
 
 

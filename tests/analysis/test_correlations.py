@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.analysis.correlations import correlate, mcqa_vs_open, metric_matrix
+from careval.analysis.statistics.correlations import correlate, mcqa_vs_open, metric_matrix
 from careval.schemas import SUMMARY_SCHEMA
 
 
@@ -98,7 +98,7 @@ def test_metric_matrix_is_symmetric_with_unit_diagonal():
 
 
 def test_benchmark_and_elo_matrices_match_hand_formulas():
-    from careval.analysis.correlations import ELO, Scores, benchmark_matrices, elo_matrix
+    from careval.analysis.statistics.correlations import ELO, Scores, benchmark_matrices, elo_matrix
 
     summary, acc, rouge, _ = _summary()
     rouge_b = {"m1": 0.5, "m2": 0.1, "m3": 0.3, "m4": 0.2}
@@ -143,7 +143,7 @@ def test_agreement_orients_r_by_each_metric_direction():
 def test_figure_17_is_scipys_correlation_of_the_anchor_with_every_other_score():
     from scipy import stats
 
-    from careval.analysis.correlations import relaxed_perplexity_vs_all
+    from careval.analysis.statistics.correlations import relaxed_perplexity_vs_all
 
     models = ["m1", "m2", "m3", "m4", "m5"]
     table = {
@@ -181,8 +181,8 @@ def test_figure_1s_task_rows_correlate_the_mcqa_average_with_each_tasks_mean_ove
     scipy; a model lacking one benchmark's value has no task value; the interval takes the same mean per resample."""
     from scipy import stats
 
-    from careval.analysis.bootstrap import percentile_interval, resample_model_scores
-    from careval.analysis.correlations import Scores
+    from careval.analysis.statistics.bootstrap import percentile_interval, resample_model_scores
+    from careval.analysis.statistics.correlations import Scores
     from careval.schemas import SUMMARY_SAMPLE_SCHEMA
 
     rng = np.random.default_rng(7)

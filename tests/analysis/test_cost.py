@@ -10,8 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from careval.analysis.comparison_figures import cache_line
 from careval.analysis.cost import CostError, CostJob, efficiency_frontier, write_cost
+from careval.analysis.figures.comparisons import cache_line
 from careval.request_cache import RequestCache
 
 

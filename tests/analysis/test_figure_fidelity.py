@@ -15,15 +15,15 @@ import yaml
 from matplotlib.text import Text
 from scipy import stats
 
-from careval.analysis import figures
 from careval.analysis.additions import MARK, NOTE
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.analysis.careqa_figures import review_figure
-from careval.analysis.consistency import consistency_table
-from careval.analysis.paper_table_files import build_table, to_latex, to_markdown
-from careval.analysis.paper_tables import TableSpec
+from careval.analysis.figures import heatmaps, paper, report as figures
+from careval.analysis.figures.careqa import review_figure
 from careval.analysis.plan import SET_FAMILIES, analysis_plan
-from careval.analysis.report_tables import analysis_tables
+from careval.analysis.statistics.consistency import consistency_table
+from careval.analysis.tables.paper_table_files import build_table, to_latex, to_markdown
+from careval.analysis.tables.paper_tables import TableSpec
+from careval.analysis.tables.report_tables import analysis_tables
 from careval.datasets.registry import REGISTRY
 from careval.plan import build_plan
 from careval.schemas import CAREQA_REVIEW_CORRECTNESS_SCHEMA, REPEAT_SCORE_SCHEMA, SUMMARY_SCHEMA
@@ -80,7 +80,7 @@ def _repeat_values(rng) -> dict[str, np.ndarray]:
 
 
 def _spread_inputs(tmp_path, rng) -> tuple[dict, dict[str, np.ndarray]]:
-    """The resilience and self-consistency tables of benchmark qa (careval.analysis.consistency, the job's code),
+    """The resilience and self-consistency tables of benchmark qa (careval.analysis.statistics.consistency, the job's code),
     and a summary the report reads beside them."""
     raw = _repeat_values(rng)
     files = []
@@ -123,7 +123,7 @@ def _spread_job(view: str):
 def _drawn(monkeypatch, tables, job, kind) -> list[tuple[pl.DataFrame, str]]:
     """What the figure of `kind` hands its box plots: (the frame of each panel, the column drawn)."""
     drawn = []
-    monkeypatch.setattr(figures, "_distributions", lambda ax, frame, column, *a: drawn.append((frame, column)))
+    monkeypatch.setattr(paper, "_distributions", lambda ax, frame, column, *a: drawn.append((frame, column)))
     (figure,) = job.of_kind(kind)
     plt.close(figures.DRAW[kind](tables, job, figure))
     return drawn
@@ -343,7 +343,7 @@ def test_a_grids_cells_keep_their_p_value_on_the_diagonal_a_square_matrix_does_n
     p = np.array([[0.04, 0.5], [0.8, 0.2]])
     for rows, cols, diagonal in ((["a", "b"], ["rouge1", "bleu"], "p=0.04"), (["a", "b"], ["a", "b"], None)):
         fig, ax = plt.subplots(figsize=(6, 5))
-        figures._heatmap(ax, r, rows, cols, "t", r - 0.1, r + 0.1, p)
+        heatmaps.heatmap(ax, r, rows, cols, "t", r - 0.1, r + 0.1, p)
         first = next(t.get_text() for t in ax.texts if t.get_text().startswith("0.50"))
         assert (first.splitlines()[-1] == diagonal) if diagonal else "p=" not in first
         assert any("p=0.8" in t.get_text() for t in ax.texts)  # off the diagonal: always

@@ -1,4 +1,4 @@
-"""careval.analysis.human_ratings and jury_stability: the ratings file's checks (one line naming file, line and
+"""careval.analysis.jury.human_ratings and jury_stability: the ratings file's checks (one line naming file, line and
 field), the raters' agreement and each metric's agreement with their mean, against hand layouts and the libraries."""
 
 import numpy as np
@@ -6,14 +6,14 @@ import polars as pl
 import pytest
 from scipy.stats import spearmanr
 
-from careval.analysis.human_ratings import (
+from careval.analysis.jury.human_ratings import (
     HumanRatingsError,
     human_agreement,
     rater_agreement,
     read_human_ratings,
 )
-from careval.analysis.jury_stability import jury_stability
-from careval.analysis.reliability import icc, krippendorff_alpha
+from careval.analysis.jury.jury_stability import jury_stability
+from careval.analysis.statistics.reliability import icc, krippendorff_alpha
 from careval.schemas import SUMMARY_SAMPLE_SCHEMA
 
 MODELS = ["m1", "m2"]

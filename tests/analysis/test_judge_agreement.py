@@ -1,4 +1,4 @@
-"""careval.analysis.judge_agreement and judge_bias: which grades go in, as which units and raters, against hand
+"""careval.analysis.jury.judge_agreement and judge_bias: which grades go in, as which units and raters, against hand
 computations and the libraries on constructed grades."""
 
 import math
@@ -10,9 +10,9 @@ import pytest
 from scipy.stats import kendalltau, spearmanr
 from sklearn.metrics import cohen_kappa_score
 
-from careval.analysis.judge_agreement import judge_agreement
-from careval.analysis.judge_bias import answer_lengths, judge_bias
-from careval.analysis.reliability import icc, krippendorff_alpha
+from careval.analysis.jury.judge_agreement import judge_agreement
+from careval.analysis.jury.judge_bias import answer_lengths, judge_bias
+from careval.analysis.statistics.reliability import icc, krippendorff_alpha
 from careval.schemas import SUMMARY_SAMPLE_SCHEMA
 
 MODELS = ["m1", "m2", "m3"]

@@ -6,7 +6,7 @@ import math
 import polars as pl
 import pytest
 
-from careval.analysis.human_ratings import HumanRatingsError
+from careval.analysis.jury.human_ratings import HumanRatingsError
 from careval.jobs.jury import run_jury
 from careval.jobs.jury_report import OUTPUTS, write_jury_report
 from careval.schemas import JUDGE_SCORE_SCHEMA, SUMMARY_SAMPLE_SCHEMA
@@ -107,7 +107,7 @@ def test_the_self_preference_panel_says_why_it_is_empty(tmp_path, inputs, judges
     """A jury of one said "no judge is an evaluated model" though its judge is one (issue 40)."""
     from dataclasses import replace
 
-    from careval.analysis.jury_figures import judge_bias_figure
+    from careval.analysis.figures.jury import judge_bias_figure
 
     outputs = {key: tmp_path / f"{key}.parquet" for key in OUTPUTS}
     write_jury_report(inputs, outputs, replace(JOB, judges=judges, own_models=own))

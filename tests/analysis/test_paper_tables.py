@@ -10,10 +10,10 @@ import yaml
 from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.analysis.bootstrap import resample_model_scores
 from careval.analysis.metric_view import in_view, paper_clusters, without_anchor_extra
-from careval.analysis.paper_table_files import build_table, to_latex, to_markdown, write_paper_tables
-from careval.analysis.paper_tables import PAPER_TABLES, PAPER_TASKS, PaperTablesJob, TableSpec, planned_tables
+from careval.analysis.statistics.bootstrap import resample_model_scores
+from careval.analysis.tables.paper_table_files import build_table, to_latex, to_markdown, write_paper_tables
+from careval.analysis.tables.paper_tables import PAPER_TABLES, PAPER_TASKS, PaperTablesJob, TableSpec, planned_tables
 from careval.datasets.registry import REGISTRY
 from careval.metrics.registry import metric_spec, paper_metrics
 from careval.plan import build_plan
@@ -231,13 +231,13 @@ def test_heatmap_cell_text_stays_inside_its_cell(n):
     """Legibility: every cell's text, as rendered, fits its cell, at a font of at least 5 pt (or no text at all)."""
     import matplotlib.pyplot as plt
 
-    from careval.analysis.figures import MIN_FONT, _heatmap, matrix_inches
+    from careval.analysis.figures.heatmaps import MIN_FONT, heatmap, matrix_inches
 
     rng = np.random.default_rng(n)
     r = rng.uniform(-1, 1, (n, n))
     side = matrix_inches(n)
     fig, ax = plt.subplots(figsize=(side + 2, side + 1.5))
-    _heatmap(ax, r, [f"m{i}" for i in range(n)], [f"m{i}" for i in range(n)], "t", r - 0.5, r + 0.5, np.abs(r) / 3)
+    heatmap(ax, r, [f"m{i}" for i in range(n)], [f"m{i}" for i in range(n)], "t", r - 0.5, r + 0.5, np.abs(r) / 3)
     fig.tight_layout()
     renderer = fig.canvas.get_renderer()
     cell_w = ax.get_window_extent(renderer).width / n
@@ -272,7 +272,7 @@ def _spread():
 
 
 def test_figure_2_draws_the_variance_per_prompt_scaled_as_figure_13s_averaged_across_models(monkeypatch):
-    import careval.analysis.figures as figures
+    import careval.analysis.figures.paper as figures
 
     drawn = []
     monkeypatch.setattr(figures, "_distributions", lambda ax, frame, column, *a: drawn.append((frame, column)))
@@ -289,7 +289,7 @@ def test_figure_2_draws_the_variance_per_prompt_scaled_as_figure_13s_averaged_ac
     ("scaling", "column"), [("variance_range", "scaled_variance"), ("value_range", "scaled_variance_value_range")]
 )
 def test_figures_13_to_15_draw_the_configured_scaling(monkeypatch, scaling, column):
-    import careval.analysis.figures as figures
+    import careval.analysis.figures.paper as figures
 
     drawn = []
     monkeypatch.setattr(figures, "_distributions", lambda ax, frame, col, *a: drawn.append((frame, col)))

@@ -2,7 +2,7 @@
 
 import polars as pl
 
-from careval.analysis.rankings import rank_models
+from careval.analysis.statistics.rankings import rank_models
 from careval.schemas import SUMMARY_SCHEMA
 
 

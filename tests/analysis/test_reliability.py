@@ -1,4 +1,4 @@
-"""careval.analysis.reliability: which ratings go to the libraries, as which raters and units, against published
+"""careval.analysis.statistics.reliability: which ratings go to the libraries, as which raters and units, against published
 values and hand computations; its own ICC against pingouin."""
 
 import math
@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import kendalltau
 from sklearn.metrics import cohen_kappa_score
 
-from careval.analysis.reliability import icc, kendall_tau, krippendorff_alpha, quadratic_kappa
+from careval.analysis.statistics.reliability import icc, kendall_tau, krippendorff_alpha, quadratic_kappa
 
 NAN = math.nan
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", section C: 4 observers x 12 units, missing

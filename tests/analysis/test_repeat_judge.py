@@ -5,8 +5,8 @@ import math
 import polars as pl
 from prometheus_eval.parser import parse_output
 
-from careval.analysis.repeat_judge import judge_repeats
-from careval.analysis.spread import REPEAT_SCORE_SCHEMA, per_sample_spread
+from careval.analysis.jury.repeat_judge import judge_repeats
+from careval.analysis.statistics.spread import REPEAT_SCORE_SCHEMA, per_sample_spread
 from support.fake_backends import GenerationOnly
 
 

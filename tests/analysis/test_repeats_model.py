@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from careval.analysis.spread import per_sample_spread, score_repeat_perplexity, score_repeats
+from careval.analysis.statistics.spread import per_sample_spread, score_repeat_perplexity, score_repeats
 from careval.backends import load_backend
 from careval.backends.base import Sampling
 from careval.datasets.registry import get_benchmark

@@ -159,7 +159,7 @@ def test_two_drawing_processes_write_the_same_pngs_and_pages(tmp_path):
 
 
 def test_a_failed_png_process_fails_the_report(tmp_path, monkeypatch):
-    import careval.analysis.figures as figures
+    import careval.analysis.figures.report as figures
 
     def broken(pages, paths):
         raise OSError("disk full")
@@ -262,14 +262,17 @@ def test_figures_only_draw_tables_computed_before():
     import careval.analysis.figures as figures
 
     imported = {}
-    for node in ast.walk(ast.parse(Path(figures.__file__).read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("careval."):
-            imported.setdefault(node.module, set()).update(alias.name for alias in node.names)
+    for module in Path(figures.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("careval."):
+                imported.setdefault(node.module, set()).update(alias.name for alias in node.names)
     computing = {
-        "careval.analysis.bootstrap",
-        "careval.analysis.clusters",
-        "careval.analysis.rankings",
+        "careval.analysis.statistics.bootstrap",
+        "careval.analysis.statistics.clusters",
+        "careval.analysis.statistics.rankings",
         "careval.analysis.elo",
     }
     assert not computing & set(imported), imported
-    assert imported.get("careval.analysis.correlations", set()) <= {"square"}  # a reshape of a computed table
+    assert imported.get("careval.analysis.statistics.correlations", set()) <= {
+        "square"
+    }  # a reshape of a computed table

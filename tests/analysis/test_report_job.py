@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-import careval.analysis.figures as figures
+import careval.analysis.figures.report as figures
 from careval.analysis.plan import FIGURE_KINDS, SET_FAMILIES, analysis_plan
 from careval.plan import build_plan
 

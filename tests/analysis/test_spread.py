@@ -5,9 +5,9 @@ import math
 import polars as pl
 import pytest
 
-from careval.analysis.consistency import consistency_table, cv_excluded_metrics
-from careval.analysis.resilience import resilience_table
-from careval.analysis.spread import per_sample_spread, score_repeats
+from careval.analysis.statistics.consistency import consistency_table, cv_excluded_metrics
+from careval.analysis.statistics.resilience import resilience_table
+from careval.analysis.statistics.spread import per_sample_spread, score_repeats
 from careval.schemas import REPEAT_SCORE_SCHEMA
 from careval.scoring import score_text
 

@@ -1,4 +1,4 @@
-"""The studies' tables (careval.analysis.studies) against the reference libraries and brute force: McNemar's exact
+"""The studies' tables (careval.analysis.studies.tables) against the reference libraries and brute force: McNemar's exact
 test (statsmodels), the exact sign-flip permutation test (every flip enumerated), Holm (statsmodels), Kendall's tau
 (scipy), the per-sample variance over rephrasings (numpy), and Table 6's layout."""
 
@@ -14,7 +14,7 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from careval.analysis.studies import (
+from careval.analysis.studies.tables import (
     SourceLabel,
     StudiesJob,
     StudySummary,
@@ -23,7 +23,7 @@ from careval.analysis.studies import (
     study_rows,
     study_table,
 )
-from careval.analysis.table6 import Table6Job, to_latex, to_markdown, write_table6
+from careval.analysis.tables.table6 import Table6Job, to_latex, to_markdown, write_table6
 from careval.schemas import STUDY_SAMPLE_SCHEMA, STUDY_SCHEMA, SUMMARY_SAMPLE_SCHEMA
 
 JOB = StudiesJob(studies=(), resamples=500, permutations=500, exact_limit=12, confidence=0.95, seed=3)

@@ -10,7 +10,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from careval.analysis.figures import save_pages
+from careval.analysis.figures.report import save_pages
 from careval.joblog import job_log
 
 

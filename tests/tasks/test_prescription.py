@@ -9,6 +9,7 @@ from careval.datasets import get_benchmark, normalise
 from careval.tasks.prescription import (
     FAKE_DURATIONS,
     FAKE_FREQUENCIES,
+    FULL_MED_LIST,
     choices,
     diagnosis,
     easy_rows,
@@ -16,7 +17,6 @@ from careval.tasks.prescription import (
     medicines,
     parse_results,
 )
-from careval.tasks.prescription_pool import FULL_MED_LIST
 
 ROWS = [
     {

@@ -1,5 +1,5 @@
 # Paired comparisons of every pair of models of each model set on every benchmark x metric (significance, effect
-# size, minimum detectable difference; careval.analysis.comparisons), and the cost of every result
+# size, minimum detectable difference; careval.analysis.statistics.comparisons), and the cost of every result
 # (careval.analysis.cost). The report (analysis.smk) draws both.
 
 

@@ -1,5 +1,5 @@
 # The paper's Appendix E tables (7-20): models x (benchmark, metric), each value with its bootstrap interval,
-# as CSV, Markdown and LaTeX under results/tables/ (careval.analysis.paper_tables: which tables a run fills).
+# as CSV, Markdown and LaTeX under results/tables/ (careval.analysis.tables.paper_tables: which tables a run fills).
 from careval.analysis.plan import FIGURE_KINDS
 
 # planned only where the run's benchmarks fill a table (a benchmark of no paper task fills none)

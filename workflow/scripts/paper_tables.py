@@ -6,7 +6,7 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
-from careval.analysis.paper_table_files import write_paper_tables
+from careval.analysis.tables.paper_table_files import write_paper_tables
 from careval.canonical import job_of
 from careval.joblog import job_log
 

@@ -6,7 +6,7 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
-from careval.analysis.resilience import write_resilience
+from careval.analysis.statistics.resilience import write_resilience
 from careval.joblog import job_log
 
 with job_log(snakemake.log[0], snakemake.output):

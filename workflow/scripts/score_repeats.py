@@ -6,7 +6,7 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
-from careval.analysis.spread import score_repeat_file
+from careval.analysis.statistics.spread import score_repeat_file
 from careval.canonical import job_of
 from careval.joblog import job_log
 

@@ -6,7 +6,7 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
-from careval.analysis.rephrasing_review import write_review_sheet
+from careval.analysis.studies.rephrasing_review import write_review_sheet
 from careval.canonical import job_of
 from careval.joblog import job_log
 

@@ -6,7 +6,7 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
-from careval.analysis.studies import write_study_table
+from careval.analysis.studies.tables import write_study_table
 from careval.canonical import job_of
 from careval.joblog import job_log
 

@@ -6,7 +6,7 @@ offload(snakemake, __file__)  # where the run has a warm worker, the job runs th
 
 from pathlib import Path
 
-from careval.analysis.table6 import write_table6
+from careval.analysis.tables.table6 import write_table6
 from careval.canonical import job_of
 from careval.joblog import job_log
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from careval.analysis.correlations import RELAXED_PERPLEXITY
-from careval.analysis.paper_tables import TASK_ROW
+from careval.analysis.statistics.correlations import RELAXED_PERPLEXITY
+from careval.analysis.tables.paper_tables import TASK_ROW
 
 # The analyses whose rows name a benchmark's metric (x / y / metric) and so would show the anchor's Relaxed
 # Perplexity beside the eleven; figure 17's own analysis keeps it.

@@ -1,7 +1,7 @@
 """Which analyses and figures a config asks for (resilience, self-consistency, Elo, model sets), checked once at start-up.
 
 The plan's figure list (:attr:`AnalysisPlan.figures`) is the one place a figure's name, caption and report
-category live: the correlations rule declares it, and careval.analysis.figures draws exactly it.
+category live: the correlations rule declares it, and careval.analysis.figures.report draws exactly it.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from careval.analysis.paper_tables import PaperTablesJob, TableSpec
-from careval.analysis.studies import StudyPage
+from careval.analysis.studies.tables import StudyPage
+from careval.analysis.tables.paper_tables import PaperTablesJob, TableSpec
 from careval.canonical import JobSpec, job_spec
 from careval.metrics.registry import paper_metrics
 from careval.schema import with_schema_defaults
@@ -48,13 +48,13 @@ FIGURE_KINDS = {
     "comparison_groups": ("comparison_groups.rst", "8. Paired comparisons"),
     "adjacent_pairs": ("adjacent_pairs.rst", "8. Paired comparisons"),
     "cost": ("cost.rst", "9. Cost"),
-    # a jury of judges (careval.metrics.jury, careval.analysis.jury_figures)
+    # a jury of judges (careval.metrics.jury, careval.analysis.figures.jury)
     "jury": ("jury.rst", "6. Judge jury"),
     "judge_agreement": ("judge_agreement.rst", "6. Judge jury"),
     "judge_bias": ("judge_bias.rst", "6. Judge jury"),
     "jury_stability": ("jury_stability.rst", "6. Judge jury"),
     "human_agreement": ("human_agreement.rst", "7. Agreement with people"),
-    # config `studies:` (careval.studies, careval.analysis.study_figures): a page per study, and paper Table 6
+    # config `studies:` (careval.studies, careval.analysis.figures.studies): a page per study, and paper Table 6
     "study": ("study.rst", "12. Studies"),
     "table6": ("table6.rst", "12. Studies"),
     # what this config does not make and why (a paper table whose metrics are skipped), and settings it cannot apply
@@ -69,7 +69,7 @@ class AnalysisConfigError(ValueError):
 @job_spec
 class FigureSpec(JobSpec):
     """One figure of the report: results/figures/<name>.png and one PDF page, drawn by its `kind`'s function
-    (careval.analysis.figures.DRAW) over `model_set` / `benchmark` / `method` where the kind has them."""
+    (careval.analysis.figures.report.DRAW) over `model_set` / `benchmark` / `method` where the kind has them."""
 
     name: str
     kind: str
@@ -117,9 +117,9 @@ class ReportJob(JobSpec):
     # analysis.metric_view paper: the open-ended metrics the correlation figures and clusters use (the paper's
     # eleven, careval.metrics.registry.paper_metrics); None: every metric (view `all`)
     view_metrics: tuple[str, ...] | None = None
-    # analysis.resilience.scaling: the column figures 13-15 draw (careval.analysis.spread)
+    # analysis.resilience.scaling: the column figures 13-15 draw (careval.analysis.statistics.spread)
     resilience_scaling: str = "variance_range"
-    # the names of the paper tables (careval.analysis.paper_tables) drawn as pages, from results/tables/<name>.csv
+    # the names of the paper tables (careval.analysis.tables.paper_tables) drawn as pages, from results/tables/<name>.csv
     paper_tables: tuple[str, ...] = ()
     # the comparison pages: their significance level and adjustment (analysis.comparisons.alpha / adjust); the cost
     # page: its quality's benchmark and metric and the cost axis (analysis.cost)
@@ -184,7 +184,7 @@ class AnalysisPlan:
     metric_view: str = field(default="paper", kw_only=True)
     rubrics: tuple[str, ...] = field(default=(), kw_only=True)  # the judge's, the main (Prometheus) one first
     resilience_scaling: str = field(default="variance_range", kw_only=True)
-    # the Appendix E tables this run fills (careval.analysis.paper_tables.planned_tables; set by careval.plan)
+    # the Appendix E tables this run fills (careval.analysis.tables.paper_tables.planned_tables; set by careval.plan)
     paper_tables: tuple[TableSpec, ...] = field(default=(), kw_only=True)
     # every benchmark of the run (the comparison pages); analysis.comparisons and analysis.cost as filled
     benchmarks: list[str] = field(kw_only=True, default_factory=list)

@@ -113,7 +113,7 @@ class Benchmark:
     min_chars: int
     mcqa_style: str
     # the paper's task (its Table 1) this benchmark belongs to: groups benchmarks into the Appendix E tables
-    # (careval.analysis.paper_tables.PAPER_TASKS); None: in no paper table
+    # (careval.analysis.tables.paper_tables.PAPER_TASKS); None: in no paper table
     paper_task: str | None
     # the dataset as the paper's Table 1 names it (this entry is it, or a subset or subject of it); None: not in
     # Table 1, careval's addition (a config's own benchmarks, lm-eval tasks too), marked with a dagger wherever the

@@ -1,5 +1,5 @@
-"""The analysis report job: the tables (careval.analysis.report_tables) written as parquet, then every figure
-drawn from them (careval.analysis.figures) into one PDF and one PNG each."""
+"""The analysis report job: the tables (careval.analysis.tables.report_tables) written as parquet, then every figure
+drawn from them (careval.analysis.figures.report) into one PDF and one PNG each."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import polars as pl
 
-from careval.analysis.figures import report_pages, save_pages
+from careval.analysis.figures.report import report_pages, save_pages
 from careval.analysis.plan import FigureSpec, ReportJob
-from careval.analysis.report_tables import analysis_tables
+from careval.analysis.tables.report_tables import analysis_tables
 
 
 def write_analysis_report(

@@ -1,5 +1,5 @@
 """The comparisons job: every pair of models of each model set, compared on the per-sample table
-(careval.analysis.comparisons) and on corpus sacreBLEU, written as results/summary/comparisons.parquet."""
+(careval.analysis.statistics.comparisons) and on corpus sacreBLEU, written as results/summary/comparisons.parquet."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from careval.analysis.comparisons import ComparisonsJob, CorpusBlock, GenerationNoise, all_pairs, compare_models
+from careval.analysis.statistics.comparisons import (
+    ComparisonsJob,
+    CorpusBlock,
+    all_pairs,
+    compare_models,
+)
+from careval.analysis.statistics.two_level import GenerationNoise
 from careval.metrics.ngram import BLEU_STATISTICS, bleu_corpus_statistics, bleu_from_statistics
 from careval.schemas import REPEAT_SCORE_SCHEMA
 from careval.scoring import _pairs as scored_pairs  # the pairs exactly as the bleu scorer keeps them

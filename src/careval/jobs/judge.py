@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from careval.analysis.repeat_judge import judge_repeats
+from careval.analysis.jury.repeat_judge import judge_repeats
 from careval.backends.cached import job_backend
 from careval.metrics.judge import judge_model_spec, score_judge
 
@@ -34,7 +34,7 @@ def run_judge(
     repeats_path: Path | None = None,
 ) -> None:
     """Grade one model's generations on one benchmark, or with `repeats_path` their repeats (rephrasings, sampled
-    answers: careval.analysis.repeat_judge), and write the score rows (judge_<rubric>, _expected), in batches of
+    answers: careval.analysis.jury.repeat_judge), and write the score rows (judge_<rubric>, _expected), in batches of
     `request_batch` answers (careval.batches); `record`: the job's request counts."""
     samples, generations = pl.read_parquet(samples_path), pl.read_parquet(generations_path)
     if repeats_path is not None:

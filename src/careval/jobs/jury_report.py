@@ -1,5 +1,5 @@
 """The jury report job: agreement between judges, their biases, the jury's stability and the agreement with people,
-each written as a summary table (the analysis report draws them: careval.analysis.jury_figures)."""
+each written as a summary table (the analysis report draws them: careval.analysis.figures.jury)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ from pathlib import Path
 
 import polars as pl
 
-from careval.analysis.human_ratings import (
+from careval.analysis.jury.human_ratings import (
     HUMAN_AGREEMENT_SCHEMA,
     RATER_AGREEMENT_SCHEMA,
     human_agreement,
     rater_agreement,
     read_human_ratings,
 )
-from careval.analysis.judge_agreement import judge_agreement
-from careval.analysis.judge_bias import answer_lengths, judge_bias
-from careval.analysis.jury_stability import jury_stability
+from careval.analysis.jury.judge_agreement import judge_agreement
+from careval.analysis.jury.judge_bias import answer_lengths, judge_bias
+from careval.analysis.jury.jury_stability import jury_stability
 from careval.schemas import JUDGE_BIAS_SCHEMA
 from careval.specs import JURY_REPORT_TABLES, JuryReportJob
 

@@ -412,7 +412,7 @@ def metric_spec(name: str) -> MetricSpec:
             f"{base.label} given the question",
         )
     if name.endswith(REPHRASE_VARIANCE):
-        # a study of the resilience analysis (careval.analysis.studies): a metric's variance over a sample's rephrasings
+        # a study of the resilience analysis (careval.analysis.studies.tables): a metric's variance over a sample's rephrasings
         spec = metric_spec(name[: -len(REPHRASE_VARIANCE)])
         return MetricSpec(
             name, spec.family, False, (0.0, INF), in_cv=False, label=f"{spec.label}: variance over rephrasings"

@@ -4,7 +4,7 @@ As the authors' lm-eval 0.4.13 files (med_prescriptions/utils.py) build it, step
 kept when it has a diagnosis and medicine lines ("name, frequency, duration") and neither is in an
 Indian script; the gold is one of its lines (random.choice) at a random position (randint(0, 3))
 among three distractors. Easy distractors are three lines sampled from the authors' fixed list
-(prescription_pool.FULL_MED_LIST); hard ones keep medicine names of the same prescription (or the
+(FULL_MED_LIST, read from prescription_pool.json); hard ones keep medicine names of the same prescription (or the
 gold's own) with a made-up frequency and duration, by the authors' branches and draws. Their
 doc_to_choice draws anew on every call, so the options their prompt lists ("A. ... \n") are one
 draw and the continuations scored another (the gold alone is the same, at the same position):
@@ -17,11 +17,20 @@ questions and the same row is asked the same whatever rows surround it. Scoring 
 from __future__ import annotations
 
 import ast
+import json
 import random
 import re
+from importlib import resources
 
-from careval.tasks.prescription_pool import FULL_MED_LIST
 from careval.tasks.prompts import render_options
+
+# The authors' pool of easy-prescription distractors: lm-eval 0.4.13's med_prescriptions/utils.py `full_med_list`,
+# as data, verbatim: order and duplicates included ("NA" many times, lines with U+FFFD where the source text was
+# garbled), since a seeded `random.sample` picks the same lines only from the same list in the same order.
+# tests/tasks/test_prescription.py checks it equals lm-eval's list.
+FULL_MED_LIST: tuple[str, ...] = tuple(
+    json.loads(resources.files("careval.tasks").joinpath("prescription_pool.json").read_text(encoding="utf-8"))
+)
 
 # The authors' lists of made-up durations and frequencies for the hard distractors (order matters: seeded draws).
 FAKE_DURATIONS = ("1 week", "1 month", "3 days", "5 days", "2 weeks", "10 days", "3 weeks", "2 months", "once")

@@ -11,8 +11,8 @@ import polars as pl
 from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.analysis.bootstrap import Resampled, correlation_interval
-from careval.analysis.paper_tables import PAPER_TASKS, task_row
+from careval.analysis.statistics.bootstrap import Resampled, correlation_interval
+from careval.analysis.tables.paper_tables import PAPER_TASKS, task_row
 from careval.metrics.registry import higher_is_better, metric_spec
 from careval.schemas import CORRELATION_SCHEMA, SET_CORRELATION_SCHEMA
 

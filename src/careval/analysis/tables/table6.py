@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from careval.analysis.paper_table_files import fmt
+from careval.analysis.tables.paper_table_files import fmt
 from careval.canonical import JobSpec, job_spec
 from careval.latex import latex_escape
 from careval.metrics.relaxed_perplexity import NICE_TO_HAVE

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
-from careval.analysis.empty_page import empty_page
+from careval.analysis.figures.text_pages import empty_page
 from careval.metrics.jury import split_judge
 from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX
 

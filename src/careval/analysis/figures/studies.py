@@ -1,5 +1,5 @@
 """The report's pages of the studies (config `studies:`): per study, every variant against each model's baseline, and
-paper Table 6. They only draw computed tables (careval.analysis.studies, careval.analysis.table6).
+paper Table 6. They only draw computed tables (careval.analysis.studies.tables, careval.analysis.tables.table6).
 
 A study's page is one grid: a row per benchmark x metric x variant, a column per model and one for the rank
 agreement. A cell shows the paired difference (variant - baseline, in the metric's own unit) and a star where it is
@@ -22,8 +22,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
-from careval.analysis.empty_page import empty_page
-from careval.analysis.studies import StudyPage
+from careval.analysis.figures.text_pages import empty_page
+from careval.analysis.studies.tables import StudyPage
 from careval.metrics.registry import REPHRASE_VARIANCE, higher_is_better, metric_spec
 
 # the relative change at which a cell's colour saturates

@@ -11,7 +11,7 @@ Per benchmark x rubric x judge, over the judge's grades judge_<rubric>@<judge> o
 * ``share_grade_<g>`` for g = 1..5 and ``modal_grade_share``: the grade distribution; flagged where one grade
   takes more than ``one_grade_flag`` of the answers.
 
-Intervals resample the sample ids (careval.analysis.judge_agreement.bootstrap_intervals).
+Intervals resample the sample ids (careval.analysis.jury.judge_agreement.bootstrap_intervals).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
-from careval.analysis.judge_agreement import GRADE_SCALE, bootstrap_intervals, judge_grades, rater_matrix
+from careval.analysis.jury.judge_agreement import GRADE_SCALE, bootstrap_intervals, judge_grades, rater_matrix
 from careval.schemas import JUDGE_BIAS_SCHEMA
 
 P_LEVEL = 0.05

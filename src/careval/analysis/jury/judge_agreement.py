@@ -1,6 +1,6 @@
 """How far a jury's judges agree, per benchmark x rubric, over their grades judge_<rubric>@<judge> of the same answers.
 
-Units are the graded answers (model x sample), raters the judges. Statistics (careval.analysis.reliability):
+Units are the graded answers (model x sample), raters the judges. Statistics (careval.analysis.statistics.reliability):
 Krippendorff's alpha (interval, ordinal), ICC(2,1) and ICC(2,k) over all judges; quadratic-weighted kappa per
 pair of judges; Kendall's tau per pair between the model rankings (each model's mean grade) the two judges give.
 The intervals resample the benchmark's sample ids (every model's answer to a drawn sample comes along, so a
@@ -16,7 +16,7 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from careval.analysis.reliability import icc, kendall_tau, krippendorff_alpha, quadratic_kappa
+from careval.analysis.statistics.reliability import icc, kendall_tau, krippendorff_alpha, quadratic_kappa
 from careval.metrics.jury import split_judge
 from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, VALUED_STATUSES
 from careval.schemas import JUDGE_AGREEMENT_SCHEMA

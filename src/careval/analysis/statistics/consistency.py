@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from careval.analysis.spread import spread_table
+from careval.analysis.statistics.spread import spread_table
 from careval.metrics.registry import metric_spec
 
 # The paper leaves BLEURT out of the CV "for it can take negative values": a CV over a mean near 0

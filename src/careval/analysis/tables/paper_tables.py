@@ -1,6 +1,6 @@
 """The paper's Appendix E tables (7-20) and its tasks (Table 1): which benchmarks and metrics each table holds.
 
-One registry, read by the plan (which tables a config fills), the table job (careval.analysis.paper_table_files)
+One registry, read by the plan (which tables a config fills), the table job (careval.analysis.tables.paper_table_files)
 and the report (one PDF page per table). A benchmark's paper task is a fact of its catalogue entry
 (Benchmark.paper_task); a metric's being one of the paper's eleven is a fact of the metric registry
 (MetricSpec.paper). The paper prints only the tables' captions' grouping, not their numbers' layout in

@@ -1,6 +1,6 @@
 """Does a jury move less than one judge? Its grades' spread under rephrasing and resampling beside each judge's.
 
-Reads the resilience and self-consistency tables (careval.analysis.resilience / consistency: per model x sample
+Reads the resilience and self-consistency tables (careval.analysis.statistics.resilience / consistency: per model x sample
 x metric, the scaled variance of a metric over the repeats), where the jury's judge_<rubric> and every judge's
 judge_<rubric>@<judge> are metrics beside the text metrics, and summarises per benchmark x analysis x rubric x
 rater (the jury, or one judge) x kind (grade, expected): the mean scaled variance over the answers, and its

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import polars as pl
 
-from careval.analysis.spread import spread_table
+from careval.analysis.statistics.spread import spread_table
 
 
 def resilience_table(score_files: list[tuple[str, str, Path]]) -> pl.DataFrame:
     """model, benchmark, id, metric, n, mean, variance, scaled_variance (variance / max - min of the metric's variance
     column over every model and sample of the benchmark, the paper's C.1), scaled_variance_value_range (variance /
-    the metric's observed max - min value: careval's earlier reading); see careval.analysis.spread.spread_table."""
+    the metric's observed max - min value: careval's earlier reading); see careval.analysis.statistics.spread.spread_table."""
     return spread_table(score_files).drop("cv")
 
 

@@ -13,7 +13,7 @@ Per benchmark x criterion, over the answers (model x sample):
   0-1, perplexity unbounded), so the absolute-agreement ICC is read on a common scale; for a
   lower-is-better metric the sign is flipped first, so agreement is always positive.
 
-Intervals resample the sample ids (careval.analysis.judge_agreement.bootstrap_intervals).
+Intervals resample the sample ids (careval.analysis.jury.judge_agreement.bootstrap_intervals).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
-from careval.analysis.judge_agreement import bootstrap_intervals, rater_matrix
-from careval.analysis.reliability import icc, krippendorff_alpha
+from careval.analysis.jury.judge_agreement import bootstrap_intervals, rater_matrix
+from careval.analysis.statistics.reliability import icc, krippendorff_alpha
 from careval.metrics.registry import VALUED_STATUSES, higher_is_better
 from careval.schemas import HUMAN_AGREEMENT_SCHEMA, RATER_AGREEMENT_SCHEMA, RATINGS_SCHEMA
 from careval.textio import TextDecodeError, read_text

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from careval.analysis.spread import repeat_key, unkey_repeats
+from careval.analysis.statistics.spread import repeat_key, unkey_repeats
 
 
 def repeats_as_generations(

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import polars as pl
 
-from careval.analysis.empty_page import empty_page
+from careval.analysis.figures.text_pages import empty_page
 from careval.careqa.statistics import TABLE4_COLUMNS, TOTAL, _cell
 
 SET_TITLES = {

@@ -1,13 +1,9 @@
-"""The paper's analysis figures: one titled, labelled page per figure in results/correlations.pdf, and the same as PNGs."""
+"""The paper's analysis figures (scores, MCQA vs open-ended, metric and benchmark matrices, Elo, rankings,
+resilience, self-consistency): one titled, labelled page each."""
 
 from __future__ import annotations
 
-import errno
 import math
-import multiprocessing
-import os
-import sys
-from pathlib import Path
 
 import matplotlib
 
@@ -15,133 +11,24 @@ matplotlib.use("Agg")  # no display on cluster nodes or CI
 import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
-from matplotlib.backends.backend_pdf import PdfPages
 
-from careval.analysis import careqa_figures, comparison_figures, jury_figures, study_figures
 from careval.analysis.additions import addition_note, marked
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.analysis.consistency import cv_excluded_metrics
-from careval.analysis.correlations import square
-from careval.analysis.empty_page import empty_page, text_page
+from careval.analysis.figures.heatmaps import (
+    CI_NOTE,
+    block_of,
+    heatmap,
+    joined_notes,
+    lower_is_better_note,
+    matrix_inches,
+    squares,
+)
+from careval.analysis.figures.text_pages import empty_page
 from careval.analysis.metric_view import paper_clusters
-from careval.analysis.paper_table_files import table_figure
-from careval.analysis.paper_tables import PAPER_TASKS, task_row
-from careval.analysis.plan import FigureSpec, ReportJob
-from careval.analysis.report_tables import AnalysisTables
-from careval.analysis.spread import across_models
+from careval.analysis.statistics.consistency import cv_excluded_metrics
+from careval.analysis.statistics.spread import across_models
+from careval.analysis.tables.paper_tables import PAPER_TASKS, task_row
 from careval.metrics.registry import higher_is_better
-
-CMAP = "RdBu_r"
-
-
-def _cell(r: float, low: float | None, high: float | None, p: float | None, lines: int = 3) -> str:
-    """A heatmap cell's text: r, then its interval, then its p-value, as many of these lines as fit (`lines`)."""
-    if r is None or np.isnan(r):
-        return "n/a"
-    text = f"{r:.2f}"
-    if lines >= 2 and low is not None and not np.isnan(low):
-        text += f"\n[{low:.2f},{high:.2f}]"
-    if lines >= 3 and p is not None and not np.isnan(p):
-        text += f"\np={p:.2g}"
-    return text
-
-
-# Cell text is sized to its cell (points): a line needs ~1.3 x the font's height and each character ~0.6 x its
-# size; below MIN_FONT a line is dropped (p first, then the interval) rather than drawn over its neighbours.
-MIN_FONT, MAX_FONT = 5.0, 8.0
-LINE_CHARS = {1: 5, 2: 12, 3: 12}  # "-0.53", "[-1.00,1.00]", "p=0.045"
-
-
-def cell_layout(ax, rows: int, cols: int) -> tuple[int, float]:
-    """How many lines of text (3, 2, 1 or 0) fit a cell of this heatmap, and at what font size."""
-    fig = ax.figure
-    box = ax.get_position()
-    width = box.width * fig.get_figwidth() * 72 / max(cols, 1)
-    height = box.height * fig.get_figheight() * 72 / max(rows, 1)
-    for lines in (3, 2, 1):
-        size = min(MAX_FONT, height / (1.3 * lines), width / (0.6 * LINE_CHARS[lines]))
-        if size >= MIN_FONT:
-            return lines, size
-    return 0, MIN_FONT
-
-
-def matrix_inches(n: int) -> float:
-    """The side of an n x n heatmap that keeps each cell's r, interval and p-value legible (>= 5 pt)."""
-    return max(3.5, 0.62 * n + 2.0)
-
-
-def _heatmap(
-    ax,
-    matrix: np.ndarray,
-    rows: list[str],
-    cols: list[str],
-    title: str,
-    low: np.ndarray | None = None,
-    high: np.ndarray | None = None,
-    p: np.ndarray | None = None,
-) -> None:
-    image = ax.imshow(matrix, cmap=CMAP, vmin=-1, vmax=1, aspect="auto")
-    ax.set_xticks(range(len(cols)), cols, rotation=60, ha="right", fontsize=7)
-    ax.set_yticks(range(len(rows)), rows, fontsize=7)
-    ax.set_title(title, fontsize=9)
-    lines, size = cell_layout(ax, *matrix.shape)
-    square = rows == cols  # a matrix of the same labels both ways: its diagonal (r = 1) has no p-value
-    for i in range(matrix.shape[0] if lines else 0):
-        for j in range(matrix.shape[1]):
-            value = matrix[i, j]
-            text = _cell(
-                value,
-                None if low is None else low[i, j],
-                None if high is None else high[i, j],
-                None if p is None or (square and i == j) else p[i, j],
-                lines,
-            )
-            ax.text(
-                j,
-                i,
-                text,
-                ha="center",
-                va="center",
-                fontsize=size,
-                color="white" if not np.isnan(value) and abs(value) > 0.6 else "black",
-            )
-    plt.colorbar(image, ax=ax, fraction=0.03, label="correlation coefficient")
-
-
-def _block(table: pl.DataFrame, **where) -> pl.DataFrame:
-    for column, value in where.items():
-        table = table.filter(pl.col(column).is_null() if value is None else pl.col(column) == value)
-    return table
-
-
-def _squares(block: pl.DataFrame, order: list[str] | None = None):
-    labels, r = square(block, "r")
-    _, low = square(block, "ci_low")
-    _, high = square(block, "ci_high")
-    _, p = square(block, "p_value")
-    if order:
-        index = [labels.index(name) for name in order]
-        labels, r, low, high, p = order, *(m[np.ix_(index, index)] for m in (r, low, high, p))
-    return labels, r, low, high, p
-
-
-CI_NOTE = "Cells: r, [bootstrap 95% CI over resampled benchmark samples], p-value (across models)."
-
-
-def lower_is_better_note(metrics) -> str:
-    """Which of the figure's metrics are lower-is-better (the metric registry), so a reader can read a sign."""
-    lower = sorted({m for m in metrics if not higher_is_better(m)})
-    if not lower:
-        return "Every metric shown is higher-is-better."
-    return (
-        f"Lower is better: {', '.join(lower)}; r keeps the raw direction, so a negative r between one of these "
-        "and a higher-is-better score means agreement (column `agreement` of correlations.parquet)."
-    )
-
-
-def _notes(*parts: str) -> str:
-    """A page's note from its parts, the empty ones left out."""
-    return " ".join(part for part in parts if part)
 
 
 def scores_figure(summary: pl.DataFrame, additions: tuple[str, ...] = ()):
@@ -169,7 +56,7 @@ def scores_figure(summary: pl.DataFrame, additions: tuple[str, ...] = ()):
     fig.text(
         0.01,
         0.01,
-        _notes(lower_is_better_note(table["metric"].unique().to_list()), addition_note(shown, additions)),
+        joined_notes(lower_is_better_note(table["metric"].unique().to_list()), addition_note(shown, additions)),
         fontsize=7,
     )
     return fig
@@ -203,7 +90,7 @@ def _grid_figure(
             for column, grid in grids.items():
                 value = row[column]
                 grid[benchmarks.index(row["benchmark"]), metrics.index(row["y"])] = np.nan if value is None else value
-        _heatmap(
+        heatmap(
             ax,
             grids["r"],
             labels,
@@ -216,7 +103,7 @@ def _grid_figure(
         if split:
             ax.axhline(split - 0.5, color="black", linewidth=1.5)
     fig.suptitle(title, fontsize=11)
-    fig.text(0.01, 0.005, _notes(note, lower_is_better_note(metrics), CI_NOTE), fontsize=7, wrap=True)
+    fig.text(0.01, 0.005, joined_notes(note, lower_is_better_note(metrics), CI_NOTE), fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.03, 1, 0.96))
     return fig
 
@@ -236,7 +123,7 @@ def mcqa_vs_open_figure(
     additions: tuple[str, ...] = (),
 ):
     """Figure 1 over one model set; `models` says which ("9 models of set 'small'"). Its benchmarks, then the paper
-    tasks' rows (careval.analysis.correlations.with_task_means), whose members the note lists."""
+    tasks' rows (careval.analysis.statistics.correlations.with_task_means), whose members the note lists."""
     block = table.filter(pl.col("analysis") == "mcqa_vs_open")
     present = set(block["benchmark"].unique().to_list())
     tasks = [task for task in PAPER_TASKS if task_row(task) in present]
@@ -254,7 +141,7 @@ def mcqa_vs_open_figure(
         block,
         methods,
         f"MCQA weighted-average accuracy vs every other benchmark x metric, and per task ({models})",
-        _notes(note, addition_note(benchmarks, additions)),
+        joined_notes(note, addition_note(benchmarks, additions)),
         "no non-MCQA benchmark in the config",
         rows=benchmarks + [task_row(task) for task in tasks],
         labels=[marked(b, additions) for b in benchmarks] + [f"task: {PAPER_TASKS[task]}" for task in tasks],
@@ -272,7 +159,7 @@ def relaxed_perplexity_figure(
         block,
         methods,
         f"{marked(anchor, additions)} Relaxed Perplexity vs every other benchmark x metric ({models})",
-        _notes(
+        joined_notes(
             f"Relaxed Perplexity (lower is better) of {anchor}, scored against the target named in the "
             "README (OLAPH: the Must_have statements; other benchmarks: the full reference).",
             addition_note([anchor, *benchmarks], additions),
@@ -298,12 +185,12 @@ def metric_matrix_figure(
     notes = []
     labels: list[str] = []
     for ax, method in zip(axes[0], methods):
-        block = _block(table, analysis="metric_x_metric", benchmark=benchmark, method=method)
-        mine = _block(clusters, benchmark=benchmark, method=method)
+        block = block_of(table, analysis="metric_x_metric", benchmark=benchmark, method=method)
+        mine = block_of(clusters, benchmark=benchmark, method=method)
         groups = mine.group_by("cluster", maintain_order=True).agg("metric").rows()
         order = [m for _, members in groups for m in members]
-        labels, r, low, high, p = _squares(block, order)
-        _heatmap(ax, r, labels, labels, f"{method.capitalize()} (metric vs metric, ordered by cluster)", low, high, p)
+        labels, r, low, high, p = squares(block, order)
+        heatmap(ax, r, labels, labels, f"{method.capitalize()} (metric vs metric, ordered by cluster)", low, high, p)
         notes.append(f"{method}: " + "; ".join(f"[{name}] {', '.join(members)}" for name, members in groups))
     paper = "; ".join(f"[{name}] {', '.join(members)}" for name, members in paper_clusters(labels))
     fig.suptitle(f"Metric x metric correlation on {marked(benchmark, additions)} across {models}", fontsize=11)
@@ -316,7 +203,7 @@ def metric_matrix_figure(
                 *notes,
                 f"The paper's three (section 3.3): {paper}",
                 lower_is_better_note(labels),
-                _notes(CI_NOTE, addition_note([benchmark], additions)),
+                joined_notes(CI_NOTE, addition_note([benchmark], additions)),
             ]
         ),
         fontsize=6,
@@ -328,7 +215,7 @@ def metric_matrix_figure(
 
 def benchmark_matrix_figure(table: pl.DataFrame, method: str, models: str, additions: tuple[str, ...] = ()):
     """Figures 11-12: one small benchmark x benchmark matrix per metric."""
-    block = _block(table, analysis="benchmark_x_benchmark", method=method)
+    block = block_of(table, analysis="benchmark_x_benchmark", method=method)
     metrics = sorted(block["metric"].unique().to_list())
     title = f"Benchmark x benchmark correlation per metric ({method}, {models})"
     if not metrics:
@@ -338,13 +225,13 @@ def benchmark_matrix_figure(table: pl.DataFrame, method: str, models: str, addit
     side = matrix_inches(block["x"].n_unique())
     fig, axes = plt.subplots(rows, columns, figsize=((side + 1.5) * columns, (side + 0.8) * rows), squeeze=False)
     for ax, metric in zip(axes.flat, metrics):
-        labels, r, low, high, p = _squares(_block(block, metric=metric))
+        labels, r, low, high, p = squares(block_of(block, metric=metric))
         names = [marked(label, additions) for label in labels]
-        _heatmap(ax, r, names, names, metric, low, high, p)
+        heatmap(ax, r, names, names, metric, low, high, p)
     for ax in list(axes.flat)[len(metrics) :]:
         ax.axis("off")
     fig.suptitle(title, fontsize=11)
-    fig.text(0.01, 0.005, _notes(CI_NOTE, addition_note(block["x"].unique().to_list(), additions)), fontsize=7)
+    fig.text(0.01, 0.005, joined_notes(CI_NOTE, addition_note(block["x"].unique().to_list(), additions)), fontsize=7)
     fig.tight_layout(rect=(0, 0.02, 1, 0.96))
     return fig
 
@@ -353,9 +240,9 @@ def elo_figure(table: pl.DataFrame, methods: list[str], elo_path: str, set_name:
     block = table.filter(pl.col("analysis") == "mcqa_vs_elo")
     fig, axes = plt.subplots(1, len(methods), figsize=(7.5 * len(methods), 6.5), squeeze=False)
     for ax, method in zip(axes[0], methods):
-        labels, r, low, high, p = _squares(_block(block, method=method))
+        labels, r, low, high, p = squares(block_of(block, method=method))
         names = [marked(label, additions) for label in labels]
-        _heatmap(ax, r, names, names, f"{method.capitalize()}", low, high, p)
+        heatmap(ax, r, names, names, f"{method.capitalize()}", low, high, p)
     n = int(block["n_models"].max() or 0) if block.height else 0
     fig.suptitle(
         f"MCQA benchmarks (accuracy) vs Chatbot-Arena Elo ({n} models of set '{set_name}' with an Elo)", fontsize=11
@@ -363,7 +250,7 @@ def elo_figure(table: pl.DataFrame, methods: list[str], elo_path: str, set_name:
     fig.text(
         0.01,
         0.005,
-        _notes(
+        joined_notes(
             f"Elo from {elo_path}; Elo is not resampled (it has no samples).",
             CI_NOTE,
             addition_note(block["x"].unique().to_list(), additions),
@@ -467,7 +354,7 @@ def resilience_figure(
     fig.text(
         0.01,
         0.005,
-        _notes(
+        joined_notes(
             scaled_how,
             "Closer to 0 = more resilient. Box: quartiles; triangle: mean.",
             addition_note([benchmark], additions),
@@ -511,190 +398,7 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool, a
         undefined = block.filter(pl.col("cv").is_null() & ~pl.col("metric").is_in(excluded)).height
         note += f" {undefined} model x prompt x metric CVs undefined (mean 0) are not shown."
     else:
-        note = _notes(SCALINGS["variance_range"][1], note, "Unscaled variances: consistency.parquet, `variance`.")
-    fig.text(0.01, 0.005, _notes(note, addition_note([benchmark], additions)), fontsize=7, wrap=True)
+        note = joined_notes(SCALINGS["variance_range"][1], note, "Unscaled variances: consistency.parquet, `variance`.")
+    fig.text(0.01, 0.005, joined_notes(note, addition_note([benchmark], additions)), fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     return fig
-
-
-def _set_block(tables: AnalysisTables, figure: FigureSpec) -> pl.DataFrame:
-    """The correlations of the figure's analysis (its kind) over its model set."""
-    return tables.correlations.filter((pl.col("analysis") == figure.kind) & (pl.col("model_set") == figure.model_set))
-
-
-def _draw_metric_x_metric(tables: AnalysisTables, job: ReportJob, figure: FigureSpec):
-    cut = (
-        f"cut into at most {job.clusters} clusters"
-        if job.clusters
-        else f"cut at mean r >= {job.cluster_min_correlation}"
-    )
-    clusters = tables.clusters.filter(pl.col("model_set") == figure.model_set)
-    who = tables.set_labels[figure.model_set]
-    return metric_matrix_figure(
-        _set_block(tables, figure), clusters, figure.benchmark, list(job.methods), who, cut, job.additions
-    )
-
-
-def _draw_rankings(tables: AnalysisTables, job: ReportJob, figure: FigureSpec):
-    ranked = tables.rankings.filter(
-        (pl.col("model_set") == figure.model_set) & (pl.col("benchmark") == figure.benchmark)
-    ).drop("model_set")
-    return rankings_figure(ranked, figure.benchmark, figure.model_set, job.additions)
-
-
-# figure kind (FigureSpec.kind) -> its drawing: (tables, job, figure) -> a matplotlib figure
-DRAW = {
-    "run_notes": lambda tables, job, figure: text_page("About this run: what it does not make, and why", job.notes),
-    "scores": lambda tables, job, figure: scores_figure(tables.summary, job.additions),
-    "mcqa_vs_open": lambda tables, job, figure: mcqa_vs_open_figure(
-        _set_block(tables, figure),
-        list(job.methods),
-        tables.set_labels[figure.model_set],
-        job.paper_tasks,
-        job.additions,
-    ),
-    "metric_x_metric": _draw_metric_x_metric,
-    "benchmark_x_benchmark": lambda tables, job, figure: benchmark_matrix_figure(
-        _set_block(tables, figure), figure.method, tables.set_labels[figure.model_set], job.additions
-    ),
-    "mcqa_vs_elo": lambda tables, job, figure: elo_figure(
-        _set_block(tables, figure), list(job.methods), str(tables.elo_path), figure.model_set, job.additions
-    ),
-    "rankings": _draw_rankings,
-    "relaxed_perplexity_vs_all": lambda tables, job, figure: relaxed_perplexity_figure(
-        _set_block(tables, figure),
-        list(job.methods),
-        tables.set_labels[figure.model_set],
-        job.relaxed_perplexity_anchor,
-        job.additions,
-    ),
-    "resilience": lambda tables, job, figure: resilience_figure(
-        tables.resilience, figure.benchmark, job.resilience_k, job.resilience_scaling, job.additions
-    ),
-    "consistency": lambda tables, job, figure: consistency_figure(
-        tables.consistency, figure.benchmark, job.consistency_r, cv=False, additions=job.additions
-    ),
-    "consistency_cv": lambda tables, job, figure: consistency_figure(
-        tables.consistency, figure.benchmark, job.consistency_r, cv=True, additions=job.additions
-    ),
-    "careqa_table4": lambda tables, job, figure: careqa_figures.table4_figure(
-        tables.careqa["table4"], tables.careqa["table4_caption"]
-    ),
-    "careqa_categories": lambda tables, job, figure: careqa_figures.categories_figure(
-        tables.careqa["categories"], figure.benchmark
-    ),
-    "careqa_review": lambda tables, job, figure: careqa_figures.review_figure(
-        tables.careqa["review"], job.review_sheets
-    ),
-    "paper_table": lambda tables, job, figure: table_figure(
-        tables.paper_tables[figure.name], figure.name, job.additions
-    ),
-    "comparisons": lambda tables, job, figure: comparison_figures.win_tie_loss_figure(
-        _of_set(tables.comparisons, figure),
-        job.model_sets[figure.model_set],
-        figure.benchmark,
-        figure.model_set,
-        job.comparison_adjust,
-    ),
-    "comparison_groups": lambda tables, job, figure: comparison_figures.groups_figure(
-        _of_set(tables.groups, figure),
-        _of_set(tables.adjacent, figure),
-        figure.benchmark,
-        figure.model_set,
-        job.comparison_adjust,
-    ),
-    "adjacent_pairs": lambda tables, job, figure: comparison_figures.adjacent_figure(
-        _of_set(tables.adjacent, figure), figure.model_set, job.comparison_adjust
-    ),
-    "cost": lambda tables, job, figure: comparison_figures.cost_figure(
-        tables.summary,
-        tables.cost,
-        job.cost["benchmark"],
-        job.cost["metric"],
-        job.cost["cost"],
-        job.model_sets.get("all") or tuple(tables.summary["model"].unique().sort()),
-        tables.request_cache,
-    ),
-    # a jury of judges and people's ratings (careval.analysis.jury_figures)
-    "jury": lambda tables, job, figure: jury_figures.jury_figure(tables.summary, figure.benchmark),
-    "judge_agreement": lambda tables, job, figure: jury_figures.judge_agreement_figure(
-        tables.jury["judge_agreement"], figure.benchmark
-    ),
-    "judge_bias": lambda tables, job, figure: jury_figures.judge_bias_figure(
-        tables.jury["judge_bias"], figure.benchmark
-    ),
-    "jury_stability": lambda tables, job, figure: jury_figures.jury_stability_figure(
-        tables.jury["jury_stability"], figure.benchmark
-    ),
-    "study": lambda tables, job, figure: study_figures.study_figure(
-        tables.studies,
-        tables.study_samples.get(figure.study or ""),
-        next(page for page in job.studies if page.name == figure.study),
-        job.view_metrics,
-        job.comparison_alpha or 0.05,
-    ),
-    "table6": lambda tables, job, figure: study_figures.table6_figure(tables.table6),
-    "human_agreement": lambda tables, job, figure: jury_figures.human_agreement_figure(
-        tables.jury["human_agreement"], tables.jury["human_rater_agreement"]
-    ),
-}
-
-
-def _of_set(table: pl.DataFrame | None, figure: FigureSpec) -> pl.DataFrame:
-    """The rows of a comparison table over the figure's model set (an empty table where none was computed)."""
-    if table is None:
-        return pl.DataFrame(schema={"model_set": pl.String, "benchmark": pl.String, "metric": pl.String})
-    return table.filter(pl.col("model_set") == figure.model_set)
-
-
-def report_pages(tables: AnalysisTables, job: ReportJob) -> list[tuple[str, object]]:
-    """Every page of the report, drawn from tables computed before (careval.analysis.report_tables): exactly the
-    job's figures (the plan's, AnalysisPlan.figures), in their order, each by its kind's drawing (DRAW)."""
-    return [(figure.name, DRAW[figure.kind](tables, job, figure)) for figure in job.figures]
-
-
-def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path, workers: int = 1) -> list[Path]:
-    """One PDF page and one PNG per figure. With ``workers`` >= 2 (and fork), a forked copy of this
-    process renders the PNGs while this one writes the PDF: drawing is nearly all of the report's time."""
-    figures_dir.mkdir(parents=True, exist_ok=True)
-    written = [figures_dir / f"{name}.png" for name, _ in pages]
-    pngs = None
-    try:
-        if workers >= 2 and "fork" in multiprocessing.get_all_start_methods():
-            pngs = multiprocessing.get_context("fork").Process(target=_png_process, args=(pages, written), daemon=True)
-            pngs.start()
-        with PdfPages(pdf_path) as pdf:
-            for _, fig in pages:
-                pdf.savefig(fig)
-        if pngs is None:
-            _save_pngs(pages, written)
-        else:
-            pngs.join()
-            if pngs.exitcode == errno.ENOSPC:  # _png_process: the cause, not only that it failed
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(figures_dir))
-            if pngs.exitcode != 0:
-                raise RuntimeError(
-                    f"drawing the PNGs in {figures_dir} failed (exit code {pngs.exitcode}); see the log above"
-                )
-    finally:
-        if pngs is not None and pngs.is_alive():  # the PDF failed: stop the PNGs too
-            pngs.terminate()
-        for _, fig in pages:
-            plt.close(fig)
-    return written
-
-
-def _png_process(pages: list[tuple[str, object]], paths: list[Path]) -> None:
-    """_save_pngs in the forked process, whose exit code says a full disk (ENOSPC) apart from other failures."""
-    try:
-        _save_pngs(pages, paths)
-    except OSError as error:
-        if error.errno != errno.ENOSPC:
-            raise
-        print(f"drawing the PNGs: {error}", file=sys.stderr)
-        sys.exit(errno.ENOSPC)
-
-
-def _save_pngs(pages: list[tuple[str, object]], paths: list[Path]) -> None:
-    for (_, fig), path in zip(pages, paths):
-        fig.savefig(path, dpi=110)

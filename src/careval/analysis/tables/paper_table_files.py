@@ -1,7 +1,7 @@
 """The Appendix E tables as files: results/tables/table<N>_<slug>.{csv,md,tex}, and each as one report page.
 
 A table is models x (benchmark, metric): each cell the summary's value with its bootstrap interval (each
-benchmark's sample ids resampled, the model's score recomputed: careval.analysis.bootstrap), and per
+benchmark's sample ids resampled, the model's score recomputed: careval.analysis.statistics.bootstrap), and per
 benchmark n (samples scored, the most over the table's metrics) and n_failed (the most failures of any).
 The CSV is wide and self-describing: columns `<benchmark>/<metric>`, `.../ci_low`, `.../ci_high`,
 `<benchmark>/n`, `<benchmark>/n_failed`. The Markdown, LaTeX and the page mark careval's additions (benchmarks
@@ -18,8 +18,8 @@ import polars as pl
 
 from careval.analysis.additions import MARK, addition_note, marked
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.analysis.bootstrap import Resampled, percentile_interval, resample_model_scores
-from careval.analysis.paper_tables import PAPER_TABLES, PaperTablesJob, TableSpec, metric_order, table_metric
+from careval.analysis.statistics.bootstrap import Resampled, percentile_interval, resample_model_scores
+from careval.analysis.tables.paper_tables import PAPER_TABLES, PaperTablesJob, TableSpec, metric_order, table_metric
 from careval.latex import latex_escape
 from careval.metrics.registry import metric_spec
 

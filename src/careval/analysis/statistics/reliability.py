@@ -1,6 +1,6 @@
 """Inter-rater reliability of a units x raters matrix: Krippendorff's alpha, ICC(2,1) / ICC(2,k), weighted kappa, Kendall's tau.
 
-Raters are judges (careval.analysis.judge_agreement) or people (careval.analysis.human_ratings); units are
+Raters are judges (careval.analysis.jury.judge_agreement) or people (careval.analysis.jury.human_ratings); units are
 the graded answers (model x sample). The kept libraries compute them: `krippendorff.alpha`,
 scikit-learn's cohen_kappa_score (quadratic weights) and scipy's kendalltau. The ICCs are written here,
 vectorised (Shrout & Fleiss 1979), because the bootstrap recomputes them thousands of times and

@@ -14,7 +14,7 @@ import polars as pl
 from matplotlib.colors import ListedColormap
 
 from careval.analysis.cost import efficiency_frontier, model_totals
-from careval.analysis.empty_page import empty_page
+from careval.analysis.figures.text_pages import empty_page
 from careval.metrics.registry import higher_is_better
 
 OUTCOME_COLOURS = ListedColormap(["#d6604d", "#e0e0e0", "#4d9221"])  # loss, tie, win

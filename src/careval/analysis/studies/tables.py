@@ -2,7 +2,7 @@
 every variant against its model's baseline: the paired test of the model comparisons, Holm within the study, and
 Kendall's tau between the models' rankings under the variant and under the baseline.
 
-The tests are careval.analysis.comparisons' own (McNemar's exact test on 0/1 metrics, the paired sign-flip
+The tests are careval.analysis.statistics.comparisons' own (McNemar's exact test on 0/1 metrics, the paired sign-flip
 permutation test otherwise, the paired bootstrap interval), on the samples the variant and the baseline both scored.
 """
 
@@ -16,10 +16,9 @@ import polars as pl
 from scipy import stats
 
 from careval.analysis.aggregate import ScoreFile, build_sample_table
-from careval.analysis.comparisons import (
+from careval.analysis.statistics.comparisons import (
     ComparisonsJob,
     Draws,
-    adjust,
     block_seed,
     blocks_of,
     compare_block,
@@ -27,7 +26,8 @@ from careval.analysis.comparisons import (
     pair_sums_under,
     statistic,
 )
-from careval.analysis.spread import per_sample_spread
+from careval.analysis.statistics.multiplicity import adjust
+from careval.analysis.statistics.spread import per_sample_spread
 from careval.canonical import JobSpec, job_spec
 from careval.metrics.registry import REPHRASE_VARIANCE, VALUED_STATUSES, metric_spec
 from careval.schemas import REPEAT_SCORE_SCHEMA, STUDY_SAMPLE_SCHEMA, STUDY_SCHEMA, SUMMARY_SAMPLE_SCHEMA
@@ -66,7 +66,7 @@ class StudySummary(JobSpec):
 
 @job_spec
 class StudyPage(JobSpec):
-    """What a study's report page says (careval.analysis.study_figures): its question, what it sweeps, its variants,
+    """What a study's report page says (careval.analysis.figures.studies): its question, what it sweeps, its variants,
     each model's baseline and label."""
 
     name: str
@@ -94,7 +94,7 @@ class StudiesJob(JobSpec):
 
 
 def rephrase_variances(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """Per sample and metric: the variance over the sample's rephrasings (careval.analysis.spread: population
+    """Per sample and metric: the variance over the sample's rephrasings (careval.analysis.statistics.spread: population
     variance over the valued repeats), averaged over the runs whose variance is defined; `runs`: how many."""
     spreads = [per_sample_spread(frame).select("id", "metric", "variance") for frame in frames]
     if not spreads:

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import polars as pl
 
-from careval.analysis.bootstrap import resample_model_scores
-from careval.analysis.clusters import cluster_metrics
-from careval.analysis.correlations import ELO, Scores, set_correlations, square
 from careval.analysis.elo import read_elo, resolve_elo_path
 from careval.analysis.metric_view import in_view, open_in_view, without_anchor_extra
 from careval.analysis.plan import ReportJob
-from careval.analysis.rankings import rank_models
-from careval.analysis.significance_groups import outcome as comparison_outcome, ranking_groups
+from careval.analysis.statistics.bootstrap import resample_model_scores
+from careval.analysis.statistics.clusters import cluster_metrics
+from careval.analysis.statistics.correlations import ELO, Scores, set_correlations, square
+from careval.analysis.statistics.rankings import rank_models
+from careval.analysis.statistics.significance_groups import outcome as comparison_outcome, ranking_groups
 from careval.schemas import CLUSTER_SCHEMA, SET_RANKING_SCHEMA
 from careval.specs import JURY_REPORT_TABLES
 

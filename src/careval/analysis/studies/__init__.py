@@ -1,0 +1,1 @@
+"""The studies' analyses (config `studies:`): each variant against its baseline, and the rephrasers' review sheet."""
