@@ -19,7 +19,15 @@ import polars as pl
 import pytest
 import yaml
 from polars.testing import assert_frame_equal
-from workflow_runs import TWO_MODEL_GROUP, TWO_MODELS, jobs_run, make_workdir, snakemake, two_model_config
+from workflow_runs import (
+    TWO_MODEL_GROUP,
+    TWO_MODELS,
+    jobs_run,
+    make_workdir,
+    snakemake,
+    two_model_config,
+    write_config,
+)
 
 # xdist_group: one single-node SLURM on the machine (fixed ports, one state folder); the group of the shared
 # two-model run, this file's local run (its worker builds that run once)
@@ -123,6 +131,22 @@ def slurm_run(repo_root, tmp_path_factory, demo_model_dirs, slurm_cluster):
     return work, result.stdout + result.stderr
 
 
+def _after_the_slurm_run(slurm_run, folder: Path, config: dict, jobs: list[tuple[str, str]]) -> Path:
+    """A copy of the SLURM run's folder (mtimes and Snakemake's records kept) with `config`, for a test of a few more
+    of MODEL's jobs on SLURM: its benchmarks, normalised on SLURM by that run under the same settings, are not made
+    again, so the only SLURM jobs are those under test (a fresh folder made both datasets first, two more SLURM jobs
+    of a minute each). The copy keeps no request cache (every request of a job is computed, as in a fresh folder) and
+    no log of the (rule, benchmark) `jobs` to run, so each log the test reads is the new job's alone."""
+    work = folder / "careval"
+    shutil.copytree(slurm_run[0], work, symlinks=True)
+    assert "cache_dir" not in config["resources"]  # the schema's default, resources/cache in the run's folder
+    shutil.rmtree(work / "resources" / "cache", ignore_errors=True)
+    for rule, benchmark in jobs:
+        (work / "results" / "logs" / rule / MODEL / f"{benchmark}.log").unlink()
+    write_config(work, config)
+    return work
+
+
 def test_every_job_goes_through_sbatch_and_completes(slurm_run, local_run):
     work, log = slurm_run
     _, local_jobs = local_run
@@ -192,18 +216,21 @@ def test_slurm_results_equal_a_local_run(slurm_run, local_run):
         assert_frame_equal(on_slurm[name], frame, check_exact=True)
 
 
-def test_a_failing_job_names_its_rule_log_and_slurm_state(repo_root, tmp_path, demo_model_dirs, slurm_cluster):
+def test_a_failing_job_names_its_rule_log_and_slurm_state(repo_root, tmp_path, demo_model_dirs, slurm_run):
     """A job that fails on its node: the model's weights are cut short, which no check at the door reads
     (a corrupt benchmark file is stopped there, before any job: tests/reliability/test_checked_at_the_door.py), so the
-    model's inference job fails when it loads them."""
+    model's inference job fails when it loads them. Run in a copy of the SLURM run's folder: the model's weights
+    changed, so its inference job runs again (and its earlier output is gone), nothing else."""
     broken = tmp_path / "broken-model"
-    shutil.copytree(demo_model_dirs[MODEL], broken)
-    weights = broken / "model.safetensors"
-    weights.write_bytes(weights.read_bytes()[:4096])
+    broken.mkdir()
+    for part in demo_model_dirs[MODEL].iterdir():  # the model's other files as they are; its weights cut short
+        if part.name != "model.safetensors":
+            (broken / part.name).symlink_to(part)
+    with (demo_model_dirs[MODEL] / "model.safetensors").open("rb") as weights:
+        (broken / "model.safetensors").write_bytes(weights.read(4096))
     config = _test_config(repo_root)
     config["models"][MODEL]["source"] = f"local:{broken}"
-    work = make_workdir(repo_root, tmp_path / "careval", config, profiles=("slurm",))
-    _site_profile(work)
+    work = _after_the_slurm_run(slurm_run, tmp_path, config, [("infer_closed", "demo_mcqa")])
     result = snakemake(["--profile", "slurm", f"results/loglik/{MODEL}/demo_mcqa.parquet"], work, timeout=600)
     log = result.stdout + result.stderr
     assert result.returncode == 1, log[-5000:]  # snakemake's own failure, not the timeout's 124
@@ -220,12 +247,13 @@ def test_a_failing_job_names_its_rule_log_and_slurm_state(repo_root, tmp_path, d
     assert not (work / "results" / "loglik" / MODEL / "demo_mcqa.parquet").exists()
 
 
-def test_a_shared_engine_and_the_jobs_it_serves_are_one_allocation(repo_root, tmp_path, demo_model_dirs, slurm_cluster):
+def test_a_shared_engine_and_the_jobs_it_serves_are_one_allocation(repo_root, tmp_path, slurm_run):
     """engine: shared through the profile: the model's vllm_engine job and its LLM jobs go to SLURM as
     one job, which asks for the model's GPU once (the served jobs ask for none), the model's memory
     plus engine_client_mem_mb per served job, and the model's runtime (they run at once: not summed).
     The server is the stand-in of tests/backends/fake_vllm (no vLLM here; the real one runs in
-    tests/backends/test_vllm_service.py), started through engine_python."""
+    tests/backends/test_vllm_service.py), started through engine_python. Run in a copy of the SLURM run's folder: the
+    model's backend changed, so its inference jobs run again, nothing else."""
     fake = repo_root / "tests" / "backends" / "fake_vllm"
     python = tmp_path / "python-with-fake-vllm"
     python.write_text(f'#!/bin/sh\nPYTHONPATH={fake} OMP_NUM_THREADS=1 exec {sys.executable} "$@"\n')
@@ -233,8 +261,9 @@ def test_a_shared_engine_and_the_jobs_it_serves_are_one_allocation(repo_root, tm
     config = _test_config(repo_root)
     config["models"][MODEL].update(backend="vllm", engine="shared", engine_python=str(python), dtype="float32")
     config["analysis"]["model_sets"] = {"demo": [MODEL]}  # the demo's sets name its three models
-    work = make_workdir(repo_root, tmp_path / "careval", config, profiles=("slurm",))
-    _site_profile(work)
+    work = _after_the_slurm_run(
+        slurm_run, tmp_path, config, [("infer_closed", "demo_mcqa"), ("infer_open", "demo_open_qa")]
+    )
     targets = [f"results/loglik/{MODEL}/demo_mcqa.parquet", f"results/generations/{MODEL}/demo_open_qa.parquet"]
     result = snakemake(["--profile", "slurm", *targets], work, timeout=900)
     log = result.stdout + result.stderr

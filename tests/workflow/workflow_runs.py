@@ -106,7 +106,14 @@ class FinishedRun:
 def two_model_config(repo: Path, models: tuple[str, ...] = TWO_MODELS) -> dict:
     """The shared run's config; with a subset of its models, the config whose jobs of those models are the shared
     run's (tests/workflow/test_slurm.py runs SmolLM2's on SLURM)."""
-    return reduced_config(repo, list(models), {name: dict(entry) for name, entry in TWO_BENCHMARKS.items()})
+    config = reduced_config(repo, list(models), {name: dict(entry) for name, entry in TWO_BENCHMARKS.items()})
+    # the judge and Relaxed Perplexity at their smallest (one answer graded, one sample of 8 tokens, as
+    # test_crash_recovery.py runs them; the demo's: both samples, 16 tokens): the warm run 68 -> 57 CPU-s, and this
+    # config runs five times (the warm and the cold run, SmolLM2's on SLURM, the reruns' models); every check of its
+    # files is against another run of the same config, none against a value of its own
+    config["metrics"]["judge"].update(limit=1)
+    config["metrics"]["relaxed_perplexity"].update(limit=1, max_tokens=8)
+    return config
 
 
 def run_two_models(repo: Path, folder: Path, warm: bool) -> FinishedRun:
