@@ -132,11 +132,26 @@ def test_ages_and_sizes():
 @pytest.mark.parametrize(
     ("option", "line"),
     [
-        ("--max-size=-5G", "careval cache prune: --max-size: not a size: '-5G': it must be zero or more (50G, 500M, 64K, 100B)"),
-        ("--older-than=-1d", "careval cache prune: --older-than: not an age: '-1d': it must be zero or more (30d, 12h, 45m, 90s)"),
-        ("--older-than=30", "careval cache prune: --older-than: not an age: '30': a number needs its unit (30d, 12h, 45m, 90s)"),
-        ("--max-size=5", "careval cache prune: --max-size: not a size: '5': a number needs its unit (50G, 500M, 64K, 100B)"),
-        ("--older-than=nand", "careval cache prune: --older-than: not an age: 'nand': it must be zero or more (30d, 12h, 45m, 90s)"),
+        (
+            "--max-size=-5G",
+            "careval cache prune: --max-size: not a size: '-5G': it must be zero or more (50G, 500M, 64K, 100B)",
+        ),
+        (
+            "--older-than=-1d",
+            "careval cache prune: --older-than: not an age: '-1d': it must be zero or more (30d, 12h, 45m, 90s)",
+        ),
+        (
+            "--older-than=30",
+            "careval cache prune: --older-than: not an age: '30': a number needs its unit (30d, 12h, 45m, 90s)",
+        ),
+        (
+            "--max-size=5",
+            "careval cache prune: --max-size: not a size: '5': a number needs its unit (50G, 500M, 64K, 100B)",
+        ),
+        (
+            "--older-than=nand",
+            "careval cache prune: --older-than: not an age: 'nand': it must be zero or more (30d, 12h, 45m, 90s)",
+        ),
     ],
 )
 def test_prune_refuses_a_negative_or_unitless_size_or_age_in_one_line(tmp_path, capsys, option, line):

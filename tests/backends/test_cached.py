@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -13,9 +12,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import careval.backends.cached as cached_module
 from careval.backends import Backend, Capabilities, Continuation, PrefixedTarget, register_backend
 from careval.backends.base import Sampling, Usage, step_prefixes
-import careval.backends.cached as cached_module
 from careval.backends.cached import CachedBackend, model_facts
 from careval.datasets import build_benchmark, get_benchmark
 from careval.inference import run_inference, sampling_for
@@ -237,7 +236,9 @@ def test_other_weights_of_the_same_size_with_their_time_set_back_miss_the_cache(
     CachedBackend(spec, spec.cache_dir).loglikelihood([("Q", " A")])
     reads = []
     real_open = open
-    monkeypatch.setattr(cached_module, "open", lambda path, *a: reads.append(path) or real_open(path, *a), raising=False)
+    monkeypatch.setattr(
+        cached_module, "open", lambda path, *a: reads.append(path) or real_open(path, *a), raising=False
+    )
     cached_module._FILE_DIGESTS.clear()  # as a new job's process: the digests are read from the cache folder
     CALLS.clear()
     CachedBackend(spec, spec.cache_dir).loglikelihood([("Q", " A")])
@@ -302,10 +303,10 @@ def test_an_answer_short_is_recomputed_not_a_shape_error(tmp_path, capsys):
     short = []
     for file in Path(spec.cache_dir).glob("??/*"):
         value = store.get(file.name)
-        if isinstance(value, dict) and isinstance(value.get("value"), list) and len(value["value"]) == 4:
-            if all(isinstance(v, str) for v in value["value"]):
-                store.put(file.name, {**value, "value": value["value"][:-1], "usage": value["usage"][:-1]})
-                short.append(file)
+        answers = value.get("value") if isinstance(value, dict) else None
+        if isinstance(answers, list) and len(answers) == 4 and all(isinstance(v, str) for v in answers):
+            store.put(file.name, {**value, "value": answers[:-1], "usage": value["usage"][:-1]})
+            short.append(file)
     assert len(short) == 1  # the batch of 4 answers
     CALLS.clear()
     capsys.readouterr()
@@ -320,7 +321,9 @@ def test_a_cache_folder_that_cannot_be_written_is_one_warning_line(tmp_path, cap
     """A read-only cache folder: every call computed, the results right, one warning line (not one per entry)."""
     spec = counting_spec(tmp_path)
     folder = Path(spec.cache_dir)
-    monkeypatch.setattr(cached_module.RequestCache, "put", lambda *a: (_ for _ in ()).throw(PermissionError(13, "Permission denied")))
+    monkeypatch.setattr(
+        cached_module.RequestCache, "put", lambda *a: (_ for _ in ()).throw(PermissionError(13, "Permission denied"))
+    )
     monkeypatch.setattr("careval.request_cache._UNWRITABLE", set())
     path, entry = samples(tmp_path, "demo_open_qa", 20)
     infer(spec, path, entry, tmp_path / "ro")

@@ -387,13 +387,9 @@ def misfit(method: str, args: tuple, entry: Any) -> str | None:
         want, check = len(args[0]), (_is_str if method == "generate" else _is_number)
         kind = "texts" if method == "generate" else "numbers"
     elif method == "sample_continuations":
-        want, kind = args[1], "continuations of token ids and a log-probability"
-        check = lambda v: _is_list(v, None, 2) and _is_list(v[0], _is_int) and _is_number(v[1])  # noqa: E731
+        want, check, kind = args[1], _is_continuation, "continuations of token ids and a log-probability"
     elif method == "target_logprobs":
-        want, kind = len(args[3]), "lists of (prefix, log-probability, log-probability)"
-        check = lambda v: _is_list(v) and all(  # noqa: E731
-            _is_list(r, None, 3) and _is_list(r[0], _is_int) and _is_number(r[1]) and _is_number(r[2]) for r in v
-        )
+        want, check, kind = len(args[3]), _is_prefixed_targets, "lists of (prefix, log-probability, log-probability)"
     else:  # a tokenizer call: one value
         fits = {
             "max_length": _is_int,
@@ -412,6 +408,16 @@ def misfit(method: str, args: tuple, entry: Any) -> str | None:
     if wrong is not None:
         return f"{method} of {want} requests: value {wrong + 1} is not one of {kind}"
     return None
+
+
+def _is_continuation(value: Any) -> bool:
+    return _is_list(value, None, 2) and _is_list(value[0], _is_int) and _is_number(value[1])
+
+
+def _is_prefixed_targets(value: Any) -> bool:
+    return _is_list(value) and all(
+        _is_list(r, None, 3) and _is_list(r[0], _is_int) and _is_number(r[1]) and _is_number(r[2]) for r in value
+    )
 
 
 def _is_int(value: Any) -> bool:
