@@ -59,6 +59,7 @@ from careval.specs import (
     ScoreJob,
 )
 from careval.studies import build_studies
+from careval.study_checks import check_studies
 
 __all__ = ["ConfigError", "Plan", "build_plan"]
 
@@ -343,6 +344,7 @@ class Plan:
 
 def build_plan(config: dict, schema: dict | None = None) -> Plan:
     """Validate `config` (raw, as read from YAML) and build its plan; ConfigError names the key."""
+    check_studies(config)  # the studies' mistakes the schema would name vaguely, or not at all (careval.study_checks)
     plan = _build_run_plan(config, schema)
     if not plan.config["studies"]:
         return plan
