@@ -17,7 +17,7 @@ from typing import Any
 
 from careval.analysis.aggregate import MCQA_AVERAGE, MCQA_AVERAGE_METRICS
 from careval.analysis.comparisons import ComparisonsJob
-from careval.analysis.cost import CostJob
+from careval.analysis.cost import CostJob, cost_quality_warnings
 from careval.analysis.elo import EloFileError, check_elo
 from careval.analysis.paper_tables import PAPER_TASKS, planned_tables, unfilled_tables
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
@@ -607,6 +607,7 @@ def _ineffective_settings(config: dict, plan: Plan) -> tuple[str, ...]:
             "analysis.comparisons.two_level: true, but the run has no self-consistency samples to resample "
             "(analysis.consistency.r is 0, or no open-ended benchmark): the one-level paired bootstrap runs"
         )
+    warnings += cost_quality_warnings(config, plan.analysis.mcqa_average, plan.benchmarks)
     return tuple(warnings)
 
 

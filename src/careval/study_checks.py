@@ -109,7 +109,7 @@ def _check_changes(key: str, section: str, settings: dict[str, list], study: dic
     own = _own_settings(section, study, filled)
     if own is None:
         return
-    for where, values in own.items():
+    for values in own.values():
         if any(setting not in values for setting in settings):
             return  # a setting the schema or the study will name
         if any(any(v != values[setting] for v in swept) for setting, swept in settings.items()):

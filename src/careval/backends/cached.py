@@ -160,6 +160,7 @@ class CachedBackend(Backend):
         # GPU-seconds, and the requests of entries written before entries kept their cost (their seconds unknown)
         self.needed = {"prompt_tokens": 0, "generated_tokens": 0, "seconds": 0.0, "gpu_seconds": 0.0, "uncosted": 0}
         self.last_usage: list[Usage] = []
+        self.cut_requests = self.cut_tokens = 0  # contexts longer than the model's window, left-truncated
 
     def __enter__(self) -> CachedBackend:
         return self
@@ -224,16 +225,21 @@ class CachedBackend(Backend):
                 self._unreplayed = compute if method in STATEFUL else self._unreplayed
                 self._count_needed(stored, requests)
             self.last_usage = [Usage(*u) for u in stored["usage"]]
+            self._count_cut(self.last_usage)
             return decode(stored["value"])
         inner = self.inner()
         if method in READS_STATE and self._unreplayed is not None:
             replay, self._unreplayed = self._unreplayed, None
             replay(inner)
         inner.last_usage = []  # a runtime that counts no tokens leaves it so, not at the last call's counts
+        inner.last_cut = []  # pyright: ignore[reportAttributeAccessIssue]  (a tokenizing backend's: TokenizerRequests)
         start = time.perf_counter()
         result = compute(inner)
         seconds = time.perf_counter() - start
         usage = list(inner.last_usage) if requests else []
+        cut = list(getattr(inner, "last_cut", None) or [])
+        if usage and len(cut) == len(usage):  # the tokens cut from each context that was longer than the window
+            usage = [(u[0], u[1], c) for u, c in zip(usage, cut)]
         entry = _roundtrip({"value": encode(result), "usage": [list(u) for u in usage]})
         if requests:
             entry["cost"] = {"seconds": seconds, "gpus": int(inner.gpus or 0)}
@@ -250,7 +256,13 @@ class CachedBackend(Backend):
                 self.store.keep(key, entry)  # a read-only or full cache disk: one warning, the job goes on
                 self._known[key] = entry
         self.last_usage = [Usage(*u) for u in entry["usage"]]
+        self._count_cut(self.last_usage)
         return decode(entry["value"])  # as a hit reads it back
+
+    def _count_cut(self, usage: list[Usage]) -> None:
+        cut = [u.cut for u in usage if u.cut]
+        self.cut_requests += len(cut)
+        self.cut_tokens += sum(cut)
 
     def _key(self, method: str, args: tuple) -> str | None:
         """The entry's key: the model's facts and the call; None where the model's content is not known yet (a hub
@@ -345,6 +357,16 @@ class CachedBackend(Backend):
             lambda value: [{tuple(p): PrefixedTarget(a, b) for p, a, b in rows} for rows in value],
         )
 
+    def truncation_warning(self) -> str | None:
+        """The job's one line where some context was longer than the model's window (None where none was)."""
+        if not self.cut_requests:
+            return None
+        return (
+            f"careval warning: {self.cut_requests} requests of {self.spec.name} had a context longer than its window: "
+            f"left-truncated as lm-eval does (the end kept), {self.cut_tokens} tokens cut; their rows' cut_tokens say "
+            "how many, their tokens count those read"
+        )
+
     def report(self) -> str:
         """The job log's line: `cache: H requests from the cache, C computed`."""
         if self.store is None:
@@ -355,6 +377,9 @@ class CachedBackend(Backend):
         """The job's end: its line in the log and, where asked, its request counts and the tokens it computed (what
         the cost table counts as spent: careval.analysis.cost)."""
         print(self.report(), flush=True)
+        warning = self.truncation_warning()
+        if warning is not None:
+            print(warning, flush=True)
         if self.record is not None:
             counts = {
                 "requests": self.hits + self.computed,
@@ -362,6 +387,8 @@ class CachedBackend(Backend):
                 "computed": self.computed,
                 "prompt_tokens": self.computed_tokens.prompt,
                 "generated_tokens": self.computed_tokens.generated,
+                "cut_requests": self.cut_requests,
+                "cut_tokens": self.cut_tokens,
                 **{f"needed_{key}": value for key, value in self.needed.items()},
             }
             self.record.parent.mkdir(parents=True, exist_ok=True)
@@ -380,8 +407,8 @@ def misfit(method: str, args: tuple, entry: Any) -> str | None:
     its values per request, and of its token counts. A misfit is a torn entry (CachedBackend._call)."""
     if not isinstance(entry, dict) or not isinstance(entry.get("usage"), list) or "value" not in entry:
         return "not an entry of the request cache"
-    if not all(_is_list(u, _is_int, 2) for u in entry["usage"]):
-        return "its token counts are not pairs of integers"
+    if not all(_is_list(u, _is_int) and len(u) in (2, 3) for u in entry["usage"]):
+        return "its token counts are not pairs (or triples) of integers"
     value = entry["value"]
     if method in ("generate", "loglikelihood", "loglikelihood_rolling", "greedy_flags"):
         want, check = len(args[0]), (_is_str if method == "generate" else _is_number)
