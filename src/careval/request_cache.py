@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import secrets
 import socket
@@ -31,8 +30,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 MAGIC = b"careval-cache 1"
 
@@ -74,7 +71,6 @@ class RequestCache:
     def discard(self, key: str, why: str) -> None:
         """A torn entry (`why`: what is wrong with it): named in one line, removed; the caller recomputes it."""
         path = self.path(key)
-        log.warning("request cache: %s is a torn entry (%s); it is recomputed", path, why)
         print(f"cache: {path} is a torn entry ({why}); removed and recomputed", flush=True)
         try:
             path.unlink()

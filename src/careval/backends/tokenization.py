@@ -30,13 +30,10 @@ The rules follow lm-evaluation-harness's HFLM / TemplateLM as of lm-eval 0.4.13:
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .chat import format_prompt
-
-log = logging.getLogger(__name__)
 
 # transformers' "no limit" sentinel for tokenizer.model_max_length
 _TOKENIZER_INFINITY = 1000000000000000019884624838656
@@ -308,12 +305,11 @@ class TokenizerRequests:
         return generation_tokens(self.tokenizer, text, add_bos=self.add_bos, max_prompt_tokens=room)
 
     def generation_ids(self, texts: Sequence[str], room: int) -> list[list[int]]:
-        """The ids each formatted prompt is generated from, left-truncated to `room` (a warning where one is)."""
+        """The ids each formatted prompt is generated from, left-truncated to `room`, and (`last_cut`) the tokens cut
+        from each: the job counts them and says so in one line (careval.backends.cached), not one per prompt."""
         ids, cut = [], []
         for text in texts:
             kept, n = generation_tokens(self.tokenizer, text, add_bos=self.add_bos, max_prompt_tokens=room)
-            if n > room:
-                log.warning("%s: prompt of %d tokens left-truncated to %d", self.name, n, room)
             ids.append(kept)
             cut.append(n - len(kept))
         self.last_cut = cut
