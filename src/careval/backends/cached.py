@@ -218,7 +218,7 @@ class CachedBackend(Backend):
             if problem is not None:  # a torn entry: named, removed, computed again
                 self.store.discard(key, problem)
                 stored = None
-        if stored is not None:
+        if stored is not None and key is not None:
             self._known[key] = stored
             if requests:
                 self.hits += requests
