@@ -59,6 +59,7 @@ LAYERS: dict[str, int] = {
     # 7 the config -> plan step, and its command line
     "careval.plan": 7,
     "careval.studies": 7,  # a study's variants, each a plan (careval.plan calls it with its own builder)
+    "careval.study_checks": 7,  # the studies' mistakes at the door, before the schema (careval.plan calls it)
     "careval.inputs": 7,  # every input file a config names, read before any job (by the plan's callers)
     "careval.cli": 8,
     "careval": 9,  # the package itself

@@ -39,7 +39,8 @@ def test_a_torn_entry_is_recomputed_with_a_warning_never_read(tmp_path, capsys):
     for torn in (whole[: len(whole) // 2], whole[:-1], whole.replace(b"long", b"lone", 1), b""):
         cache.path("ab12").write_bytes(torn)
         assert cache.get("ab12") is None
-        assert f"cache: {cache.path('ab12')} is a torn entry ({len(torn)} bytes); recomputed" in capsys.readouterr().out
+        want = f"cache: {cache.path('ab12')} is a torn entry ({len(torn)} bytes); removed and recomputed\n"
+        assert capsys.readouterr().out == want
         assert not cache.path("ab12").exists()  # removed: the next writer puts it back whole
 
 
@@ -121,7 +122,51 @@ def test_the_cache_command_says_the_size_and_prunes(tmp_path, capsys):
 
 
 def test_ages_and_sizes():
-    assert (parse_age("30d"), parse_age("12h"), parse_age("90")) == (30 * 86400, 12 * 3600, 90)
-    assert (parse_size("10G"), parse_size("500m"), parse_size("64")) == (10 * 2**30, 500 * 2**20, 64)
+    assert (parse_age("30d"), parse_age("12h"), parse_age("90s")) == (30 * 86400, 12 * 3600, 90)
+    assert (parse_size("10G"), parse_size("500m"), parse_size("64B")) == (10 * 2**30, 500 * 2**20, 64)
+    assert (parse_age("0d"), parse_size("0G")) == (0, 0)
     with pytest.raises(ValueError, match="not an age"):
         parse_age("a week")
+
+
+@pytest.mark.parametrize(
+    ("option", "line"),
+    [
+        (
+            "--max-size=-5G",
+            "careval cache prune: --max-size: not a size: '-5G': it must be zero or more (50G, 500M, 64K, 100B)",
+        ),
+        (
+            "--older-than=-1d",
+            "careval cache prune: --older-than: not an age: '-1d': it must be zero or more (30d, 12h, 45m, 90s)",
+        ),
+        (
+            "--older-than=30",
+            "careval cache prune: --older-than: not an age: '30': a number needs its unit (30d, 12h, 45m, 90s)",
+        ),
+        (
+            "--max-size=5",
+            "careval cache prune: --max-size: not a size: '5': a number needs its unit (50G, 500M, 64K, 100B)",
+        ),
+        (
+            "--older-than=nand",
+            "careval cache prune: --older-than: not an age: 'nand': it must be zero or more (30d, 12h, 45m, 90s)",
+        ),
+    ],
+)
+def test_prune_refuses_a_negative_or_unitless_size_or_age_in_one_line(tmp_path, capsys, option, line):
+    """Once: -5G removed every entry and exited 0, and 30 meant 30 seconds. Now one line, exit 2, nothing removed."""
+    cache = RequestCache(tmp_path / "c")
+    cache.put("aa1", {"value": [1.5]})
+    assert main(["cache", "prune", "--dir", str(tmp_path / "c"), option]) == 2
+    assert capsys.readouterr() == ("", line + "\n")
+    assert cache.stats().entries == 1
+
+
+def test_stats_on_a_missing_folder_says_so(tmp_path, capsys):
+    """Once "0 entries, 0.0 MB" for a misspelt folder."""
+    assert main(["cache", "stats", "--dir", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"careval cache: {tmp_path / 'nowhere'} does not exist (no request cache there; --dir or --config say which)\n",
+    )

@@ -159,9 +159,9 @@ def test_a_benchmark_setting_changes_only_the_named_benchmarks(demo_raw):
         ({"models": ["nope"], "sweep": {"model": {"dtype": ["float32"]}}}, r"studies\.s\.models: nope is not a key"),
         (
             {"sweep": {"metrics.relaxed_perplexity": {"l": [2]}}},
-            r"studies\.s: its only variant is the run's own setting",
+            r"studies\.s\.sweep\.metrics\.relaxed_perplexity: every value is the run's own setting \(l=2\)",
         ),
-        ({"sweep": {"metrics.relaxed_perplexity": {"l": [2, 2.0]}}}, r"variants l=2 and l=2.0 run the same jobs"),
+        ({"sweep": {"metrics.relaxed_perplexity": {"l": [3, 3.0]}}}, r"variants l=3 and l=3.0 run the same jobs"),
         ({"runs": 2, "sweep": {"model": {"dtype": ["float32"]}}}, r"studies\.s\.runs: only a study of analysis"),
         (
             {"benchmarks": ["demo_mcqa"], "sweep": {"metrics.relaxed_perplexity": {"l": [3]}}},

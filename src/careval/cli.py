@@ -68,10 +68,18 @@ def cache_folder(args: argparse.Namespace) -> Path:
 def cache_command(args: argparse.Namespace) -> int:
     try:
         folder = cache_folder(args)
-        older = parse_age(args.older_than) if getattr(args, "older_than", None) else None
-        size = parse_size(args.max_size) if getattr(args, "max_size", None) else None
-    except (OSError, ValueError, ConfigError) as error:
+        older = parse_age(args.older_than) if getattr(args, "older_than", None) is not None else None
+        size = parse_size(args.max_size) if getattr(args, "max_size", None) is not None else None
+    except ValueError as error:
+        option = "--older-than" if "an age" in str(error) else "--max-size"
+        print(f"careval cache prune: {option}: {error}", file=sys.stderr)
+        return 2
+    except (OSError, ConfigError) as error:
         print(f"careval cache: {error}", file=sys.stderr)
+        return 2
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        print(f"careval cache: {folder} {what} (no request cache there; --dir or --config say which)", file=sys.stderr)
         return 2
     cache = RequestCache(folder)
     if args.action == "prune":
@@ -99,8 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = cache_parser.add_mutually_exclusive_group()
     where.add_argument("--config", default="config/config.yaml", help="the config whose resources.cache_dir it is")
     where.add_argument("--dir", help="the cache folder itself")
-    cache_parser.add_argument("--older-than", help="prune: entries unused for this long (30d, 12h, 45m)")
-    cache_parser.add_argument("--max-size", help="prune: then the least recently used until this size (50G, 500M)")
+    cache_parser.add_argument("--older-than", help="prune: entries unused for this long (30d, 12h, 45m, 90s: a unit)")
+    cache_parser.add_argument(
+        "--max-size", help="prune: then the least recently used until this size (50G, 500M, 64K, 100B: a unit)"
+    )
     args = parser.parse_args(argv)
     if args.command == "cache":
         return cache_command(args)

@@ -88,6 +88,7 @@ def score_logliks(
     start = time.perf_counter()
     values = [float("nan")] * requests.height
     tokens: list[int | None] = [None] * requests.height
+    cut: list[int | None] = [None] * requests.height
     kinds = requests["kind"].to_list()
     conditional = [i for i, kind in enumerate(kinds) if kind not in ("reference", "greedy")]
     rolling = [i for i, kind in enumerate(kinds) if kind == "reference"]
@@ -103,22 +104,24 @@ def score_logliks(
     if conditional:
         for i, value in zip(conditional, backend.loglikelihood(pairs_of(conditional))):
             values[i] = value
-        _record_tokens(tokens, conditional, backend)
+        _record_tokens(tokens, cut, conditional, backend)
     if rolling:
         for i, value in zip(rolling, backend.loglikelihood_rolling([requests["continuation"][i] for i in rolling])):
             values[i] = value
-        _record_tokens(tokens, rolling, backend)
+        _record_tokens(tokens, cut, rolling, backend)
     print(f"scored {requests.height} log-likelihood requests in {time.perf_counter() - start:.1f}s")
     return requests.with_columns(
-        pl.Series("loglik", values, dtype=pl.Float64), pl.Series("tokens", tokens, dtype=pl.Int64)
+        pl.Series("loglik", values, dtype=pl.Float64),
+        pl.Series("tokens", tokens, dtype=pl.Int64),
+        pl.Series("cut_tokens", cut, dtype=pl.Int64),
     )
 
 
-def _record_tokens(tokens: list[int | None], rows: list[int], backend: Backend) -> None:
-    """The tokens each request of the last call read, where the backend counts them."""
+def _record_tokens(tokens: list[int | None], cut: list[int | None], rows: list[int], backend: Backend) -> None:
+    """The tokens each request of the last call read, and those cut from its context, where the backend counts them."""
     if len(backend.last_usage) == len(rows):
         for i, usage in zip(rows, backend.last_usage):
-            tokens[i] = usage[0]
+            tokens[i], cut[i] = usage[0], usage[2] if len(usage) > 2 else None
 
 
 def batched_logliks(

@@ -4,12 +4,15 @@ the CareQA statistics' own files and the benchmarks' local files (the Elo CSV is
 Each file is read by the reader its job uses, so a bad row is the same one line here as in the job (file, line,
 field and rule), only before any model has run. A path the config gives relative is looked for in the working
 directory, then in the repository (where the demo's files ship): a file in neither is named as the config wrote it.
-A benchmark's local file not there yet (credentialed MIMIC-III, Kaggle's MTSamples) is left to its job, whose line
-says how to get it, so the rest of a study still runs.
+A catalogue benchmark's own local file not there yet (credentialed MIMIC-III, Kaggle's MTSamples) is left to its job,
+whose line says how to get it, so the rest of a study still runs; a path the config wrote (a benchmark of its own, or a
+catalogue entry's `path:` override) must be there and readable now. So must the request cache's folder be a folder,
+or one that can be made.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from careval.analysis.jury.human_ratings import HumanRatingsError, read_human_ratings
@@ -83,7 +86,40 @@ def check_careqa_files(config: dict) -> None:
             resolve_input(value, f"careqa.statistics.{kind}")
 
 
+def check_benchmark_paths(plan) -> None:
+    """Every local file a benchmark entry of the config names (`path`), there and readable: the job would die on it."""
+    for name, entry in plan.benchmarks.items():
+        given = (plan.config["benchmarks"].get(name) or {}).get("path")
+        source = entry.source
+        if given is None or not isinstance(source, LocalSource):
+            continue
+        path = Path(source.path)
+        if not path.is_file():
+            what = "is not a file" if path.exists() else "does not exist"
+            raise ConfigError(f"benchmarks.{name}.path: '{given}' {what} (looked in {Path.cwd()})")
+        if not os.access(path, os.R_OK):
+            raise ConfigError(f"benchmarks.{name}.path: '{given}' cannot be read (permission denied)")
+
+
+def check_cache_dir(config: dict) -> None:
+    """resources.cache_dir (where the cache is on): a folder, or a path where one can be made."""
+    resources = config["resources"]
+    if not resources["cache"]:
+        return
+    folder = Path(resources["cache_dir"])
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"resources.cache_dir: '{folder}' is a file, not a folder (the request cache's)")
+    parent = folder
+    while not parent.exists():
+        parent = parent.parent
+    if parent != folder and not (parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)):
+        why = "is not a folder" if not parent.is_dir() else "cannot be written"
+        raise ConfigError(f"resources.cache_dir: '{folder}' cannot be made: {parent} {why}")
+
+
 def check_input_files(plan) -> None:
     """Every input file the plan's config names, before any job: a ConfigError naming the key, file, line and rule."""
+    check_cache_dir(plan.config)
+    check_benchmark_paths(plan)
     check_careqa_files(plan.config)
     check_human_ratings(plan, local_sample_ids(plan))

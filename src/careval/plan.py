@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from careval.analysis.aggregate import MCQA_AVERAGE, MCQA_AVERAGE_METRICS
-from careval.analysis.cost import CostJob
+from careval.analysis.cost import CostJob, cost_quality_warnings
 from careval.analysis.elo import EloFileError, check_elo
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.analysis.statistics.comparisons import ComparisonsJob
@@ -59,6 +59,7 @@ from careval.specs import (
     ScoreJob,
 )
 from careval.studies import build_studies
+from careval.study_checks import check_studies
 
 __all__ = ["ConfigError", "Plan", "build_plan"]
 
@@ -343,6 +344,7 @@ class Plan:
 
 def build_plan(config: dict, schema: dict | None = None) -> Plan:
     """Validate `config` (raw, as read from YAML) and build its plan; ConfigError names the key."""
+    check_studies(config)  # the studies' mistakes the schema would name vaguely, or not at all (careval.study_checks)
     plan = _build_run_plan(config, schema)
     if not plan.config["studies"]:
         return plan
@@ -605,6 +607,7 @@ def _ineffective_settings(config: dict, plan: Plan) -> tuple[str, ...]:
             "analysis.comparisons.two_level: true, but the run has no self-consistency samples to resample "
             "(analysis.consistency.r is 0, or no open-ended benchmark): the one-level paired bootstrap runs"
         )
+    warnings += cost_quality_warnings(config, plan.analysis.mcqa_average, plan.benchmarks)
     return tuple(warnings)
 
 

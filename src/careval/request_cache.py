@@ -9,8 +9,12 @@ sha256 over the model's facts and the call (careval.backends.cached.call_key); t
   POSIX filesystems, and on NFS and Lustre, a rename within a folder is atomic, so a reader sees the whole entry
   or none. Many jobs on many nodes may write the same entry at once: each writes the same bytes, and the last
   rename wins. No lock, no database. (No fsync: an entry a power cut left short fails its checksum below.)
-* read: a file whose length or checksum does not match its header (a copy cut short, a disk that lost a block)
-  is a torn entry: a warning, the file removed, and the caller recomputes it. Never read as a result.
+* read: a file whose length or checksum does not match its header (a copy cut short, a disk that lost a block),
+  or whose value does not fit the call that asks for it (careval.backends.cached checks the count and type of
+  values per request: an entry edited by hand, a writer's bug), is a torn entry: one line naming the file, the file
+  removed, and the caller recomputes it. Never read as a result.
+* a folder that cannot be written (read-only, full): the job's results are right, its entries are not kept; one
+  warning line per folder and process, not one per entry.
 * a hit touches the file (its modification time is its last use): ``prune --older-than`` drops what no run used
   lately, ``--max-size`` the least recently used first (careval.cli: ``careval cache stats|prune``).
 """
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import secrets
 import socket
@@ -27,8 +30,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 MAGIC = b"careval-cache 1"
 
@@ -59,18 +60,22 @@ class RequestCache:
             return None
         value = _decode(data)
         if value is _TORN:
-            log.warning("request cache: %s is a torn entry (%d bytes); it is recomputed", path, len(data))
-            print(f"cache: {path} is a torn entry ({len(data)} bytes); recomputed", flush=True)
-            try:
-                path.unlink()
-            except OSError:
-                pass
+            self.discard(key, f"{len(data)} bytes")
             return None
         try:
             os.utime(path)  # its last use, for prune
         except OSError:
             pass
         return value
+
+    def discard(self, key: str, why: str) -> None:
+        """A torn entry (`why`: what is wrong with it): named in one line, removed; the caller recomputes it."""
+        path = self.path(key)
+        print(f"cache: {path} is a torn entry ({why}); removed and recomputed", flush=True)
+        try:
+            path.unlink()
+        except OSError:
+            pass
 
     def put(self, key: str, value: Any) -> None:
         """Write the entry aside and rename it into place (the module docstring)."""
@@ -83,6 +88,22 @@ class RequestCache:
         finally:
             if scratch.exists():
                 scratch.unlink()
+
+    def keep(self, key: str, value: Any) -> bool:
+        """put, where the folder can be written: a folder that cannot (read-only, full, not a folder) is one warning
+        line per folder and process, and the caller goes on with its result (the module docstring)."""
+        try:
+            self.put(key, value)
+            return True
+        except OSError as error:
+            if str(self.directory) not in _UNWRITABLE:
+                _UNWRITABLE.add(str(self.directory))
+                print(
+                    f"careval warning: request cache {self.directory} cannot be written ({error.strerror or error}): "
+                    "this job's calls are computed and not kept (no further warning)",
+                    flush=True,
+                )
+            return False
 
     def entries(self) -> list[Path]:
         """Every entry file (no file being written)."""
@@ -137,6 +158,8 @@ class RequestCache:
 
 
 _TORN = object()
+# the folders this process found it cannot write (RequestCache.keep: one warning each)
+_UNWRITABLE: set[str] = set()
 
 
 def _encode(value: Any) -> bytes:
@@ -159,21 +182,35 @@ def digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
+AGE_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+SIZE_UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
 def parse_age(text: str) -> float:
-    """'30d', '12h', '45m', '90s' (or plain seconds) in seconds; ValueError with one line otherwise."""
-    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-    number, unit = (text[:-1], text[-1]) if text and text[-1] in units else (text, "s")
-    try:
-        return float(number) * units[unit]
-    except ValueError:
-        raise ValueError(f"not an age: {text!r} (e.g. 30d, 12h, 45m)") from None
+    """'30d', '12h', '45m', '90s' in seconds; ValueError with one line otherwise: a number without its unit (30 days
+    or 30 seconds?), a negative or non-finite one (which would drop every entry)."""
+    return _parse(text, AGE_UNITS, "an age", "30d, 12h, 45m, 90s")
 
 
 def parse_size(text: str) -> int:
-    """'10G', '500M', '64K' (or plain bytes) in bytes; ValueError with one line otherwise."""
-    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-    number, unit = (text[:-1], text[-1].upper()) if text and text[-1].upper() in units else (text, "")
+    """'10G', '500M', '64K' in bytes (B: bytes); ValueError with one line otherwise (as parse_age)."""
+    return int(_parse(text, {**SIZE_UNITS, "B": 1}, "a size", "50G, 500M, 64K, 100B"))
+
+
+def _parse(text: str, units: dict[str, int], what: str, examples: str) -> float:
+    text = text.strip()
+    unit = text[-1:].upper() if units is not AGE_UNITS else text[-1:].lower()
     try:
-        return int(float(number) * units.get(unit, 1))
+        number = float(text[:-1])
     except ValueError:
-        raise ValueError(f"not a size: {text!r} (e.g. 10G, 500M)") from None
+        number = None
+    if unit not in units or number is None:
+        try:
+            float(text)
+            why = "a number needs its unit"
+        except ValueError:
+            why = "not a number with a unit"
+        raise ValueError(f"not {what}: {text!r}: {why} ({examples})")
+    if not number >= 0 or number == float("inf"):
+        raise ValueError(f"not {what}: {text!r}: it must be zero or more ({examples})")
+    return number * units[unit]

@@ -32,6 +32,8 @@ GENERATION_SCHEMA = {
     "status": pl.String,
     "prompt_tokens": pl.Int64,
     "generated_tokens": pl.Int64,
+    # the tokens cut from the left of a prompt longer than the model's window (lm-eval's rule); null: not counted
+    "cut_tokens": pl.Int64,
 }
 # The log-likelihood requests a task builds (one per option, or per reference), then the same rows scored.
 LOGLIK_REQUEST_SCHEMA = {
@@ -41,8 +43,9 @@ LOGLIK_REQUEST_SCHEMA = {
     "context": pl.String,
     "continuation": pl.String,
 }
-# tokens: the context and continuation tokens the model read for the request (null where its backend counts none)
-LOGLIK_SCHEMA = {**LOGLIK_REQUEST_SCHEMA, "loglik": pl.Float64, "tokens": pl.Int64}
+# tokens: the context and continuation tokens the model read for the request (null where its backend counts none);
+# cut_tokens: those cut from the left of a context longer than the model's window (lm-eval's rule), not read
+LOGLIK_SCHEMA = {**LOGLIK_REQUEST_SCHEMA, "loglik": pl.Float64, "tokens": pl.Int64, "cut_tokens": pl.Int64}
 
 # --- repeats: results/rephrase/... and results/consistency/... (k rephrasings, r sampled answers)
 REPEAT_GENERATION_SCHEMA = {"id": pl.String, "repeat": pl.Int64, "output": pl.String, "status": pl.String}
@@ -275,6 +278,16 @@ COST_SCHEMA = {
     "computed_requests": pl.Int64,
     "prompt_tokens": pl.Int64,
     "generated_tokens": pl.Int64,
+    # what the results needed, read from the cache or computed (each cache entry keeps the cost of the run that computed
+    # it): its tokens, the engine's seconds and GPU-seconds of those calls, and the requests read from entries written
+    # before entries kept their cost (their seconds not known); null: no LLM job, or its counts predate these
+    "needed_prompt_tokens": pl.Int64,
+    "needed_generated_tokens": pl.Int64,
+    "needed_seconds": pl.Float64,
+    "needed_gpu_seconds": pl.Float64,
+    "uncosted_requests": pl.Int64,
+    # the requests whose context was longer than the model's window, left-truncated (careval.backends.cached)
+    "cut_requests": pl.Int64,
 }
 # careval.analysis.cost: the request cache's size when the cost table was made (one row; null: no cache)
 CACHE_SCHEMA = {"directory": pl.String, "entries": pl.Int64, "bytes": pl.Int64}

@@ -4,6 +4,7 @@ requests read from the request cache, those computed, and the computed ones' tok
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,12 @@ import pytest
 
 from careval.analysis.cost import CostError, CostJob, efficiency_frontier, write_cost
 from careval.analysis.figures.comparisons import cache_line
+from careval.backends import Backend, Capabilities
+from careval.backends.base import Usage
+from careval.backends.cached import CachedBackend
+from careval.backends.registry import register_backend
 from careval.request_cache import RequestCache
+from support.specs import local_model_spec
 
 
 def benchmark_file(path: Path, seconds: list[float]) -> None:
@@ -108,3 +114,47 @@ def test_efficiency_frontier_by_brute_force():
                 for i in range(8)
             ]
             assert efficiency_frontier(cost, quality, higher).tolist() == expected
+
+
+def test_a_result_remade_from_the_cache_costs_what_it_cost(tmp_path):
+    """Issue 46: after m1's results were deleted and remade from the cache, this run computed nothing for it (its
+    tokens 0, its wall time small), but the table says beside it what the results needed, as when they were computed:
+    the two models' costs stay comparable. A record that predates the needed counts leaves them null, not 0."""
+    capabilities = Capabilities(prompt_logprobs=True, top_logprobs=False, chat_template=False, max_gpus=0)
+
+    @register_backend("cost-test", capabilities)
+    class Engine(Backend):
+        backend = "cost-test"
+
+        def __init__(self, spec):
+            self.name, self.max_length = spec.name, 64
+
+        def generate(self, prompts, sampling, instruction=None):
+            return [""] * len(prompts)
+
+        def loglikelihood(self, pairs):
+            self.last_usage = [Usage(len(c) + len(x), 0) for c, x in pairs]
+            return [-1.0] * len(pairs)
+
+    (tmp_path / "w").mkdir()
+    spec = replace(local_model_spec("m1", tmp_path / "w", cache_dir=tmp_path / "cache"), backend="cost-test")
+    logs = tmp_path / "logs"
+    pairs = [("Question?", " yes"), ("Question?", " no")]
+    for run in ("first", "remade"):
+        record = tmp_path / run / "infer_closed/m1/mcqa.requests.json"
+        with CachedBackend(spec, spec.cache_dir, record) as backend:
+            backend.loglikelihood(pairs)
+    first = json.loads((tmp_path / "first/infer_closed/m1/mcqa.requests.json").read_text())
+    (logs / "infer_closed/m1").mkdir(parents=True)
+    (logs / "infer_closed/m1/mcqa.requests.json").write_text(
+        (tmp_path / "remade/infer_closed/m1/mcqa.requests.json").read_text()
+    )
+    requests_file(logs / "infer_closed/m2/mcqa.requests.json", cached=0, computed=2, prompt=26, generated=0)
+    table = write_cost(tmp_path / "none", logs, job(benchmarks=("mcqa",)), tmp_path / "c.parquet")
+    m1 = table.filter(pl.col("model") == "m1").row(0, named=True)
+    assert (m1["cached_requests"], m1["computed_requests"], m1["prompt_tokens"]) == (2, 0, 0)  # this run: nothing
+    assert m1["needed_prompt_tokens"] == first["prompt_tokens"] == len("Question? yes") + len("Question? no")
+    assert m1["needed_seconds"] == pytest.approx(first["needed_seconds"]) and m1["needed_seconds"] > 0
+    assert (m1["needed_gpu_seconds"], m1["uncosted_requests"], m1["cut_requests"]) == (0.0, 0, 0)
+    m2 = table.filter(pl.col("model") == "m2").row(0, named=True)
+    assert m2["prompt_tokens"] == 26 and m2["needed_prompt_tokens"] is None  # an older record: not known

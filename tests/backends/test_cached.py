@@ -4,19 +4,22 @@ counted on an engine that counts its calls; the same outputs with the cache as w
 from __future__ import annotations
 
 import hashlib
+import json
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+import careval.backends.cached as cached_module
 from careval.backends import Backend, Capabilities, Continuation, PrefixedTarget, register_backend
 from careval.backends.base import Sampling, Usage, step_prefixes
 from careval.backends.cached import CachedBackend, model_facts
 from careval.datasets import build_benchmark, get_benchmark
 from careval.inference import run_inference, sampling_for
 from careval.jobs.judge import run_judge
-from careval.request_cache import digest
+from careval.request_cache import RequestCache, digest
 from support.specs import local_model_spec
 
 COUNTING = Capabilities(prompt_logprobs=True, top_logprobs=False, chat_template=False, max_gpus=0)
@@ -147,7 +150,7 @@ def test_a_prompt_change_on_one_benchmark_leaves_the_others_entries_used(tmp_pat
 def test_what_decides_a_number_is_the_key_and_the_models_name_is_not(tmp_path):
     spec = counting_spec(tmp_path)
     facts = model_facts(spec)
-    assert "name" not in facts and facts["backend"] == "counting" and "folder" in facts
+    assert "name" not in facts and facts["backend"] == "counting" and "content" in facts
     assert facts["device"] in ("cpu", "gpu") and facts["software"]["torch"]  # where the engine runs, on what
     renamed = replace(spec, name="the-same-weights", label="another label", threads=7)
     assert model_facts(renamed) == facts  # a model re-added under another name shares its entries
@@ -219,6 +222,138 @@ def test_a_truncated_entry_is_recomputed_with_a_warning(tmp_path, capsys):
     again = CachedBackend(spec, spec.cache_dir)
     assert again.loglikelihood([("Q", " A")]) == want
     assert CALLS == [("loglikelihood", 1)] and "is a torn entry" in capsys.readouterr().out
+    assert not list(Path(spec.cache_dir).glob("??/.*.tmp"))
+
+
+def test_other_weights_of_the_same_size_with_their_time_set_back_miss_the_cache(tmp_path, monkeypatch):
+    """A folder's weights replaced by others of the same size, their modification time set back (`touch -r`, as
+    `rsync -a` or `cp -p` leave it): the folder's content decides the key, so the next call is computed; an
+    untouched folder's files are not read again (their digests are remembered by their state)."""
+    spec = counting_spec(tmp_path)
+    weights = tmp_path / "weights" / "model.safetensors"
+    weights.write_bytes(b"A" * 4096)
+    (tmp_path / "weights" / "tokenizer.json").write_text("{}")
+    CachedBackend(spec, spec.cache_dir).loglikelihood([("Q", " A")])
+    reads = []
+    real_open = open
+    monkeypatch.setattr(
+        cached_module, "open", lambda path, *a: reads.append(path) or real_open(path, *a), raising=False
+    )
+    cached_module._FILE_DIGESTS.clear()  # as a new job's process: the digests are read from the cache folder
+    CALLS.clear()
+    CachedBackend(spec, spec.cache_dir).loglikelihood([("Q", " A")])
+    assert CALLS == [] and reads == []  # read from the cache, and no file of the folder read to know it
+    (tmp_path / "stamp").write_bytes(b"")
+    subprocess.run(["touch", "-r", str(weights), str(tmp_path / "stamp")], check=True)
+    weights.write_bytes(b"B" * 4096)  # other weights, the same size
+    subprocess.run(["touch", "-r", str(tmp_path / "stamp"), str(weights)], check=True)  # its old time back
+    assert weights.stat().st_mtime_ns == (tmp_path / "stamp").stat().st_mtime_ns
+    CachedBackend(spec, spec.cache_dir).loglikelihood([("Q", " A")])
+    assert CALLS == [("loglikelihood", 1)]  # a miss: computed on the new weights
+    assert reads == [str(weights)]  # only the changed file was read again
+
+
+def test_a_hub_model_is_keyed_by_the_commit_its_snapshot_resolves_to(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    refs = tmp_path / "hub" / "models--org--model" / "refs"
+    refs.mkdir(parents=True)
+    spec = replace(counting_spec(tmp_path), weights="hf:org/model", path="org/model")
+    (refs / "main").write_text("a" * 40)
+    first = model_facts(spec)
+    assert first["revision"] == "a" * 40
+    (refs / "main").write_text("b" * 40)  # the hub's main moved, and a load fetched it
+    assert model_facts(spec)["revision"] == "b" * 40 and model_facts(spec) != first
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda v: v[:-1], "loglikelihood of 3 requests: 2 values"),
+        (lambda v: [*v, -1.0], "loglikelihood of 3 requests: 4 values"),
+        (lambda v: [v[0], "x", v[2]], "loglikelihood of 3 requests: value 2 is not one of numbers"),
+        (lambda v: [v[0], None, v[2]], "loglikelihood of 3 requests: value 2 is not one of numbers"),
+    ],
+)
+def test_an_entry_edited_to_a_wrong_shape_is_named_removed_and_recomputed(tmp_path, capsys, edit, why):
+    """A log-likelihood list one value short (once a NaN and a counted failure), one too many, a value of another
+    type: a torn entry, named with what is wrong, removed, and computed again: the right values, never a NaN."""
+    spec = counting_spec(tmp_path)
+    pairs = [("Q", " A"), ("Q", " BB"), ("Q", " CCC")]
+    want = CachedBackend(spec, spec.cache_dir).loglikelihood(pairs)
+    (path,) = Path(spec.cache_dir).glob("??/*")
+    entry = RequestCache(spec.cache_dir).get(path.name)
+    RequestCache(spec.cache_dir).put(path.name, {**entry, "value": edit(entry["value"])})
+    CALLS.clear()
+    capsys.readouterr()
+    assert CachedBackend(spec, spec.cache_dir).loglikelihood(pairs) == want
+    assert CALLS == [("loglikelihood", 3)]
+    assert capsys.readouterr().out.splitlines()[0] == f"cache: {path} is a torn entry ({why}); removed and recomputed"
+    assert RequestCache(spec.cache_dir).get(path.name)["value"] == want  # written back whole
+
+
+def test_an_answer_short_is_recomputed_not_a_shape_error(tmp_path, capsys):
+    """One generated answer short (once polars' ShapeError, naming no entry, on every rerun): the entry is named,
+    removed and computed again, and the job writes the same bytes as one that never read it."""
+    spec = counting_spec(tmp_path)
+    path, entry = samples(tmp_path, "demo_open_qa", 4)
+    infer(spec, path, entry, tmp_path / "first")
+    store = RequestCache(spec.cache_dir)
+    short = []
+    for file in Path(spec.cache_dir).glob("??/*"):
+        value = store.get(file.name)
+        answers = value.get("value") if isinstance(value, dict) else None
+        if isinstance(answers, list) and len(answers) == 4 and all(isinstance(v, str) for v in answers):
+            store.put(file.name, {**value, "value": answers[:-1], "usage": value["usage"][:-1]})
+            short.append(file)
+    assert len(short) == 1  # the batch of 4 answers
+    CALLS.clear()
+    capsys.readouterr()
+    infer(spec, path, entry, tmp_path / "again")
+    assert CALLS == [("generate", 4)]
+    out = capsys.readouterr().out
+    assert f"cache: {short[0]} is a torn entry (generate of 4 requests: 3 values); removed and recomputed\n" in out
+    assert sha(tmp_path / "again" / "gen.parquet") == sha(tmp_path / "first" / "gen.parquet")
+
+
+def test_a_cache_folder_that_cannot_be_written_is_one_warning_line(tmp_path, capsys, monkeypatch):
+    """A read-only cache folder: every call computed, the results right, one warning line (not one per entry)."""
+    spec = counting_spec(tmp_path)
+    folder = Path(spec.cache_dir)
+    monkeypatch.setattr(
+        cached_module.RequestCache, "put", lambda *a: (_ for _ in ()).throw(PermissionError(13, "Permission denied"))
+    )
+    monkeypatch.setattr("careval.request_cache._UNWRITABLE", set())
+    path, entry = samples(tmp_path, "demo_open_qa", 20)
+    infer(spec, path, entry, tmp_path / "ro")
+    out = capsys.readouterr().out
+    warnings = [line for line in out.splitlines() if "cannot be written" in line]
+    assert warnings == [
+        f"careval warning: request cache {folder} cannot be written (Permission denied): this job's calls are "
+        "computed and not kept (no further warning)"
+    ]
+    infer(counting_spec(tmp_path, cache=False), path, entry, tmp_path / "scratch")
+    assert sha(tmp_path / "ro" / "gen.parquet") == sha(tmp_path / "scratch" / "gen.parquet")
+
+
+def test_a_job_read_from_the_cache_records_what_its_results_needed(tmp_path):
+    """Each entry keeps its requests' tokens and the call's seconds and GPUs: a job remade from the cache computes
+    nothing but records what its results needed, the computing job's tokens and seconds."""
+    spec = counting_spec(tmp_path)
+    records = []
+    for run in ("first", "again"):
+        record = tmp_path / f"{run}.requests.json"
+        with CachedBackend(spec, spec.cache_dir, record) as backend:
+            backend.loglikelihood([("Q", " A"), ("Q", " BB")])
+        records.append(json.loads(record.read_text()))
+    first, again = records
+    assert (first["computed"], again["computed"], again["cached"]) == (2, 0, 2)
+    assert first["prompt_tokens"] == (1 + 2) + (1 + 3) and again["prompt_tokens"] == 0  # what this run computed
+    # what the results needed: the computing run's tokens and seconds, the same whether read or computed
+    assert again["needed_prompt_tokens"] == first["needed_prompt_tokens"] == first["prompt_tokens"]
+    assert again["needed_seconds"] == first["needed_seconds"] > 0
+    assert again["needed_gpu_seconds"] == 0 and again["needed_uncosted"] == 0  # a CPU engine: no GPU
 
 
 def test_with_the_cache_off_every_request_is_computed(tmp_path, capsys):

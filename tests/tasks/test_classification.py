@@ -78,7 +78,7 @@ def test_generate_mode_counts_parse_errors_instead_of_scoring_them():
     outputs = ["A", "nervous system diseases", "no idea", ""]
     generations = pl.DataFrame(
         {"id": samples["id"], "prompt": ["p"] * 4, "output": outputs, "status": ["ok", "ok", "ok", "empty_output"]}
-        | dict.fromkeys(("prompt_tokens", "generated_tokens"), [None] * 4),
+        | dict.fromkeys(("prompt_tokens", "generated_tokens", "cut_tokens"), [None] * 4),
         schema=GENERATION_SCHEMA,
     )
     scores = score_classification(samples, generations=generations)

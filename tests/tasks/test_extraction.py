@@ -66,7 +66,7 @@ def test_score_extraction_rows_and_corpus_micro_average():
     ]
     generations = pl.DataFrame(
         {"id": ["d1", "d2", "d3"], "prompt": ["p"] * 3, "output": outputs, "status": ["ok"] * 3}
-        | dict.fromkeys(("prompt_tokens", "generated_tokens"), [None] * 3),
+        | dict.fromkeys(("prompt_tokens", "generated_tokens", "cut_tokens"), [None] * 3),
         schema=GENERATION_SCHEMA,
     )
     scores = score_extraction(samples, generations)

@@ -41,7 +41,7 @@ def _config(repo: Path) -> dict:
 # them (results/summary/cost.parquet's seconds, its figure, the report's cost page); which files each run made
 # (results/index.tsv: the resumed run keeps what the killed one finished); and how each run went with the
 # request cache: a job killed mid-way reads what it finished back from the cache (its request counts, the tokens it
-# computed, the cache's size)
+# computed, the cache's size; the seconds its results needed, as the run that computed each entry timed it)
 TIMED_COLUMNS = (
     "wall_seconds",
     "gpu_seconds",
@@ -49,6 +49,10 @@ TIMED_COLUMNS = (
     "computed_requests",
     "prompt_tokens",
     "generated_tokens",
+    # what the results needed: the seconds of the calls that computed them, as each run's engine timed them (their
+    # tokens, read or computed, are the same in every run, and compared)
+    "needed_seconds",
+    "needed_gpu_seconds",
 )
 TIMED_FIGURE = "cost"
 RUN_TABLES = ("results/summary/request_cache.parquet",)

@@ -1,6 +1,8 @@
 """Cost per result: per model x benchmark, the wall seconds and GPU-seconds of every job that produced it (Snakemake's
 `benchmark:` files), and the requests its LLM jobs read from the request cache or computed, with the tokens of those
-they computed (each job's request counts beside its log: careval.backends.cached); only computed work is spent.
+they computed (each job's request counts beside its log: careval.backends.cached): what this run spent. Beside it,
+what the results needed, read or computed: each cache entry keeps the tokens, seconds and GPUs of the call that computed
+it, so a result remade from the cache costs what it cost, and the models' costs stay comparable (NEEDED_COLUMNS).
 """
 
 from __future__ import annotations
@@ -17,6 +19,15 @@ from careval.request_cache import RequestCache
 from careval.schemas import CACHE_SCHEMA, COST_SCHEMA
 
 REQUEST_COLUMNS = ("cached_requests", "computed_requests", "prompt_tokens", "generated_tokens")
+# a job's record key -> the cost table's column (COST_SCHEMA), where the record has it (older records do not: null)
+NEEDED_COLUMNS = {
+    "needed_prompt_tokens": "needed_prompt_tokens",
+    "needed_generated_tokens": "needed_generated_tokens",
+    "needed_seconds": "needed_seconds",
+    "needed_gpu_seconds": "needed_gpu_seconds",
+    "needed_uncosted": "uncosted_requests",
+    "cut_requests": "cut_requests",
+}
 
 
 @job_spec
@@ -29,6 +40,21 @@ class CostJob(JobSpec):
     benchmarks: tuple[str, ...]
     gpus: dict[str, dict[str, int]]
     cache_dir: str | None = field(default=None, metadata=EXECUTION)
+
+
+def cost_quality_warnings(config: dict, mcqa_average, benchmarks: dict) -> list[str]:
+    """The cost page's quality that the run cannot show, at config time (the page says so too): the MCQA average
+    (analysis.cost.benchmark's default) where analysis.mcqa_average has none of the run's benchmarks."""
+    if config["analysis"]["cost"]["benchmark"] != "mcqa_weighted_average" or mcqa_average is None or mcqa_average:
+        return []
+    mcqa = [name for name, entry in benchmarks.items() if entry.task == "mcqa"]
+    listed = config["analysis"]["mcqa_average"]
+    shown = ", ".join(listed[:3]) + (f", ... ({len(listed)})" if len(listed) > 3 else "") or "none"
+    return [
+        f"analysis.cost.benchmark: mcqa_weighted_average is not computed: analysis.mcqa_average ({shown}) has none "
+        f"of this run's benchmarks (its MCQA benchmarks: {', '.join(mcqa) or 'none'}); the cost page has no quality "
+        "to show: list them in analysis.mcqa_average, or set analysis.cost.benchmark and metric"
+    ]
 
 
 class CostError(ValueError):
@@ -66,11 +92,20 @@ def job_requests(logs_dir: Path, models: tuple[str, ...], benchmarks: tuple[str,
         try:
             counts = json.loads(path.read_text())
             values = [int(counts[key]) for key in ("cached", "computed", "prompt_tokens", "generated_tokens")]
-        except (OSError, ValueError, KeyError, TypeError) as error:
+            needed = {column: counts.get(key) for key, column in NEEDED_COLUMNS.items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
             raise CostError(f"{path}: not a job's request counts ({error})") from None
         job = path.parent.parent.relative_to(logs_dir).as_posix()
-        rows.append({"model": model, "benchmark": benchmark, "job": job, **dict(zip(REQUEST_COLUMNS, values))})
-    schema = {"model": pl.String, "benchmark": pl.String, "job": pl.String, **dict.fromkeys(REQUEST_COLUMNS, pl.Int64)}
+        rows.append(
+            {"model": model, "benchmark": benchmark, "job": job, **dict(zip(REQUEST_COLUMNS, values)), **needed}
+        )
+    schema = {
+        "model": pl.String,
+        "benchmark": pl.String,
+        "job": pl.String,
+        **dict.fromkeys(REQUEST_COLUMNS, pl.Int64),
+        **{column: COST_SCHEMA[column] for column in NEEDED_COLUMNS.values()},
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -94,7 +129,12 @@ def cost_table(times: pl.DataFrame, job: CostJob, requests: pl.DataFrame) -> pl.
     keys = pl.DataFrame(
         [(m, b) for m in job.models for b in job.benchmarks], schema=["model", "benchmark"], orient="row"
     )
-    spent = requests.group_by("model", "benchmark").agg(pl.col(list(REQUEST_COLUMNS)).sum())
+    needed = list(NEEDED_COLUMNS.values())
+    spent = requests.group_by("model", "benchmark").agg(
+        pl.col(list(REQUEST_COLUMNS)).sum(),
+        # a sum over jobs some of whose records predate these counts is not known: null
+        *(pl.when(pl.col(c).null_count() == 0).then(pl.col(c).sum()).alias(c) for c in needed),
+    )
     table = keys.join(summed, on=["model", "benchmark"], how="left").join(spent, on=["model", "benchmark"], how="left")
     return table.with_columns(pl.col("jobs").fill_null("")).select(list(COST_SCHEMA)).cast(COST_SCHEMA)
 
@@ -119,11 +159,17 @@ def write_cost(
 
 
 def model_totals(cost: pl.DataFrame) -> pl.DataFrame:
-    """Per model: every result's cost summed (the cost page's x axis)."""
+    """Per model: every result's cost summed (the cost page's x axis): this run's wall seconds and GPU-seconds, and
+    what the results needed (read or computed: comparable whatever the cache answered): tokens, the engine's
+    GPU-seconds and seconds (this run's computed tokens where a record predates the needed counts)."""
+    spent = pl.col("prompt_tokens").fill_null(0) + pl.col("generated_tokens").fill_null(0)
+    needed = pl.col("needed_prompt_tokens") + pl.col("needed_generated_tokens")
     return cost.group_by("model").agg(
         pl.col("wall_seconds").sum(),
         pl.col("gpu_seconds").sum(),
-        (pl.col("prompt_tokens").fill_null(0) + pl.col("generated_tokens").fill_null(0)).sum().alias("tokens"),
+        pl.when(needed.is_null()).then(spent).otherwise(needed).sum().alias("tokens"),
+        pl.col("needed_gpu_seconds").fill_null(0).sum(),
+        pl.col("needed_seconds").fill_null(0).sum(),
     )
 
 

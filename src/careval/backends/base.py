@@ -109,10 +109,13 @@ class Continuation(NamedTuple):
 
 
 class Usage(NamedTuple):
-    """The tokens one request read (its prompt, or its scored context and continuation) and generated."""
+    """The tokens one request read (its prompt, or its scored context and continuation) and generated, and the tokens
+    cut from the left of a context longer than the model's window (lm-eval's rule: the end is kept); `prompt` counts
+    the tokens read after the cut."""
 
     prompt: int
     generated: int
+    cut: int = 0
 
 
 class PrefixedTarget(NamedTuple):

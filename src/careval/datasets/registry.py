@@ -20,6 +20,9 @@ from careval.datasets.definition import (
 from careval.datasets.lm_eval_tasks import task_source
 
 CATALOGUE_DIR = Path(__file__).resolve().parent / "catalogue"
+# The keys that make an entry a benchmark of its own, not an override of the catalogue entry of its name (whose
+# paper_task, description, meta_fields, prompt it would silently keep): under a catalogue name, only with `include:`.
+DEFINING = ("task",)
 # The catalogue's order (the paper's Table 1): the files it lists, each once; files starting with "_" are includes.
 INDEX = "_index.yaml"
 
@@ -54,7 +57,18 @@ def benchmark_definition(name: str, entry: dict | None = None) -> dict:
                 f"{where}.lm_eval_task: '{name}' is a catalogue benchmark; an lm-eval task is a benchmark of its own "
                 f"(give it a name that is not in the catalogue)"
             )
-        base = CATALOGUE[name]
+        defining = [key for key in DEFINING if key in entry]
+        if "include" in entry:  # a definition of its own, from the file it names (the catalogue's own, or another)
+            base, entry = {}, with_include(entry, Path("."), where)
+        elif defining:
+            raise BenchmarkDefinitionError(
+                f"{where}: '{name}' is a catalogue benchmark, and this entry defines a benchmark ({', '.join(defining)}): "
+                f"it would keep the catalogue's paper_task, description and meta_fields; give it a name of its own, "
+                f"or start it from a file with include: (the catalogue's: "
+                f"careval:src/careval/datasets/catalogue/{name}.yaml)"
+            )
+        else:
+            base = CATALOGUE[name]
     elif not set(entry) - {"limit"}:
         raise unknown_benchmark(name, list(CATALOGUE), where)
     else:

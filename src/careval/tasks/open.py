@@ -29,6 +29,7 @@ def generation_rows(
             "status": statuses,
             "prompt_tokens": [u[0] for u in counted],
             "generated_tokens": [u[1] for u in counted],
+            "cut_tokens": [u[2] if len(u) > 2 else None for u in counted],
         },
         schema=GENERATION_SCHEMA,
     )

@@ -149,14 +149,20 @@ def cost_figure(
     if cost is None:
         return empty_page("Quality against cost", "no cost table was given (results/summary/cost.parquet)")
     totals = model_totals(cost.filter(pl.col("model").is_in(list(members))))
-    label = {"gpu_seconds": "GPU-seconds", "wall_seconds": "wall seconds", "tokens": "tokens (prompt + generated)"}
-    if axis == "gpu_seconds" and not (totals["gpu_seconds"].fill_null(0) > 0).any():
-        axis, note = "wall_seconds", " (no job used a GPU: wall seconds instead)"
-    else:
-        note = ""
+    label = {
+        "needed_gpu_seconds": "GPU-seconds the results needed",
+        "needed_seconds": "engine seconds the results needed",
+        "wall_seconds": "wall seconds of this run",
+        "tokens": "tokens the results needed (prompt + generated)",
+    }
+    note = ""
+    if axis == "gpu_seconds":  # what the results needed (each cache entry keeps its cost), not what this run spent
+        axis = "needed_gpu_seconds"
+        if not (totals["needed_gpu_seconds"].fill_null(0) > 0).any():
+            axis, note = "needed_seconds", " (no engine used a GPU: its seconds instead)"
     quality = summary.filter((pl.col("benchmark") == benchmark) & (pl.col("metric") == metric))
     table = totals.join(quality.select("model", "value"), on="model", how="left").sort("model")
-    title = f"Quality against cost: {metric} on {benchmark} vs {label[axis]} of all the model's jobs"
+    title = f"Quality against cost: {metric} on {benchmark} vs {label[axis]} (all the model's jobs)"
     if table.is_empty() or table["value"].null_count() == table.height:
         return empty_page(title, f"no {metric} on {benchmark} in scores.parquet (analysis.cost.benchmark / metric)")
     x = table[axis].cast(pl.Float64).fill_null(np.nan).to_numpy()
