@@ -22,7 +22,7 @@ from careval.analysis.elo import EloFileError, check_elo
 from careval.analysis.paper_tables import PAPER_TASKS, planned_tables, unfilled_tables
 from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_plan
 from careval.backends.base import missing as missing_capability
-from careval.backends.registry import capabilities as backend_capabilities
+from careval.backends.registry import spec_capabilities
 from careval.careqa.llm import llm_sampling
 from careval.careqa.statistics import CareqaStatisticsJob
 from careval.config import ConfigError, prepare_config, read_config_file, schema_part
@@ -515,11 +515,14 @@ def _check_capabilities(plan: Plan) -> None:
     loaded = {spec.name: spec for spec in specs if spec is not None}
     loaded.update({f"careqa.{step}": spec for step, spec in plan.careqa_llms.items()})
     for name, spec in loaded.items():
-        can = backend_capabilities(spec.backend)
+        can = spec_capabilities(spec)  # a served model's: its API's (careval.backends.openai)
         key = name if name.startswith("careqa.") else f"models.{name}"
+        runtime = (
+            f"openai (the {spec.endpoint.get('api', 'chat')} API of {spec.path})" if spec.endpoint else spec.backend
+        )
         if spec.chat_template and not can.chat_template:
             raise ConfigError(
-                f"{key}.chat_template: {missing_capability(spec.backend, 'chat_template')} (the server applies its own)"
+                f"{key}.chat_template: {missing_capability(runtime, 'chat_template')} (the server applies its own)"
             )
         if can.max_gpus is not None and spec.gpus > can.max_gpus:
             raise ConfigError(
@@ -533,12 +536,11 @@ def _check_capabilities(plan: Plan) -> None:
                 for family in plan.families(benchmark)
                 if FAMILIES[family].logprobs and (FAMILIES[family].job == "llm" or entry.computes_logliks)
             ]
-            needs += ["inference"] if entry.computes_logliks and not needs else []
+            # a generating benchmark's own log-likelihoods feed perplexity only (careval.inference skips them)
+            needs += ["inference"] if entry.computes_logliks and not entry.generates and not needs else []
             needs += ["self-consistency"] if benchmark in plan.analysis.consistency_benchmarks else []
             if needs:
-                raise ConfigError(
-                    f"{key}: {missing_capability(spec.backend, 'prompt_logprobs', needs[0])} (on {benchmark})"
-                )
+                raise ConfigError(f"{key}: {missing_capability(runtime, 'prompt_logprobs', needs[0])} (on {benchmark})")
 
 
 def _check_analysis_settings(config: dict, raw_analysis: dict, plan: Plan) -> None:
@@ -609,7 +611,10 @@ def _ineffective_settings(config: dict, plan: Plan) -> tuple[str, ...]:
 
 
 def inline_model_name(entry: dict) -> str:
-    """An inline entry (e.g. the paper's prometheus-7b-v2.0) is named after the last part of its source."""
+    """An inline entry (e.g. the paper's prometheus-7b-v2.0) is named after the last part of its source (a served
+    one after its served model's id)."""
+    if "endpoint" in entry:
+        return entry["endpoint"]["model"].rstrip("/").rsplit("/", 1)[-1]
     return entry["source"].split(":", 1)[1].rstrip("/").rsplit("/", 1)[-1]
 
 

@@ -34,9 +34,9 @@ from typing import Any
 
 from careval.request_cache import RequestCache, digest
 
-from .base import Backend, Continuation, Prefix, PrefixedTarget, Sampling, Usage
+from .base import Backend, Continuation, Prefix, PrefixedTarget, Sampling, TopStep, Usage
 from .dtype import gpu_visible
-from .registry import registered
+from .registry import registered, spec_capabilities
 
 # Calls whose engine state a later call may continue from, and the calls that may (see the module docstring).
 STATEFUL = ("generate", "sample_continuations")
@@ -76,7 +76,7 @@ class CachedBackend(Backend):
     ) -> None:
         entry = registered(spec.backend)
         self.spec, self.store, self.record = spec, RequestCache(directory) if directory else None, record
-        self.name, self.backend, self.capabilities = spec.name, spec.backend, entry.capabilities
+        self.name, self.backend, self.capabilities = spec.name, spec.backend, spec_capabilities(spec)
         self._load = load or entry.load
         self._inner: Backend | None = None
         self._facts = model_facts(spec)
@@ -85,6 +85,7 @@ class CachedBackend(Backend):
         self.hits = self.computed = 0  # requests (prompts, pairs, texts, samplings, targets), not tokenizer calls
         self.computed_tokens = Usage(0, 0)
         self.last_usage: list[Usage] = []
+        self.last_status: list[str] = []
 
     def __enter__(self) -> CachedBackend:
         return self
@@ -140,22 +141,32 @@ class CachedBackend(Backend):
                 self.hits += requests
                 self._unreplayed = compute if method in STATEFUL else self._unreplayed
             self.last_usage = [Usage(*u) for u in stored["usage"]]
+            self.last_status = []
             return decode(stored["value"])
         inner = self.inner()
         if method in READS_STATE and self._unreplayed is not None:
             replay, self._unreplayed = self._unreplayed, None
             replay(inner)
         inner.last_usage = []  # a runtime that counts no tokens leaves it so, not at the last call's counts
+        inner.last_status, inner.last_reused, inner.last_paid = [], 0, None
         result = compute(inner)
         usage = list(inner.last_usage) if requests else []
+        # a served model keeps each request as it arrives: those it read back were not computed, nor paid for again
+        reused = min(inner.last_reused, requests) if requests else 0
+        paid = usage if inner.last_paid is None else list(inner.last_paid)
         if requests:
-            self.computed += requests
+            self.hits += reused
+            self.computed += requests - reused
             self._unreplayed = None if method in STATEFUL else self._unreplayed
             self.computed_tokens = Usage(
-                self.computed_tokens.prompt + sum(u[0] for u in usage),
-                self.computed_tokens.generated + sum(u[1] for u in usage),
+                self.computed_tokens.prompt + sum(u[0] for u in paid),
+                self.computed_tokens.generated + sum(u[1] for u in paid),
             )
         entry = _roundtrip({"value": encode(result), "usage": [list(u) for u in usage]})
+        self.last_status = list(inner.last_status) if requests else []
+        if self.last_status:  # a request failed (counted per sample): the call is asked again next time, not kept
+            self.last_usage = [Usage(*u) for u in entry["usage"]]
+            return decode(entry["value"])
         if self.store is not None:
             try:
                 self.store.put(key, entry)
@@ -197,6 +208,21 @@ class CachedBackend(Backend):
         if not texts:
             return []
         return self._call("loglikelihood_rolling", (list(texts),), len(texts), list, list)
+
+    def generate_top_logprobs(
+        self, prompts: list[str], sampling: Sampling, top: int, instruction: str | None = None
+    ) -> list[tuple[str, list[TopStep]]]:
+        if not prompts:
+            return []
+        args = (list(prompts), sampling, top, instruction) if instruction else (list(prompts), sampling, top)
+        return self._call(
+            "generate_top_logprobs",
+            args,
+            len(prompts),
+            lambda result: [[text, [[step.token, step.top] for step in steps]] for text, steps in result],
+            lambda value: [(text, [TopStep(token, dict(top)) for token, top in steps]) for text, steps in value],
+            lambda engine: engine.generate_top_logprobs(prompts, sampling, top, instruction),
+        )
 
     def greedy_flags(self, pairs: list[tuple[str, str]]) -> list[float]:
         if not pairs:
