@@ -305,6 +305,7 @@ class Plan:
             benchmarks=tuple(sorted(self.benchmarks)),
             gpus=gpus,
             cache_dir=resources["cache_dir"] if resources["cache"] else None,
+            prices=job_prices(self, model_kinds),
         )
 
     def engine_job(self, model: str, command: str) -> EngineJob:
@@ -505,6 +506,23 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
     off = lambda family: "metrics.skip" if family in skipped else f"metrics.{family}.benchmarks"  # noqa: E731
     analysis = replace(analysis, notes=unfilled_tables(tasks, plan.families, off) + warnings)
     return replace(plan, analysis=analysis, warnings=warnings)
+
+
+def job_prices(plan: Plan, model_kinds: tuple[str, ...]) -> dict[str, dict[str, list[float]]]:
+    """The cost table's prices (careval.analysis.cost.CostJob.prices): each job kind's served model with a `price`."""
+
+    def price(spec: ModelSpec | None) -> list[float] | None:
+        given = (spec.endpoint or {}).get("price") if spec is not None else None
+        return [float(given["input_per_mtok"]), float(given["output_per_mtok"])] if given else None
+
+    prices: dict[str, dict[str, list[float]]] = {}
+    for kind in model_kinds:
+        prices[kind] = {name: p for name, spec in plan.models.items() if (p := price(spec)) is not None}
+    for kinds, spec in ((("judge", "judge_repeats"), plan.judge), (("rephrase",), plan.rephraser)):
+        for kind in kinds:
+            if (p := price(spec)) is not None:
+                prices[kind] = dict.fromkeys(plan.models, p)
+    return {kind: by_model for kind, by_model in prices.items() if by_model}
 
 
 def _check_capabilities(plan: Plan) -> None:

@@ -1,6 +1,7 @@
 """Cost per result: per model x benchmark, the wall seconds and GPU-seconds of every job that produced it (Snakemake's
 `benchmark:` files), and the requests its LLM jobs read from the request cache or computed, with the tokens of those
-they computed (each job's request counts beside its log: careval.backends.cached); only computed work is spent.
+they computed (each job's request counts beside its log: careval.backends.cached); only computed work is spent. A
+served model's (an `endpoint:` entry with a `price`) computed tokens are money too: the `cost` column.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class CostJob(JobSpec):
     benchmarks: tuple[str, ...]
     gpus: dict[str, dict[str, int]]
     cache_dir: str | None = field(default=None, metadata=EXECUTION)
+    # kind -> model -> [input, output] price per million tokens of the served model that job ran ({}: none has one)
+    prices: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
 
 class CostError(ValueError):
@@ -94,7 +97,19 @@ def cost_table(times: pl.DataFrame, job: CostJob, requests: pl.DataFrame) -> pl.
     keys = pl.DataFrame(
         [(m, b) for m in job.models for b in job.benchmarks], schema=["model", "benchmark"], orient="row"
     )
-    spent = requests.group_by("model", "benchmark").agg(pl.col(list(REQUEST_COLUMNS)).sum())
+    prices = [
+        job.prices.get(kind.split("/")[0], {}).get(model) for kind, model in requests.select("job", "model").iter_rows()
+    ]
+    money = [
+        None if price is None else (prompt * price[0] + generated * price[1]) / 1e6
+        for price, prompt, generated in zip(prices, requests["prompt_tokens"], requests["generated_tokens"])
+    ]
+    requests = requests.with_columns(pl.Series("cost", money, dtype=pl.Float64))
+    # summed where a job had a price (a sum of nulls stays null: no served model's money in that result)
+    spent = requests.group_by("model", "benchmark").agg(
+        pl.col(list(REQUEST_COLUMNS)).sum(),
+        pl.when(pl.col("cost").is_not_null().any()).then(pl.col("cost").sum()).alias("cost"),
+    )
     table = keys.join(summed, on=["model", "benchmark"], how="left").join(spent, on=["model", "benchmark"], how="left")
     return table.with_columns(pl.col("jobs").fill_null("")).select(list(COST_SCHEMA)).cast(COST_SCHEMA)
 

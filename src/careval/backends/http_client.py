@@ -142,7 +142,8 @@ class RateLimit:
                 if fits_requests and fits_tokens:
                     self._sent.append((now, tokens))
                     return now - start
-                self._lock.wait(timeout=max(0.01, self.WINDOW - (now - self._sent[0][0])))
+                # a second at most: the clock is checked again (a test's clock moves without a notify)
+                self._lock.wait(timeout=min(1.0, max(0.01, self.WINDOW - (now - self._sent[0][0]))))
 
 
 def retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -428,6 +429,7 @@ class EndpointClient:
                 if not chunk:
                     break
                 chunks.append(chunk)
+            response.close()  # read whole: the connection may send the next request (else CannotSendRequest)
         except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as error:
             error._careval_answered = True  # type: ignore[attr-defined]  (not a stale connection: it answered)
             raise
