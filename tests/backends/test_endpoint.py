@@ -12,7 +12,7 @@ from email.utils import formatdate
 import pytest
 import yaml
 
-from careval.backends import Sampling, load_backend
+from careval.backends import Sampling
 from careval.backends.base import TopStep
 from careval.backends.budget import BudgetExceeded, Ledger
 from careval.backends.http_client import Policy, RateLimit, backoff_delay, retry_after

@@ -233,6 +233,12 @@ class FaultProxy:
             protocol_version = "HTTP/1.1"
 
             def do_POST(self):
+                try:
+                    self._spoiled()
+                except OSError:  # the client gave up on this try (a timeout, a drip): it has gone
+                    self.close_connection = True
+
+            def _spoiled(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 with outer.lock:
                     seen = outer.tries[body] = outer.tries.get(body, 0) + 1

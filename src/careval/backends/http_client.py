@@ -229,7 +229,7 @@ class EndpointClient:
             self._pool = ThreadPoolExecutor(max_workers=self.policy.max_concurrency, thread_name_prefix="endpoint")
         futures: list[Future] = [self._pool.submit(self._guarded, r) for r in requests]
         wait(futures)
-        errors = [f.exception() for f in futures if f.exception() is not None]
+        errors = [e for f in futures if (e := f.exception()) is not None]
         real = [e for e in errors if not isinstance(e, _Stopped)]
         if real:
             raise real[0]
