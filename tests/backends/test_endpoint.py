@@ -169,3 +169,15 @@ def test_careval_estimate_prints_each_served_models_requests_tokens_and_cost(tmp
     # 5 generations (the limit; not normalised): 5 x 200 prompt tokens, at most 5 x 100 generated
     row = next(line for line in out.splitlines() if line.strip().startswith("demo_open_qa"))
     assert row.split()[2:6] == ["~5", "~1000", "~500", "~0.01"]  # 1000 * 2.5e-6 + 500 * 1e-5 = 0.0075
+
+
+def test_a_study_sweeps_a_served_models_endpoint_settings():
+    """A study of section model sweeps `endpoint.<key>` like any model setting: each variant is the served model at
+    another setting (here its API), a job of its own."""
+    entry = {"endpoint": {**CHAT["endpoint"], "api": "completions"}}
+    config = _config({"ft": entry}, benchmarks={"demo_open_qa": {"limit": 4}})
+    config["studies"] = {"api": {"sweep": {"model": {"endpoint.model": ["gpt-x", "gpt-y"]}}}}
+    plan = build_plan(config)
+    variants = plan.studies["api"].variants
+    served = {name: v.plan.models["ft"].path for name, v in variants.items()}
+    assert sorted(set(served.values())) == ["gpt-x", "gpt-y"]  # the baseline (the run's gpt-x) and the two settings

@@ -218,14 +218,17 @@ def test_judge_grades_equal_hf(server, hf, shared_data, tmp_path):
 
 # ---------------------------------------------------------------------------------------------------- faults
 class FaultProxy:
-    """A loopback proxy to the server that spoils the first `times` tries of every request as `fault` says, then
-    passes them on; counts every try it saw. Faults: 429 (with Retry-After: 1), 500, timeout (answers after the
-    client's timeout), cut (a reply cut mid-JSON, its Content-Length cut to match), drip (the reply a few bytes at
-    a time, slower than the timeout), drop (the connection closed without a reply), malformed (for good)."""
+    """A loopback proxy to the server. Unarmed, it passes every request on and keeps the server's reply by request
+    body; armed (`arm`), it spoils the first `times` tries of every request as `fault` says and answers the others
+    with the kept reply at once (so that the faults, not the loaded server's speed, decide the client's timeouts),
+    counting every try. Faults: 429 and 500 (with Retry-After: 1), timeout (answers after the client's timeout), cut
+    (a reply cut mid-JSON, its Content-Length cut to match), drip (the reply a few bytes at a time, slower than the
+    timeout), drop (the connection closed without a reply), malformed (cut, for good)."""
 
-    def __init__(self, upstream: str, fault: str, times: int = 1, slow_s: float = 3.0) -> None:
-        self.upstream, self.fault, self.times, self.slow_s = upstream.rstrip("/"), fault, times, slow_s
-        self.tries: dict[str, int] = {}
+    def __init__(self, upstream: str, slow_s: float = 3.0) -> None:
+        self.upstream, self.fault, self.times, self.slow_s = upstream.rstrip("/"), None, 0, slow_s
+        self.tries: dict[bytes, int] = {}
+        self.kept: dict[bytes, bytes] = {}
         self.lock = threading.Lock()
         outer = self
 
@@ -242,7 +245,8 @@ class FaultProxy:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 with outer.lock:
                     seen = outer.tries[body] = outer.tries.get(body, 0) + 1
-                spoil = outer.fault if (seen <= outer.times or outer.fault == "malformed") else None
+                fault = outer.fault
+                spoil = fault if fault is not None and (seen <= outer.times or fault == "malformed") else None
                 if spoil == "drop":
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -252,13 +256,15 @@ class FaultProxy:
                     return
                 if spoil == "timeout":
                     time.sleep(outer.slow_s)
-                request = urllib.request.Request(
-                    outer.upstream + self.path.removeprefix("/v1"),
-                    data=body,
-                    headers={"Content-Type": "application/json"},
-                )
-                with urllib.request.urlopen(request, timeout=600) as reply:
-                    data = reply.read()
+                data = outer.kept.get(body)
+                if data is None:
+                    request = urllib.request.Request(
+                        outer.upstream + self.path.removeprefix("/v1"),
+                        data=body,
+                        headers={"Content-Type": "application/json"},
+                    )
+                    with urllib.request.urlopen(request, timeout=600) as reply:
+                        data = outer.kept[body] = reply.read()
                 if spoil in ("cut", "malformed"):
                     data = data[: len(data) // 2]
                 if spoil == "drip":
@@ -266,13 +272,11 @@ class FaultProxy:
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    for k in range(0, len(data), 16):
+                    for k in range(0, min(len(data), 96), 16):
                         self.wfile.write(data[k : k + 16])
                         self.wfile.flush()
                         time.sleep(outer.slow_s / 4)
-                        if k > 64:
-                            break  # the client has given up by now
-                    self.close_connection = True
+                    self.close_connection = True  # the client has given up by now
                     return
                 self._send(200, data)
 
@@ -293,6 +297,10 @@ class FaultProxy:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def arm(self, fault: str, times: int) -> None:
+        with self.lock:
+            self.fault, self.times, self.tries = fault, times, {}
 
     @property
     def url(self) -> str:
@@ -327,9 +335,13 @@ def test_faults_are_retried_and_counted(server, tmp_path, fault):
         "Question: Fever?\nAnswer:",
     ]
     sampling = Sampling(max_new_tokens=8)
-    direct = load_backend(served_spec(server, tmp_path / "direct", cache=False)).generate(prompts, sampling)
-    proxy = FaultProxy(server["url"], fault, times=spoiled or 0, slow_s=3.0)
+    proxy = FaultProxy(server["url"], slow_s=3.0)
     try:
+        # unarmed: the server's own answers, kept by the proxy
+        passing = {"max_concurrency": 3, "timeout": 600}
+        direct = load_backend(served_spec(server, tmp_path, url=proxy.url, cache=False, endpoint=passing))
+        direct = direct.generate(prompts, sampling)
+        proxy.arm(fault, spoiled or 0)
         limits = {"timeout": 2, "max_retries": 3, "backoff": 0.05, "max_backoff": 5, "max_concurrency": 3}
         backend = load_backend(served_spec(server, tmp_path, url=proxy.url, cache=False, endpoint=limits))
         start = time.perf_counter()
