@@ -422,20 +422,26 @@ async def _plain_asyncio(url: str, bodies: list[dict], concurrency: int) -> list
 @pytest.mark.benchmark
 def test_throughput_at_concurrency_8_against_plain_asyncio(server, tmp_path):
     """64 greedy 16-token completions at concurrency 8, careval's client (no cache) and a plain asyncio client, side
-    by side, twice each alternating; careval's requests/s at least 0.8x the plain client's."""
+    by side, four rounds each in alternating order after an untimed warm-up; careval's best requests/s at least 0.8x
+    the plain client's best (the best of each: the machine is shared, and a round slowed by others' work says
+    nothing of either client)."""
     prompts = [f"Question: Give one fact about drug number {i}.\nAnswer:" for i in range(64)]
     sampling = Sampling(max_new_tokens=16)
     backend = load_backend(served_spec(server, tmp_path, cache=False, endpoint={"max_concurrency": 8}))
     ids = backend.generation_ids(prompts, MAX_LENGTH - 16)
     bodies = [{"model": SERVED, "prompt": i, "max_tokens": 16, "temperature": 0.0} for i in ids]
-    rates = {"careval": [], "asyncio": []}
-    for _ in range(2):
-        start = time.perf_counter()
-        ours = backend.generate(prompts, sampling)
-        rates["careval"].append(len(prompts) / (time.perf_counter() - start))
-        start = time.perf_counter()
-        plain = asyncio.run(_plain_asyncio(server["url"], bodies, 8))
-        rates["asyncio"].append(len(prompts) / (time.perf_counter() - start))
+    rates: dict[str, list[float]] = {"careval": [], "asyncio": []}
+    run = {
+        "careval": lambda: backend.generate(prompts, sampling),
+        "asyncio": lambda: asyncio.run(_plain_asyncio(server["url"], bodies, 8)),
+    }
+    outputs = {"warm-up": run["careval"]()}  # the server's prefix cache warm for both, untimed
+    for round_ in range(4):  # alternating which goes first: neither always finds the server warmer
+        for name in ("careval", "asyncio") if round_ % 2 == 0 else ("asyncio", "careval"):
+            start = time.perf_counter()
+            outputs[name] = run[name]()
+            rates[name].append(len(prompts) / (time.perf_counter() - start))
+    ours, plain = outputs["careval"], outputs["asyncio"]
     assert ours == plain
     ratio = max(rates["careval"]) / max(rates["asyncio"])
     print(
