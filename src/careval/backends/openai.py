@@ -25,7 +25,6 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from careval.redaction import redact, register_secret
@@ -651,20 +650,3 @@ def _samples_reply(where: str, n: int):
         return out
 
     return parse
-
-
-def ledger_spent(path: Path | str) -> float:
-    """What a ledger file records as paid (careval estimate's "spent so far")."""
-    total = 0.0
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError:
-        return 0.0
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if "paid" in event:
-            total += float(event.get("cost") or 0.0)
-    return total
