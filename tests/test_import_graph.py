@@ -61,6 +61,7 @@ LAYERS: dict[str, int] = {
     "careval.studies": 7,  # a study's variants, each a plan (careval.plan calls it with its own builder)
     "careval.study_checks": 7,  # the studies' mistakes at the door, before the schema (careval.plan calls it)
     "careval.inputs": 7,  # every input file a config names, read before any job (by the plan's callers)
+    "careval.estimate": 7,  # what a config's served models will be sent and cost (careval estimate)
     "careval.cli": 8,
     "careval": 9,  # the package itself
 }

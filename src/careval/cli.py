@@ -3,6 +3,7 @@ the request cache.
 
 careval plan config/paper.yaml        # models (backend, GPUs, memory), benchmarks and their metric
                                       # families, the analyses and figures; exit 2 on a config error
+careval estimate config/paper.yaml    # each served model's (endpoint:) expected requests, tokens and cost
 careval cache stats                   # the request cache's entries, size and ages (resources.cache_dir of
                                       # config/config.yaml; --config another, --dir a folder)
 careval cache prune --older-than 30d  # drop the entries no run used for 30 days; --max-size 50G: the least
@@ -102,6 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     plan_parser = commands.add_parser("plan", help="validate a config and print its plan")
     plan_parser.add_argument("config", help="a careval config file, e.g. config/config.yaml")
+    estimate_parser = commands.add_parser(
+        "estimate", help="each served model's expected requests, tokens and cost, before anything is sent"
+    )
+    estimate_parser.add_argument("config", help="a careval config file")
+    estimate_parser.add_argument("--samples", type=int, default=1000, help="rows of a benchmark not normalised yet")
+    estimate_parser.add_argument("--prompt-tokens", type=int, default=300, help="tokens of such a benchmark's prompt")
     cache_parser = commands.add_parser("cache", help="the request cache's size, or drop old entries")
     cache_parser.add_argument("action", choices=("stats", "prune"))
     where = cache_parser.add_mutually_exclusive_group()
@@ -128,6 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(f"careval config error: {args.config}: {error}", file=sys.stderr)
         return 2
+    if args.command == "estimate":
+        from careval.estimate import estimate
+
+        print("\n".join(estimate(plan, args.samples, args.prompt_tokens)))
+        return 0
     print("\n".join(describe_plan(plan)))
     return 0
 

@@ -162,7 +162,9 @@ def batched_generations(
             flush=True,
         )
         frames.append(
-            open_task.generation_rows(samples[batch], [prompts[i] for i in batch], outputs, backend.last_usage)
+            open_task.generation_rows(
+                samples[batch], [prompts[i] for i in batch], outputs, backend.last_usage, backend.last_status
+            )
         )
     frame = pl.concat(frames) if frames else pl.DataFrame(schema=GENERATION_SCHEMA)
     return frame[input_order(batches)]
@@ -186,10 +188,14 @@ def run_inference(
         raise ValueError(f"{benchmark.name}: generations asked for without a decoding (sampling)")
     samples = pl.read_parquet(samples_path)
     with job_backend(spec, record) as backend:
+        requests = loglik_requests(samples, benchmark)
+        if benchmark.generates and not backend.capabilities.prompt_logprobs:
+            # a chat API on a generating benchmark: the plan let it run only where no family reads these (perplexity)
+            requests = requests.clear()
         outputs = {
             loglik_path: batched_logliks(
                 backend,
-                loglik_requests(samples, benchmark),
+                requests,
                 request_batch,
                 f"{benchmark.name} log-likelihoods",
                 spec.chat_template,

@@ -22,7 +22,7 @@ from careval.analysis.plan import AnalysisConfigError, AnalysisPlan, analysis_pl
 from careval.analysis.statistics.comparisons import ComparisonsJob
 from careval.analysis.tables.paper_tables import PAPER_TASKS, planned_tables, unfilled_tables
 from careval.backends.base import missing as missing_capability
-from careval.backends.registry import capabilities as backend_capabilities
+from careval.backends.registry import spec_capabilities
 from careval.careqa.llm import llm_sampling
 from careval.careqa.statistics import CareqaStatisticsJob
 from careval.config import ConfigError, prepare_config, read_config_file, schema_part
@@ -306,6 +306,7 @@ class Plan:
             benchmarks=tuple(sorted(self.benchmarks)),
             gpus=gpus,
             cache_dir=resources["cache_dir"] if resources["cache"] else None,
+            prices=job_prices(self, model_kinds),
         )
 
     def engine_job(self, model: str, command: str) -> EngineJob:
@@ -509,6 +510,23 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
     return replace(plan, analysis=analysis, warnings=warnings)
 
 
+def job_prices(plan: Plan, model_kinds: tuple[str, ...]) -> dict[str, dict[str, list[float]]]:
+    """The cost table's prices (careval.analysis.cost.CostJob.prices): each job kind's served model with a `price`."""
+
+    def price(spec: ModelSpec | None) -> list[float] | None:
+        given = (spec.endpoint or {}).get("price") if spec is not None else None
+        return [float(given["input_per_mtok"]), float(given["output_per_mtok"])] if given else None
+
+    prices: dict[str, dict[str, list[float]]] = {}
+    for kind in model_kinds:
+        prices[kind] = {name: p for name, spec in plan.models.items() if (p := price(spec)) is not None}
+    for kinds, spec in ((("judge", "judge_repeats"), plan.judge), (("rephrase",), plan.rephraser)):
+        for kind in kinds:
+            if (p := price(spec)) is not None:
+                prices[kind] = dict.fromkeys(plan.models, p)
+    return {kind: by_model for kind, by_model in prices.items() if by_model}
+
+
 def _check_capabilities(plan: Plan) -> None:
     """Every model's backend can do what its jobs will ask of it (its declared careval.backends.Capabilities):
     one line now, not an error mid-job. A judge without log-probabilities is allowed: it grades without a score
@@ -517,11 +535,14 @@ def _check_capabilities(plan: Plan) -> None:
     loaded = {spec.name: spec for spec in specs if spec is not None}
     loaded.update({f"careqa.{step}": spec for step, spec in plan.careqa_llms.items()})
     for name, spec in loaded.items():
-        can = backend_capabilities(spec.backend)
+        can = spec_capabilities(spec)  # a served model's: its API's (careval.backends.openai)
         key = name if name.startswith("careqa.") else f"models.{name}"
+        runtime = (
+            f"openai (the {spec.endpoint.get('api', 'chat')} API of {spec.path})" if spec.endpoint else spec.backend
+        )
         if spec.chat_template and not can.chat_template:
             raise ConfigError(
-                f"{key}.chat_template: {missing_capability(spec.backend, 'chat_template')} (the server applies its own)"
+                f"{key}.chat_template: {missing_capability(runtime, 'chat_template')} (the server applies its own)"
             )
         if can.max_gpus is not None and spec.gpus > can.max_gpus:
             raise ConfigError(
@@ -535,12 +556,11 @@ def _check_capabilities(plan: Plan) -> None:
                 for family in plan.families(benchmark)
                 if FAMILIES[family].logprobs and (FAMILIES[family].job == "llm" or entry.computes_logliks)
             ]
-            needs += ["inference"] if entry.computes_logliks and not needs else []
+            # a generating benchmark's own log-likelihoods feed perplexity only (careval.inference skips them)
+            needs += ["inference"] if entry.computes_logliks and not entry.generates and not needs else []
             needs += ["self-consistency"] if benchmark in plan.analysis.consistency_benchmarks else []
             if needs:
-                raise ConfigError(
-                    f"{key}: {missing_capability(spec.backend, 'prompt_logprobs', needs[0])} (on {benchmark})"
-                )
+                raise ConfigError(f"{key}: {missing_capability(runtime, 'prompt_logprobs', needs[0])} (on {benchmark})")
 
 
 def _check_analysis_settings(config: dict, raw_analysis: dict, plan: Plan) -> None:
@@ -612,7 +632,10 @@ def _ineffective_settings(config: dict, plan: Plan) -> tuple[str, ...]:
 
 
 def inline_model_name(entry: dict) -> str:
-    """An inline entry (e.g. the paper's prometheus-7b-v2.0) is named after the last part of its source."""
+    """An inline entry (e.g. the paper's prometheus-7b-v2.0) is named after the last part of its source (a served
+    one after its served model's id)."""
+    if "endpoint" in entry:
+        return entry["endpoint"]["model"].rstrip("/").rsplit("/", 1)[-1]
     return entry["source"].split(":", 1)[1].rstrip("/").rsplit("/", 1)[-1]
 
 

@@ -288,6 +288,8 @@ COST_SCHEMA = {
     "uncosted_requests": pl.Int64,
     # the requests whose context was longer than the model's window, left-truncated (careval.backends.cached)
     "cut_requests": pl.Int64,
+    # what those tokens cost at the price of the served models that computed them (a model entry's `price`; null: none)
+    "cost": pl.Float64,
 }
 # careval.analysis.cost: the request cache's size when the cost table was made (one row; null: no cache)
 CACHE_SCHEMA = {"directory": pl.String, "entries": pl.Int64, "bytes": pl.Int64}

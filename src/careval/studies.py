@@ -50,7 +50,10 @@ KINDS = {
     "analysis.resilience": "analysis",
 }
 # the keys of a model entry a study may sweep: what changes a model's outputs, its weights aside (section `models`)
-MODEL_SETTINGS = ("backend", "chat_template", "system_prompt", "dtype", "batch_size", "max_length", "vllm_args")
+MODEL_SETTINGS = (
+    "backend", "chat_template", "system_prompt", "dtype", "batch_size", "max_length", "vllm_args",
+    "endpoint", "tokenizer",  # a served model: its API, served model or address (endpoint.api, ...), its tokenizer
+)  # fmt: skip
 # the keys of a benchmark entry a model job reads (careval.specs.PROMPT_KEYS, the layout aside, and the decoding)
 BENCHMARK_SETTINGS = ("prompt", "mcqa_style", "mode", "max_new_tokens", "stop")
 GENERATION_SETTINGS = ("max_new_tokens", "temperature", "top_p", "seed", "stop")

@@ -103,6 +103,27 @@ def test_requests_and_tokens_count_only_what_the_jobs_computed(tmp_path):
         write_cost(tmp_path / "none", logs, job(), tmp_path / "c.parquet")
 
 
+def test_a_served_models_tokens_are_money_at_its_price(tmp_path):
+    """The cost column: each job's computed tokens at the price of the served model it ran (the evaluated model on its
+    own jobs, the judge on the judge's); null where no job of the result had a price."""
+    logs = tmp_path / "logs"
+    requests_file(logs / "infer_open/m1/qa.requests.json", cached=3, computed=2, prompt=1000, generated=400)
+    requests_file(logs / "judge/m1/qa.requests.json", cached=0, computed=2, prompt=3000, generated=100)
+    requests_file(logs / "infer_open/m2/qa.requests.json", cached=0, computed=2, prompt=500, generated=50)
+    priced = job()
+    priced = CostJob(
+        models=priced.models,
+        benchmarks=priced.benchmarks,
+        gpus=priced.gpus,
+        prices={"infer_open": {"m1": [2.5, 10.0]}, "judge": {"m1": [1.0, 2.0], "m2": [1.0, 2.0]}},
+    )
+    table = write_cost(tmp_path / "none", logs, priced, tmp_path / "c.parquet")
+    costs = {(r["model"], r["benchmark"]): r["cost"] for r in table.iter_rows(named=True)}
+    # m1 on qa: 1000 x 2.5 + 400 x 10 (its answers) + 3000 x 1 + 100 x 2 (the judge's grading), per million
+    assert costs["m1", "qa"] == pytest.approx((1000 * 2.5 + 400 * 10 + 3000 * 1 + 100 * 2) / 1e6)
+    assert costs["m2", "qa"] is None and costs["m1", "mcqa"] is None  # a local model's result, or none at all
+
+
 def test_efficiency_frontier_by_brute_force():
     rng = np.random.default_rng(0)
     for _ in range(20):

@@ -193,7 +193,7 @@ def _generator(spec):  # never built: the plan refuses it first
         ({"demo_mcqa": None}, [], "accuracy"),
         ({"demo_open_qa": None}, [], "perplexity"),
         ({"demo_open_qa": None}, ["perplexity"], "relaxed_perplexity"),
-        ({"demo_open_qa": None}, ["perplexity", "relaxed_perplexity"], "inference"),
+        ({"demo_mcqa": None, "demo_open_qa": None}, ["perplexity", "relaxed_perplexity"], "accuracy"),
     ],
 )
 def test_a_backend_without_logprobs_is_refused_at_plan_time_for_the_families_that_need_them(
@@ -212,6 +212,20 @@ def test_a_backend_without_logprobs_is_refused_at_plan_time_for_the_families_tha
     assert str(error.value) == (
         f"models.fake-model: backend fake_generator has no prompt log-probabilities: {needed} needs them (on {benchmark})"
     )
+
+
+def test_a_generation_only_backend_runs_the_generation_families(tmp_path):
+    """Without perplexity and Relaxed Perplexity, an open-ended benchmark asks no log-probability of its model (a chat
+    API): it plans, and its inference computes none (careval.inference)."""
+    config = fake_config(tmp_path, backend="fake_generator", benchmarks={"demo_open_qa": None})
+    config["metrics"]["skip"] += ["perplexity", "relaxed_perplexity"]
+    config["analysis"]["relaxed_perplexity_anchor"] = None
+    config["metrics"]["judge"].pop("benchmarks")
+    config["metrics"]["relaxed_perplexity"].pop("benchmarks")
+    for analysis in ("resilience", "consistency"):
+        config["analysis"][analysis]["benchmarks"] = []
+    plan = plan_with(config, backends=("fake_generator",))
+    assert "rouge" in plan.families("demo_open_qa") and "perplexity" not in plan.families("demo_open_qa")
 
 
 def test_a_chat_template_or_gpus_the_backend_cannot_honour_are_refused_at_plan_time(tmp_path):

@@ -12,7 +12,8 @@ import yaml
 
 from careval.backends import Backend, Capabilities, load_backend, register_backend
 from careval.backends.hf.backend import HFBackend
-from careval.backends.registry import UnknownBackendError, capabilities
+from careval.backends.registry import UnknownBackendError, capabilities, spec_capabilities
+from careval.models.spec import endpoint_spec
 from support.specs import local_model_spec
 
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
@@ -65,7 +66,11 @@ def test_every_backend_of_the_schema_is_registered_by_its_module():
     names = schema["$defs"]["model"]["properties"]["backend"]["enum"]
     for name in [*names, "openai"]:  # openai: the CareQA steps' endpoints (careval.models.spec.endpoint_spec)
         assert isinstance(capabilities(name), Capabilities), name
-    assert not capabilities("openai").prompt_logprobs and capabilities("hf").max_gpus == 1
+    # openai: the most a served model can do; each entry's API says what it does (careval.backends.openai)
+    chat = endpoint_spec("gpt", {"model": "gpt-4"})
+    completions = endpoint_spec("ft", {"model": "ft", "api": "completions"}, entry={"endpoint": {}})
+    assert not spec_capabilities(chat).prompt_logprobs and spec_capabilities(completions).prompt_logprobs
+    assert capabilities("hf").max_gpus == 1
 
 
 def test_a_backend_registered_elsewhere_is_built_from_the_spec(tiny_model_dir):

@@ -4,6 +4,7 @@ plain transformers forward."""
 
 from __future__ import annotations
 
+import json
 import math
 from types import SimpleNamespace
 
@@ -12,7 +13,6 @@ import pytest
 from prometheus_eval import prompts as pe_prompts
 
 from careval.backends import Backend, Capabilities, CapabilityError
-from careval.backends.base import Usage
 from careval.backends.openai import OpenAICompatBackend
 from careval.metrics.judge import JudgeConfigError, judge_prompt, rubric_text, score_judge
 from careval.metrics.judge_distribution import (
@@ -22,6 +22,7 @@ from careval.metrics.judge_distribution import (
     score_distributions,
     scoring_context,
 )
+from support.fake_openai import FakeOpenAIServer
 
 # ---------------------------------------------------------------- the five probabilities
 
@@ -162,34 +163,77 @@ def test_a_judge_without_prompt_logprobs_has_no_distribution(frames):
     assert scores.filter(pl.col("id") != "c")["status"].to_list() == ["ok", "no_logprobs", "parse_error", "no_logprobs"]
 
 
+def _api_judge(server, top_logprobs: bool) -> OpenAICompatBackend:
+    return OpenAICompatBackend(
+        "api-judge",
+        "gpt-x",
+        base_url=server.base_url,
+        api_key_env="CAREVAL_TEST_KEY",
+        settings={"top_logprobs": top_logprobs, "backoff": 0},
+    )
+
+
 def test_openai_compatible_judge_falls_back_to_parse_and_retries(frames, monkeypatch, capsys):
+    """A chat API that returns no log-probabilities: verdicts parsed from the text, retried with a seed per attempt."""
     samples, generations = frames
     monkeypatch.setenv("CAREVAL_TEST_KEY", "EMPTY")
-    judge = OpenAICompatBackend("api-judge", "gpt-x", base_url="http://127.0.0.1:9", api_key_env="CAREVAL_TEST_KEY")
     asked: list[tuple[str, int]] = []
     answers = {"answer a": ["thinking", "Right. [RESULT] 5"], "answer b": ["no verdict"] * 3}
 
-    def complete(prompt, sampling, instruction=None):
-        response = ScoringJudge.response(prompt)
-        asked.append((response, sampling.seed))
-        return answers[response].pop(0), Usage(0, 0)
+    def respond(body, headers):
+        response = ScoringJudge.response(body["messages"][-1]["content"])
+        asked.append((response, body["seed"]))
+        return 200, json.dumps({"choices": [{"message": {"content": answers[response].pop(0)}}]}).encode()
 
-    monkeypatch.setattr(judge, "_complete", complete)
-    with pytest.raises(CapabilityError, match=r"^backend openai has no prompt log-probabilities"):
-        judge.loglikelihood([("x", "1")])
-    scores = score_judge(judge, samples, generations, {"rubrics": ["reasoning"], "retries": 2, "seed": 10})
+    with FakeOpenAIServer(respond) as server:
+        judge = _api_judge(server, top_logprobs=False)
+        with pytest.raises(CapabilityError, match=r"^backend openai has no prompt log-probabilities"):
+            judge.loglikelihood([("x", "1")])
+        scores = score_judge(judge, samples, generations, {"rubrics": ["reasoning"], "retries": 2, "seed": 10})
     rows = {(r["id"], r["metric"]): (r["value"], r["status"]) for r in scores.iter_rows(named=True)}
     assert rows["a", "judge_reasoning"] == (5.0, "ok")
     assert math.isnan(rows["b", "judge_reasoning"][0]) and rows["b", "judge_reasoning"][1] == "parse_error"
     for sample in ("a", "b"):
         value, status = rows[sample, "judge_reasoning_expected"]
         assert math.isnan(value) and status == "no_logprobs"
-    # the retries still run: b asked three times (seeds 10, 11, 12), a twice
-    assert sorted(asked) == [("answer a", 10), ("answer a", 11), ("answer b", 10), ("answer b", 11), ("answer b", 12)]
+    # the retries still run: b asked three times, a twice, each attempt with its own seed (seed + attempt, made one
+    # per prompt: careval.backends.tokenization.request_seeds)
+    assert sorted(a for a, _ in asked) == ["answer a"] * 2 + ["answer b"] * 3
+    assert len({seed for a, seed in asked if a == "answer b"}) == 3
     log = capsys.readouterr().out
     assert "api-judge gives no log-probabilities" in log
     assert "judge_reasoning: statuses {'ok': 1, 'parse_error': 1}" in log
     assert "judge_reasoning_expected: statuses {'no_logprobs': 2}" in log
+
+
+def test_a_chat_api_judge_reads_its_distribution_from_top_logprobs(frames, monkeypatch):
+    """Where the chat API returns top_logprobs, the score token's alternatives are the distribution (an unparseable
+    verdict then takes its most likely score, as on a local judge)."""
+    samples, generations = frames
+    monkeypatch.setenv("CAREVAL_TEST_KEY", "EMPTY")
+    top = {" 4": math.log(0.5), " 5": math.log(0.3), " 3": math.log(0.2)}
+    tokens = ["Good", " answer", ". [RESULT]", " 4"]
+
+    def respond(body, headers):
+        assert body["logprobs"] is True and body["top_logprobs"] == 5
+        steps = [{"token": t, "logprob": -0.1, "top_logprobs": []} for t in tokens[:-1]]
+        steps.append(
+            {
+                "token": " 4",
+                "logprob": math.log(0.5),
+                "top_logprobs": [{"token": k, "logprob": v} for k, v in top.items()],
+            }
+        )
+        message = {"content": "".join(tokens)}
+        return 200, json.dumps({"choices": [{"message": message, "logprobs": {"content": steps}}]}).encode()
+
+    with FakeOpenAIServer(respond) as server:
+        scores = score_judge(_api_judge(server, top_logprobs=True), samples, generations, {"rubrics": ["reasoning"]})
+    rows = {(r["id"], r["metric"]): r for r in scores.iter_rows(named=True)}
+    assert (rows["a", "judge_reasoning"]["value"], rows["a", "judge_reasoning"]["status"]) == (4.0, "ok")
+    expected = rows["a", "judge_reasoning_expected"]
+    assert expected["status"] == "ok" and expected["value"] == pytest.approx(3 * 0.2 + 4 * 0.5 + 5 * 0.3)
+    assert [expected[f"p{s}"] for s in range(1, 6)] == pytest.approx([0, 0, 0.2, 0.5, 0.3])
 
 
 def test_a_custom_rubric_may_not_end_in_expected():

@@ -2,7 +2,8 @@
 `benchmark:` files), and the requests its LLM jobs read from the request cache or computed, with the tokens of those
 they computed (each job's request counts beside its log: careval.backends.cached): what this run spent. Beside it,
 what the results needed, read or computed: each cache entry keeps the tokens, seconds and GPUs of the call that computed
-it, so a result remade from the cache costs what it cost, and the models' costs stay comparable (NEEDED_COLUMNS).
+it, so a result remade from the cache costs what it cost, and the models' costs stay comparable (NEEDED_COLUMNS). A
+served model's (an `endpoint:` entry with a `price`) computed tokens are money too: the `cost` column.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class CostJob(JobSpec):
     benchmarks: tuple[str, ...]
     gpus: dict[str, dict[str, int]]
     cache_dir: str | None = field(default=None, metadata=EXECUTION)
+    # kind -> model -> [input, output] price per million tokens of the served model that job ran ({}: none has one)
+    prices: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
 
 def cost_quality_warnings(config: dict, mcqa_average, benchmarks: dict) -> list[str]:
@@ -129,11 +132,21 @@ def cost_table(times: pl.DataFrame, job: CostJob, requests: pl.DataFrame) -> pl.
     keys = pl.DataFrame(
         [(m, b) for m in job.models for b in job.benchmarks], schema=["model", "benchmark"], orient="row"
     )
+    prices = [
+        job.prices.get(kind.split("/")[0], {}).get(model) for kind, model in requests.select("job", "model").iter_rows()
+    ]
+    money = [
+        None if price is None else (prompt * price[0] + generated * price[1]) / 1e6
+        for price, prompt, generated in zip(prices, requests["prompt_tokens"], requests["generated_tokens"])
+    ]
+    requests = requests.with_columns(pl.Series("cost", money, dtype=pl.Float64))
     needed = list(NEEDED_COLUMNS.values())
     spent = requests.group_by("model", "benchmark").agg(
         pl.col(list(REQUEST_COLUMNS)).sum(),
         # a sum over jobs some of whose records predate these counts is not known: null
         *(pl.when(pl.col(c).null_count() == 0).then(pl.col(c).sum()).alias(c) for c in needed),
+        # summed where a job had a price (a sum of nulls stays null: no served model's money in that result)
+        pl.when(pl.col("cost").is_not_null().any()).then(pl.col("cost").sum()).alias("cost"),
     )
     table = keys.join(summed, on=["model", "benchmark"], how="left").join(spent, on=["model", "benchmark"], how="left")
     return table.with_columns(pl.col("jobs").fill_null("")).select(list(COST_SCHEMA)).cast(COST_SCHEMA)

@@ -118,6 +118,14 @@ class Usage(NamedTuple):
     cut: int = 0
 
 
+class TopStep(NamedTuple):
+    """One generated token (its text) and the most likely tokens at its step, by text, with their log-probabilities
+    (what an API's top_logprobs give: the judge's score distribution where there are no prompt log-probabilities)."""
+
+    token: str
+    top: dict[str, float]
+
+
 class PrefixedTarget(NamedTuple):
     """log P(prefix | prompt) and log P(target | prompt + prefix), natural logs summed over the tokens."""
 
@@ -153,6 +161,14 @@ class Backend(ABC):
     # the tokens of each request of the last generate or log-likelihood call, where the runtime counts them (the
     # outputs record them, careval.inference; the request cache keeps them with the entry)
     last_usage: Sequence[Usage] = ()
+    # each request's status in the last call where one failed (a served model's reply still malformed after its
+    # retries: "malformed_reply"; its value is then empty or NaN, and the call is not kept in the request cache); ()
+    # where every request was answered
+    last_status: Sequence[str] = ()
+    # how many requests of the last call the runtime read from a request cache of its own (a served model's, which
+    # keeps each request as it arrives), and the tokens it paid for (None: all of last_usage): careval.backends.cached
+    last_reused: int = 0
+    last_paid: Sequence[Usage] | None = None
 
     @property
     def gpus(self) -> int:
@@ -189,6 +205,13 @@ class Backend(ABC):
     def loglikelihood_rolling(self, texts: list[str]) -> list[float]:
         """Natural-log likelihood of each whole text (lm-eval's rolling windows, BOS as the first context)."""
         raise missing(self.backend, "prompt_logprobs", "a rolling log-likelihood request")
+
+    def generate_top_logprobs(
+        self, prompts: list[str], sampling: Sampling, top: int, instruction: str | None = None
+    ) -> list[tuple[str, list[TopStep]]]:
+        """As ``generate``, with each generated token's `top` most likely alternatives (TopStep) where the runtime
+        returns them (an empty list where a reply had none)."""
+        raise missing(self.backend, "top_logprobs", "the judge's score distribution")
 
     def greedy_flags(self, pairs: list[tuple[str, str]]) -> list[float]:
         """lm-eval's is_greedy of each (context, continuation): 1.0 where every continuation token is the model's

@@ -43,9 +43,9 @@ from typing import Any
 
 from careval.request_cache import RequestCache, digest
 
-from .base import Backend, Continuation, Prefix, PrefixedTarget, Sampling, Usage
+from .base import Backend, Continuation, Prefix, PrefixedTarget, Sampling, TopStep, Usage
 from .dtype import gpu_visible
-from .registry import registered
+from .registry import registered, spec_capabilities
 
 # Calls whose engine state a later call may continue from, and the calls that may (see the module docstring).
 STATEFUL = ("generate", "sample_continuations")
@@ -148,7 +148,7 @@ class CachedBackend(Backend):
     ) -> None:
         entry = registered(spec.backend)
         self.spec, self.store, self.record = spec, RequestCache(directory) if directory else None, record
-        self.name, self.backend, self.capabilities = spec.name, spec.backend, entry.capabilities
+        self.name, self.backend, self.capabilities = spec.name, spec.backend, spec_capabilities(spec)
         self._load = load or entry.load
         self._inner: Backend | None = None
         self._facts: dict[str, Any] | None = None  # model_facts, on the first call (a folder's digest takes time)
@@ -161,6 +161,7 @@ class CachedBackend(Backend):
         self.needed = {"prompt_tokens": 0, "generated_tokens": 0, "seconds": 0.0, "gpu_seconds": 0.0, "uncosted": 0}
         self.last_usage: list[Usage] = []
         self.cut_requests = self.cut_tokens = 0  # contexts longer than the model's window, left-truncated
+        self.last_status: list[str] = []
 
     def __enter__(self) -> CachedBackend:
         return self
@@ -226,6 +227,7 @@ class CachedBackend(Backend):
                 self._count_needed(stored, requests)
             self.last_usage = [Usage(*u) for u in stored["usage"]]
             self._count_cut(self.last_usage)
+            self.last_status = []
             return decode(stored["value"])
         inner = self.inner()
         if method in READS_STATE and self._unreplayed is not None:
@@ -233,6 +235,7 @@ class CachedBackend(Backend):
             replay(inner)
         inner.last_usage = []  # a runtime that counts no tokens leaves it so, not at the last call's counts
         inner.last_cut = []  # pyright: ignore[reportAttributeAccessIssue]  (a tokenizing backend's: TokenizerRequests)
+        inner.last_status, inner.last_reused, inner.last_paid = [], 0, None
         start = time.perf_counter()
         result = compute(inner)
         seconds = time.perf_counter() - start
@@ -240,16 +243,25 @@ class CachedBackend(Backend):
         cut = list(getattr(inner, "last_cut", None) or [])
         if usage and len(cut) == len(usage):  # the tokens cut from each context that was longer than the window
             usage = [(u[0], u[1], c) for u, c in zip(usage, cut)]
+        # a served model keeps each request as it arrives: those it read back were not computed, nor paid for again
+        reused = min(inner.last_reused, requests) if requests else 0
+        paid = usage if inner.last_paid is None else list(inner.last_paid)
         entry = _roundtrip({"value": encode(result), "usage": [list(u) for u in usage]})
         if requests:
             entry["cost"] = {"seconds": seconds, "gpus": int(inner.gpus or 0)}
-            self.computed += requests
+            self.hits += reused
+            self.computed += requests - reused
             self._unreplayed = None if method in STATEFUL else self._unreplayed
             self.computed_tokens = Usage(
-                self.computed_tokens.prompt + sum(u[0] for u in usage),
-                self.computed_tokens.generated + sum(u[1] for u in usage),
+                self.computed_tokens.prompt + sum(u[0] for u in paid),
+                self.computed_tokens.generated + sum(u[1] for u in paid),
             )
             self._count_needed(entry, requests)
+        self.last_status = list(inner.last_status) if requests else []
+        if self.last_status:  # a request failed (counted per sample): the call is asked again next time, not kept
+            self.last_usage = [Usage(*u) for u in entry["usage"]]
+            self._count_cut(self.last_usage)
+            return decode(entry["value"])
         if self.store is not None:
             key = key or self._key(method, args)  # a hub model's commit, resolved after its load
             if key is not None:
@@ -323,6 +335,21 @@ class CachedBackend(Backend):
         if not texts:
             return []
         return self._call("loglikelihood_rolling", (list(texts),), len(texts), list, list)
+
+    def generate_top_logprobs(
+        self, prompts: list[str], sampling: Sampling, top: int, instruction: str | None = None
+    ) -> list[tuple[str, list[TopStep]]]:
+        if not prompts:
+            return []
+        args = (list(prompts), sampling, top, instruction) if instruction else (list(prompts), sampling, top)
+        return self._call(
+            "generate_top_logprobs",
+            args,
+            len(prompts),
+            lambda result: [[text, [[step.token, step.top] for step in steps]] for text, steps in result],
+            lambda value: [(text, [TopStep(token, dict(top)) for token, top in steps]) for text, steps in value],
+            lambda engine: engine.generate_top_logprobs(prompts, sampling, top, instruction),
+        )
 
     def greedy_flags(self, pairs: list[tuple[str, str]]) -> list[float]:
         if not pairs:

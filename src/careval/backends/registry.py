@@ -20,8 +20,10 @@ from .base import Backend, Capabilities
 @dataclass(frozen=True)
 class Registered:
     name: str
-    capabilities: Capabilities
+    capabilities: Capabilities  # the most any model of it can do
     load: Callable[[Any], Backend]  # ModelSpec -> Backend
+    # ModelSpec -> what this model of it can do, where that depends on the entry (a served model's API): None, the above
+    for_spec: Callable[[Any], Capabilities] | None = None
 
 
 _REGISTRY: dict[str, Registered] = {}
@@ -31,11 +33,14 @@ class UnknownBackendError(ValueError):
     one_line = True
 
 
-def register_backend(name: str, capabilities: Capabilities) -> Callable[[Callable[[Any], Backend]], Any]:
-    """Decorator: `load(spec)` (a function or a backend class) builds backend `name` from a ModelSpec."""
+def register_backend(
+    name: str, capabilities: Capabilities, for_spec: Callable[[Any], Capabilities] | None = None
+) -> Callable[[Callable[[Any], Backend]], Any]:
+    """Decorator: `load(spec)` (a function or a backend class) builds backend `name` from a ModelSpec; `for_spec(spec)`:
+    the capabilities of one model of it where they depend on its entry (at most `capabilities`)."""
 
     def register(load: Callable[[Any], Backend]) -> Any:
-        _REGISTRY[name] = Registered(name, capabilities, load)
+        _REGISTRY[name] = Registered(name, capabilities, load, for_spec)
         return load
 
     return register
@@ -57,6 +62,13 @@ def registered(name: str) -> Registered:
 def capabilities(name: str) -> Capabilities:
     """What backend `name` can do, without loading a model."""
     return registered(name).capabilities
+
+
+def spec_capabilities(spec: Any) -> Capabilities:
+    """What the model of a careval.models.spec.ModelSpec can do (its backend's, or its entry's where they depend on
+    it: a served model's API), without loading it: what the plan checks and the jobs read."""
+    entry = registered(spec.backend)
+    return entry.for_spec(spec) if entry.for_spec is not None else entry.capabilities
 
 
 def load_backend(spec: Any) -> Backend:

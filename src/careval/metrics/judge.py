@@ -37,7 +37,13 @@ from prometheus_eval.prompts import ABS_SYSTEM_PROMPT, ABSOLUTE_PROMPT, SCORE_RU
 
 from careval.backends.base import Backend, Sampling
 from careval.batches import batches_keeping_duplicates
-from careval.metrics.judge_distribution import expected_score, most_likely, score_distributions
+from careval.metrics.judge_distribution import (
+    SCORES,
+    expected_score,
+    most_likely,
+    score_distributions,
+    top_distribution,
+)
 from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_VERDICT_STATUSES
 from careval.schema import with_schema_defaults
 from careval.schemas import JUDGE_PROBABILITY_COLUMNS, JUDGE_SCORE_SCHEMA
@@ -152,8 +158,10 @@ def judge_settings(options: dict) -> dict:
     return with_schema_defaults({key: value for key, value in options.items() if value is not None}, "metrics.judge")
 
 
-def backend_generate(backend: Backend, settings: dict) -> Generate:
-    """Each attempt samples with seed + attempt: a retry with the first attempt's seed would repeat its output."""
+def backend_generate(backend: Backend, settings: dict, steps: dict | None = None) -> Generate:
+    """Each attempt samples with seed + attempt: a retry with the first attempt's seed would repeat its output.
+    `steps`: where the verdicts' top log-probabilities go, by (prompt, verdict) (a judge without prompt
+    log-probabilities whose API returns them: careval.metrics.judge_distribution.top_distribution)."""
 
     def generate(prompts: list[str], attempt: int) -> list[str]:
         sampling = Sampling(
@@ -162,7 +170,12 @@ def backend_generate(backend: Backend, settings: dict) -> Generate:
             top_p=settings["top_p"],
             seed=settings["seed"] + attempt,
         )
-        return backend.generate(prompts, sampling)
+        if steps is None:
+            return backend.generate(prompts, sampling)
+        replies = backend.generate_top_logprobs(prompts, sampling, len(SCORES))
+        for prompt, (output, top) in zip(prompts, replies):
+            steps[(prompt, output)] = top
+        return [output for output, _ in replies]
 
     return generate
 
@@ -263,20 +276,32 @@ def grade_in_batches(
     verdicts: list[Verdict] = [Verdict(math.nan, "parse_error", 0)] * len(prompts)
     distributions: list[list[float] | None] = [None] * len(prompts)
     graded = scored = 0.0
+    # a judge without prompt log-probabilities reads its distribution from its verdicts' top log-probabilities
+    from_top = not backend.capabilities.prompt_logprobs and backend.capabilities.top_logprobs
     for batch in batches:
         start = time.perf_counter()
-        batch_verdicts = grade_with_retries([prompts[i] for i in batch], backend_generate(backend, settings), retries)
+        steps: dict | None = {} if from_top else None
+        batch_prompts = [prompts[i] for i in batch]
+        batch_verdicts = grade_with_retries(batch_prompts, backend_generate(backend, settings, steps), retries)
         graded += time.perf_counter() - start
         start = time.perf_counter()
-        batch_distributions = score_distributions(
-            backend, [prompts[i] for i in batch], [v.output for v in batch_verdicts]
-        )
+        if steps is not None:
+            batch_distributions = [
+                top_distribution(steps.get((prompt, v.output), [])) for prompt, v in zip(batch_prompts, batch_verdicts)
+            ]
+        else:
+            batch_distributions = score_distributions(backend, batch_prompts, [v.output for v in batch_verdicts])
         scored += time.perf_counter() - start
         for k, i in enumerate(batch):
             verdicts[i] = batch_verdicts[k]
             distributions[i] = batch_distributions[k] if batch_distributions is not None else None
     print(f"judge: graded {len(prompts)} prompts in {len(batches)} batch(es), {graded:.1f}s")
-    if not backend.capabilities.prompt_logprobs:
+    if from_top:
+        print(
+            f"judge: read the score distribution of {len(prompts)} verdicts from their top log-probabilities "
+            "(a verdict without them: no_logprobs)"
+        )
+    elif not backend.capabilities.prompt_logprobs:
         print(
             f"judge: {backend.name} gives no log-probabilities: unparseable verdicts "
             "stay parse_error and the expected scores no_logprobs"

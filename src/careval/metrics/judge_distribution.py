@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from careval.backends.base import Backend
+from careval.backends.base import Backend, TopStep
 
 SCORES = (1, 2, 3, 4, 5)
 # prometheus' output format: "Feedback: ... [RESULT] n"
@@ -89,3 +89,31 @@ def score_distributions(
         raise ValueError(f"judge returned {len(logliks)} log-likelihoods for {len(pairs)} score pairs")
     n = len(SCORES)
     return [probabilities(logliks[k : k + n]) for k in range(0, len(logliks), n)]
+
+
+def top_distribution(steps: Sequence[TopStep]) -> list[float] | None:
+    """The five probabilities read from a generated verdict's own top log-probabilities (a served model's chat API,
+    which gives no prompt log-probabilities): at the first score token after its last "[RESULT]", the alternatives
+    "1".."5" (a token's surrounding spaces aside), renormalised over the five; a score not among the returned
+    alternatives has probability 0. None where the verdict has no such token or none of the five is returned."""
+    text, starts = "", []
+    for step in steps:
+        starts.append(len(text))
+        text += step.token
+    mark = text.upper().rfind(RESULT_MARK)
+    if mark < 0:
+        return None
+    after = mark + len(RESULT_MARK)
+    for start, step in zip(starts, steps):
+        if start + len(step.token) <= after or not step.token.strip():
+            continue
+        if step.token.strip() not in {str(s) for s in SCORES}:
+            return None
+        weights = [0.0] * len(SCORES)
+        for token, logprob in step.top.items():
+            key = token.strip()
+            if key in {str(s) for s in SCORES} and math.isfinite(logprob):
+                weights[int(key) - 1] += math.exp(logprob)
+        total = sum(weights)
+        return [w / total for w in weights] if total > 0 else None
+    return None

@@ -80,7 +80,14 @@ def _local_dir(name: str, src: ModelSource) -> Path:
 
 def check_local_folder(name: str, entry: dict) -> None:
     """A local source's folder holds a model: its config.json at least (transformers and vLLM read it first; an
-    empty folder would fail only in the job, after every model before it ran, asking for a tokenizer library)."""
+    empty folder would fail only in the job, after every model before it ran, asking for a tokenizer library). A
+    served model (`endpoint:`) has no folder; its local tokenizer, if it names one, holds a tokenizer."""
+    if isinstance(entry, dict) and "endpoint" in entry:
+        tokenizer = str(entry.get("tokenizer") or "")
+        folder = parse_source(tokenizer).path if tokenizer.startswith("local:") else None
+        if folder is not None and not folder.is_dir():
+            raise ModelSourceError(f"models.{name}.tokenizer: local tokenizer folder {str(folder)!r} does not exist")
+        return
     src = model_source(name, entry)
     if src.kind != "local":
         return

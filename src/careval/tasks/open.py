@@ -15,11 +15,19 @@ def generation_prompts(samples: pl.DataFrame, template: str) -> list[str]:
 
 
 def generation_rows(
-    samples: pl.DataFrame, prompts: list[str], outputs: list[str], usage: Sequence[Sequence[int]] = ()
+    samples: pl.DataFrame,
+    prompts: list[str],
+    outputs: list[str],
+    usage: Sequence[Sequence[int]] = (),
+    failed: Sequence[str] = (),
 ) -> pl.DataFrame:
     """A blank output is kept and marked `empty_output`, so metrics count it instead of scoring it 0. `usage`: each
-    prompt's (read, generated) tokens, as the backend counted them (none: null)."""
+    prompt's (read, generated) tokens, as the backend counted them (none: null); `failed`: each prompt's status where
+    the backend's request failed (a served model's reply still malformed after its retries: `malformed_reply`), else
+    none (Backend.last_status)."""
     statuses = ["ok" if output.strip() else "empty_output" for output in outputs]
+    if len(failed) == len(outputs):
+        statuses = [status if why == "ok" else why for status, why in zip(statuses, failed)]
     counted = list(usage) if len(usage) == len(outputs) else [(None, None)] * len(outputs)
     return pl.DataFrame(
         {
