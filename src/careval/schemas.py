@@ -131,6 +131,9 @@ CORRELATION_SCHEMA = {
     "method": pl.String,
     "r": pl.Float64,
     "p_value": pl.Float64,
+    # how p_value was computed: permutation_exact (all n! pairings, below 10 models) or scipy's (t_test for Pearson,
+    # t_approximation for Spearman, kendall_scipy_auto for Kendall); null where r is undefined
+    "p_method": pl.String,
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
     "n_models": pl.Int64,

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from careval.analysis.aggregate import ScoreFile, build_sample_table
 from careval.analysis.statistics.comparisons import (
@@ -26,6 +25,7 @@ from careval.analysis.statistics.comparisons import (
     pair_sums_under,
     statistic,
 )
+from careval.analysis.statistics.exact import correlation_test
 from careval.analysis.statistics.multiplicity import adjust
 from careval.analysis.statistics.spread import per_sample_spread
 from careval.canonical import JobSpec, job_spec
@@ -180,12 +180,15 @@ def model_values(samples: pl.DataFrame) -> dict[tuple[str, str, str], float]:
 
 
 def kendall(variant: dict[str, float], baseline: dict[str, float]) -> tuple[float, float, int]:
-    """Kendall's tau-b (scipy) between two rankings of the same models (NaN where fewer than two are valued)."""
+    """Kendall's tau-b between two rankings of the same models, its p exact over fewer than 10 models (all n!
+    pairings), and how many are ranked; NaN unless at least three models are ranked and the study changed at
+    least one of their values (else the two rankings are one ranking, and tau says nothing)."""
     models = [m for m in variant if m in baseline and math.isfinite(variant[m]) and math.isfinite(baseline[m])]
-    if len(models) < 2:
+    changed = any(variant[m] != baseline[m] for m in models)
+    if len(models) < 3 or not changed:
         return math.nan, math.nan, len(models)
-    tau, p = stats.kendalltau([variant[m] for m in models], [baseline[m] for m in models])
-    return float(tau), float(p), len(models)
+    tau, p, _ = correlation_test([variant[m] for m in models], [baseline[m] for m in models], "kendall")
+    return tau, p, len(models)
 
 
 def _paired(samples: pl.DataFrame, variant: str, baseline: str, job: ComparisonsJob) -> list[dict]:
