@@ -254,7 +254,12 @@ STUDY_SCHEMA = {
     "n": pl.Int64,
     "n_dropped": pl.Int64,
     "value": pl.Float64,
+    # each arm's percentile interval over the paired bootstrap resamples of the samples both scored
+    "value_low": pl.Float64,
+    "value_high": pl.Float64,
     "baseline_value": pl.Float64,
+    "baseline_low": pl.Float64,
+    "baseline_high": pl.Float64,
     "diff": pl.Float64,
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
@@ -262,6 +267,7 @@ STUDY_SCHEMA = {
     "p_value": pl.Float64,
     "p_holm": pl.Float64,
     "test": pl.String,
+    "min_p": pl.Float64,  # the smallest p the test can reach over n samples (studies.tables.smallest_p)
     "kendall_tau": pl.Float64,
     "kendall_p": pl.Float64,
     "n_ranked": pl.Int64,

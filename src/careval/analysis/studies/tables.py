@@ -23,6 +23,7 @@ from careval.analysis.statistics.comparisons import (
     compare_block,
     model_sums,
     pair_sums_under,
+    percentile_interval,
     statistic,
 )
 from careval.analysis.statistics.exact import correlation_test
@@ -191,6 +192,20 @@ def kendall(variant: dict[str, float], baseline: dict[str, float]) -> tuple[floa
     return tau, p, len(models)
 
 
+def smallest_p(test: str, n: int, permutations: int) -> float:
+    """The smallest two-sided p the test can give over n paired samples, whatever their values: 2 / 2^n for the exact
+    tests (McNemar's on n discordant pairs, the sign flip with every difference non-zero: only the observed pattern
+    and its mirror reach the extreme), 1 / (permutations + 1) for the Monte Carlo sign flip, and 0 for the two-level
+    bootstrap's tail. A cell whose smallest p is above alpha cannot be significant: the page says so instead."""
+    if n <= 0:
+        return math.nan
+    if test in ("mcnemar_exact", "permutation_exact"):
+        return min(1.0, 2.0 ** (1 - n))
+    if test == "permutation_monte_carlo":
+        return 1 / (permutations + 1)
+    return 0.0
+
+
 def _paired(samples: pl.DataFrame, variant: str, baseline: str, job: ComparisonsJob) -> list[dict]:
     """Per benchmark x metric of one model's rows: the variant against the baseline on the samples both scored."""
     labelled = samples.filter(pl.col("variant").is_in([variant, baseline])).with_columns(model=pl.col("variant"))
@@ -202,15 +217,25 @@ def _paired(samples: pl.DataFrame, variant: str, baseline: str, job: Comparisons
         geometric = metric_spec(metric).average == "geometric"
         sums = model_sums(block, geometric)
         xa, wa, xb, wb = (part[:, 0] for part in pair_sums_under(sums, pair, np.ones((1, len(block.ids)))))
+        # each arm's own interval: its statistic on the same paired resamples (the samples both scored)
+        ra, rwa, rb, rwb = (part[0] for part in pair_sums_under(sums, pair, draws.counts))
+        (a_low, b_low), (a_high, b_high) = percentile_interval(
+            np.vstack([statistic(ra, rwa, geometric), statistic(rb, rwb, geometric)]), job.confidence
+        )
         rows.append(
             {
                 "benchmark": benchmark,
                 "metric": metric,
                 "value": float(statistic(xa, wa, geometric)[0]),
+                "value_low": float(a_low),
+                "value_high": float(a_high),
                 "baseline_value": float(statistic(xb, wb, geometric)[0]),
+                "baseline_low": float(b_low),
+                "baseline_high": float(b_high),
                 **{key: result[key][0] for key in ("n", "n_dropped", "diff", "ci_low", "ci_high", "effect_size")},
                 "p_value": result["p_value"][0],
                 "test": str(result["test"][0]),
+                "min_p": smallest_p(str(result["test"][0]), int(result["n"][0]), job.permutations),
             }
         )
     return rows
