@@ -65,3 +65,39 @@ def test_a_table_cell_narrower_than_its_text_is_found(fig):
     table.auto_set_font_size(False)  # as Table 6's page: a fixed size (matplotlib would shrink the text to fit)
     table.set_fontsize(7)
     assert any("wider than its table cell" in problem for problem in legibility_problems(figure))
+
+
+def test_table_6_wraps_its_questions_in_the_papers_layout():
+    import polars as pl
+
+    from careval.analysis.figures.studies import table6_figure
+
+    question = "Are benign brain tumors serious, and how are they treated when they press on the brain?"
+    table = pl.DataFrame(
+        {
+            "question": [question, "What is metformin?"],
+            "must_have": ["Benign tumours can still press on the brain; surgery removes most", "A drug"],
+            "nice_to_have": ["Radiotherapy treats what surgery cannot reach", ""],
+            "benchmark": ["demo_open_qa", "demo_open_qa"],
+            "Model A/must_have": [412.5, None],
+            "Model A/nice_to_have": [380.25, 12.0],
+        }
+    )
+    figure = table6_figure(table)
+    cells = figure.axes[0].tables[0].get_celld()
+    assert [cells[0, k].get_text().get_text() for k in range(5)] == [
+        "Question",
+        "Must have",
+        "Nice to have",
+        "Benchmark",
+        "Model A",
+    ]
+    assert cells[1, 0].get_text().get_text().replace("\n", " ") == question  # wrapped, not cut
+    assert "\n" in cells[1, 0].get_text().get_text()
+    assert (
+        cells[1, 4].get_text().get_text() == "[412.500, 380.250]"
+        and cells[2, 4].get_text().get_text() == "[n/a, 12.000]"
+    )
+    assert cells[0, 0].get_width() == max(cell.get_width() for cell in cells.values())  # the question widest
+    assert legibility_problems(figure) == []
+    plt.close(figure)

@@ -51,7 +51,8 @@ def _hidden_tick_labels(fig) -> set[int]:
     hidden = set()
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            drawn = {id(tick) for tick in axis._update_ticks()}  # what Axis.draw draws (no public equivalent)
+            # what Axis.draw draws (no public equivalent); an axes turned off draws none
+            drawn = {id(tick) for tick in axis._update_ticks()} if ax.axison and axis.get_visible() else set()
             for tick in axis.get_major_ticks() + axis.get_minor_ticks():
                 if id(tick) not in drawn:
                     hidden.update((id(tick.label1), id(tick.label2)))
@@ -99,9 +100,13 @@ def legibility_problems(fig) -> list[str]:
                 problems.append(f"text wider than its table cell: '{_short(content)}'")
         elif not _inside(box, page):
             problems.append(f"text off the page: '{_short(content)}'")
-        elif text.axes is not None and text in text.axes.texts and text.get_clip_on():
-            if not _inside(box, text.axes.bbox):
-                problems.append(f"text clipped by its axes: '{_short(content)}'")
+        elif (
+            text.axes is not None
+            and text in text.axes.texts
+            and text.get_clip_on()
+            and not _inside(box, text.axes.bbox)
+        ):
+            problems.append(f"text clipped by its axes: '{_short(content)}'")
         if SIGNED_ZERO.search(content):
             problems.append(f"a signed zero: '{_short(content)}'")
     for ax in fig.axes:

@@ -283,7 +283,8 @@ def rankings_figure(rankings: pl.DataFrame, benchmark: str, set_name: str, addit
     ax.invert_yaxis()
     if models:
         ax.set_yticks(range(1, len(models) + 1))
-    ax.legend(fontsize=7, loc="best")
+    # beside the axes: every rank row holds a line, so no place inside is free of data
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     lower = [m for m in metrics if not higher_is_better(m)]
     ax.set_title(
         f"Model rankings per metric on {marked(benchmark, additions)}, model set '{set_name}' (1 = best; lower value "

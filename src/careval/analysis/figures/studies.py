@@ -238,15 +238,31 @@ def table6_figure(table: pl.DataFrame | None):
         + [pair(row, label) for label in labels]
         for row in table.iter_rows(named=True)
     ]
-    lines = max((cell.count("\n") + 1 for row in cells for cell in row), default=1)
-    fig, ax = plt.subplots(figsize=(12, 1.6 + len(cells) * (0.25 + 0.16 * lines)))
-    ax.axis("off")
     header = ["Question", "Must have", "Nice to have", "Benchmark", *(textwrap.fill(label, 18) for label in labels)]
-    tab = ax.table(cellText=cells, colLabels=header, loc="center", cellLoc="left")
+    # the paper's layout: each column as wide as its longest line (the question widest), each row as tall as its
+    # most wrapped cell, so no text runs past its cell
+    rows_lines = [max(cell.count("\n") + 1 for cell in row) for row in [header, *cells]]
+    chars = [max(len(line) for row in [header, *cells] for line in row[k].split("\n")) + 2 for k in range(len(header))]
+    inch_per_char, inch_per_line = 0.075, 0.16  # fontsize 7
+    width = sum(chars) * inch_per_char + 0.4
+    height = sum(rows_lines) * inch_per_line + 0.12 * len(rows_lines) + 1.0
+    fig, ax = plt.subplots(figsize=(max(width, 8), height))
+    ax.axis("off")
+    fig.subplots_adjust(
+        left=0.2 / max(width, 8), right=1 - 0.2 / max(width, 8), top=1 - 0.5 / height, bottom=0.4 / height
+    )
+    total_lines = sum(rows_lines) * inch_per_line + 0.12 * len(rows_lines)
+    tab = ax.table(
+        cellText=cells,
+        colLabels=header,
+        loc="upper center",
+        cellLoc="left",
+        colWidths=[c * inch_per_char / (max(width, 8) - 0.4) for c in chars],
+    )
     tab.auto_set_font_size(False)
     tab.set_fontsize(7)
-    for cell in tab.get_celld().values():
-        cell.set_height(0.9 / (len(cells) + 1))
+    for (row, _), cell in tab.get_celld().items():
+        cell.set_height((rows_lines[row] * inch_per_line + 0.12) / total_lines)
     ax.set_title(title, fontsize=10)
     fig.text(0.01, 0.01, "Files: results/tables/table6_relaxed_perplexity_examples.csv / .md / .tex", fontsize=7)
     return fig
