@@ -66,7 +66,8 @@ def test_each_cell_names_the_test_n_values_difference_and_holms_p_or_that_n_is_t
     few, many = (out.filter(pl.col("model") == m).row(0, named=True) for m in ("few", "many"))
     few_cell = next(t for t in texts if "n=4" in t)
     assert few_cell.startswith("sign-flip exact, n=4\n")
-    assert f"{few['value']:.3g} [{few['value_low']:.3g}, {few['value_high']:.3g}] vs " in few_cell
+    assert f"\nvariant {few['value']:.3g} [{few['value_low']:.3g}, {few['value_high']:.3g}]\n" in few_cell
+    assert f"\nbaseline {few['baseline_value']:.3g} [{few['baseline_low']:.3g}, " in few_cell
     assert f"diff +{few['diff']:.3g}" in few_cell
     assert few_cell.endswith("n too small for p<0.05 (min p 0.12)") and "Holm" not in few_cell
     many_cell = next(t for t in texts if "n=12" in t)

@@ -89,8 +89,8 @@ def _cell_text(row: dict, alpha: float) -> str:
         return f"no pairs\n({row['n_dropped']} failed)"
     test = f"{TEST_NAMES.get(row['test'], row['test'])}, n={row['n']}"
     values = (
-        f"{_interval(row['value'], row.get('value_low'), row.get('value_high'))} vs "
-        f"{_interval(row['baseline_value'], row.get('baseline_low'), row.get('baseline_high'))}"
+        f"variant {_interval(row['value'], row.get('value_low'), row.get('value_high'))}\n"
+        f"baseline {_interval(row['baseline_value'], row.get('baseline_low'), row.get('baseline_high'))}"
     )
     diff = f"diff {_signed(row['diff'])} [{_signed(row['ci_low'])}, {_signed(row['ci_high'])}]"
     p, smallest = row["p_holm"], row.get("min_p")
@@ -180,7 +180,7 @@ def study_figure(rows: pl.DataFrame | None, samples: pl.DataFrame | None, page: 
     analysis = page.kind == "analysis"
     metrics = shown.filter(pl.col("metric").str.ends_with(REPHRASE_VARIANCE))["metric"].unique(maintain_order=True)
     # inches: the grid's rows, figure 13's panel, the header, the model names under the grid, the note
-    heights = [0.62 * len(keys) + 0.3] + ([3.0] if analysis and len(metrics) else [])
+    heights = [0.8 * len(keys) + 0.3]  # five lines a cell + ([3.0] if analysis and len(metrics) else [])
     label_inches = 0.075 * max((len(f"{b} · {_label(m)} · {v}") for b, m, v in keys), default=20) + 0.3
     width = max(8.0, label_inches + 2.6 * len(page.baselines) + 1.0 + 0.5)
     chars = int(width * 13)
