@@ -26,7 +26,7 @@ def test_a_scaled_variance_above_1_is_possible_and_the_axis_says_what_it_is():
     assert spread["scaled_variance"].max() == 1.5  # 1.5 / (1.5 - 0.5): the paper's division is not a 0-1 scale
     fig = resilience_figure(spread, "b", 3)
     assert fig.axes[0].get_ylabel() == "mean per sample of\nvariance / (max - min of the metric's variances)"
-    notes = " ".join(t.get_text() for t in fig.texts)
+    notes = " ".join(" ".join(t.get_text().split()) for t in fig.texts)  # wrapped: one line
     assert "above 1 where a metric's smallest variance is above 0" in notes
     assert "samples per metric: 1: judge_helpfulness; 3: rouge1" in notes
     plt.close(fig)

@@ -23,7 +23,7 @@ from careval.analysis.figures.heatmaps import (
     matrix_inches,
     squares,
 )
-from careval.analysis.figures.text_pages import empty_page
+from careval.analysis.figures.text_pages import bottom_note, empty_page
 from careval.analysis.metric_view import paper_clusters
 from careval.analysis.statistics.consistency import cv_excluded_metrics
 from careval.analysis.statistics.spread import across_models
@@ -376,19 +376,16 @@ def resilience_figure(
         f"Resilience to rephrasing on {marked(benchmark, additions)}: variance over {k} rephrasings per sample",
         fontsize=11,
     )
-    fig.text(
-        0.01,
-        0.005,
+    bottom = bottom_note(
+        fig,
         joined_notes(
             scaled_how,
             "Closer to 0 = more resilient. Box: quartiles; triangle: mean.",
             sample_counts_note(block.filter(pl.col(column).is_not_null())),
             addition_note([benchmark], additions),
         ),
-        fontsize=7,
-        wrap=True,
     )
-    fig.tight_layout(rect=(0, 0.02, 1, 0.96))
+    fig.tight_layout(rect=(0, bottom, 1, 0.96))
     return fig
 
 
@@ -427,6 +424,6 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool, a
     else:
         note = joined_notes(SCALINGS["variance_range"][1], note, "Unscaled variances: consistency.parquet, `variance`.")
     counts = sample_counts_note(block.filter(pl.col(column).is_not_null()), "prompts")
-    fig.text(0.01, 0.005, joined_notes(note, counts, addition_note([benchmark], additions)), fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    bottom = bottom_note(fig, joined_notes(note, counts, addition_note([benchmark], additions)))
+    fig.tight_layout(rect=(0, bottom, 1, 0.95))
     return fig

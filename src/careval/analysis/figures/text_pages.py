@@ -41,3 +41,12 @@ def wrap_to(text: str, width_inches: float, fontsize: float) -> str:
 
     chars = max(20, int(width_inches * 72 / (0.55 * fontsize)))
     return "\n".join(textwrap.fill(line, chars) for line in text.split("\n"))
+
+
+def bottom_note(fig, note: str, fontsize: float = 7) -> float:
+    """`note` wrapped to the figure's width at its foot; returns the share of the height it takes, the bottom of the
+    rect tight_layout lays the axes out above (so the note never runs into an axis label)."""
+    width, height = fig.get_size_inches()
+    wrapped = wrap_to(note, width - 0.3, fontsize)
+    fig.text(0.01, 0.005, wrapped, fontsize=fontsize, va="bottom")
+    return (0.1 + 1.25 * fontsize / 72 * (wrapped.count("\n") + 1)) / height
