@@ -208,7 +208,8 @@ def jury_stability_figure(table: pl.DataFrame, benchmark: str):
                 color=JURY_COLOUR if rater == "jury" else None,
             )
         ax.set_xticks(range(groups.height), [f"{ru}\n({k})" for ru, k in groups.iter_rows()], fontsize=7)
-        ax.set_ylabel("mean scaled variance (lower = steadier)", fontsize=8)
+        # figure 13's scaling (can exceed 1 where the smallest variance is above 0): the axis says the division
+        ax.set_ylabel("mean variance / (max - min of the\nmetric's variances; lower = steadier)", fontsize=8)
         ax.set_title(
             {"resilience": "under rephrasing (resilience)", "consistency": "under resampling (self-consistency)"}.get(
                 analysis, analysis
