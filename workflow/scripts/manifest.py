@@ -1,5 +1,9 @@
 """The run's provenance: results/manifest.json (careval.manifest)."""
 
+from careval.warm import offload
+
+offload(snakemake, __file__)  # where the run has a warm worker, the job runs there and this process waits
+
 from pathlib import Path
 
 from careval.canonical import job_of
