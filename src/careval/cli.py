@@ -8,6 +8,7 @@ careval cache stats                   # the request cache's entries, size and ag
                                       # config/config.yaml; --config another, --dir a folder)
 careval cache prune --older-than 30d  # drop the entries no run used for 30 days; --max-size 50G: the least
                                       # recently used until the cache is that small
+careval manifest diff A B             # what differs between two runs' results/manifest.json (the dates aside)
 """
 
 from __future__ import annotations
@@ -98,6 +99,22 @@ def cache_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def manifest_command(args: argparse.Namespace) -> int:
+    """Print one line per difference; exit 0 when the runs match, 1 when they differ, 2 when a file is unreadable."""
+    import json
+
+    from careval.manifest import diff
+
+    try:
+        a, b = (json.loads(Path(path).read_text()) for path in (args.a, args.b))
+    except (OSError, ValueError) as error:
+        print(f"careval manifest: cannot read a manifest: {error}", file=sys.stderr)
+        return 2
+    lines = diff(a, b)
+    print("\n".join(lines) if lines else "the two runs' manifests match (dates aside)")
+    return 1 if lines else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="careval", description=(__doc__ or "").split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -118,7 +135,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache_parser.add_argument(
         "--max-size", help="prune: then the least recently used until this size (50G, 500M, 64K, 100B: a unit)"
     )
+    manifest_parser = commands.add_parser("manifest", help="what differs between two runs' manifests")
+    manifest_parser.add_argument("action", choices=("diff",))
+    manifest_parser.add_argument("a", help="a results/manifest.json")
+    manifest_parser.add_argument("b", help="another results/manifest.json")
     args = parser.parse_args(argv)
+    if args.command == "manifest":
+        return manifest_command(args)
     if args.command == "cache":
         return cache_command(args)
     try:

@@ -134,6 +134,9 @@ CORRELATION_SCHEMA = {
     "method": pl.String,
     "r": pl.Float64,
     "p_value": pl.Float64,
+    # how p_value was computed: permutation_exact (all n! pairings, below 10 models) or scipy's (t_test for Pearson,
+    # t_approximation for Spearman, kendall_scipy_auto for Kendall); null where r is undefined
+    "p_method": pl.String,
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
     "n_models": pl.Int64,
@@ -254,7 +257,12 @@ STUDY_SCHEMA = {
     "n": pl.Int64,
     "n_dropped": pl.Int64,
     "value": pl.Float64,
+    # each arm's percentile interval over the paired bootstrap resamples of the samples both scored
+    "value_low": pl.Float64,
+    "value_high": pl.Float64,
     "baseline_value": pl.Float64,
+    "baseline_low": pl.Float64,
+    "baseline_high": pl.Float64,
     "diff": pl.Float64,
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
@@ -262,6 +270,7 @@ STUDY_SCHEMA = {
     "p_value": pl.Float64,
     "p_holm": pl.Float64,
     "test": pl.String,
+    "min_p": pl.Float64,  # the smallest p the test can reach over n samples (studies.tables.smallest_p)
     "kendall_tau": pl.Float64,
     "kendall_p": pl.Float64,
     "n_ranked": pl.Int64,

@@ -171,7 +171,8 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     figures = build_plan(yaml.safe_load((work / "config" / "config.yaml").read_text())).analysis.figure_names()
     reader = PdfReader(work / "results" / "correlations.pdf")
     texts = [page.extract_text() for page in reader.pages]
-    assert len(texts) == len(figures)  # one titled page per figure
+    assert len(texts) == len(figures) + 1  # the run's provenance (results/manifest.json), then a page per figure
+    assert texts[0].startswith("What made these numbers") and "careval 0.1.0, commit" in texts[0]
     assert any("Metric x metric correlation on demo_open_qa" in t for t in texts)
     # every metric family of the suite that ran is on the metric x metric page
     page = next(t for t in texts if "Metric x metric correlation on demo_open_qa" in t)
@@ -184,13 +185,14 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     assert (work / "results" / "tables" / "table4_careqa_statistics.tex").is_file()
     for title in ("Table 4: CareQA", "Figure 5: CareQA", "Figure 6: CareQA", "Figure 7: CareQA"):
         assert any(title in t for t in texts), title
-    # the demo's studies (careval.studies): the chat template off for SmolLM2, Relaxed Perplexity's l = 1; each
-    # baseline's rows are the run's own values, and each study has its page
+    # the demo's studies (careval.studies): the chat template off for SmolLM2 on MCQA, BERTScore at layer 3; each
+    # baseline's rows are the run's own values, each study has its page, and every row of it a pair a test can find
+    # significant (issue 45: samples both scored, and enough of them for p < alpha)
     main = pl.read_parquet(work / "results" / "summary" / "sample_scores.parquet")
     studies = pl.read_parquet(work / "results" / "summary" / "studies.parquet")
     for study, baseline, variant in (
         ("chat_template", "chat_template=true", "chat_template=false"),
-        ("relaxed_perplexity_l", "l=2", "l=1"),
+        ("bertscore_layer", "num_layers=6", "num_layers=3"),
     ):
         table = pl.read_parquet(work / "results" / "studies" / study / "sample_scores.parquet")
         ours = table.filter(pl.col("variant") == baseline).drop("variant")
@@ -202,6 +204,7 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
         rows = studies.filter(pl.col("study") == study)
         assert set(rows["variant"]) == {variant} and set(rows["baseline"]) == {baseline}
         assert rows["p_value"].is_not_null().all() and any(f"Study '{study}'" in t for t in texts)
+        assert (rows["n"] > 0).all() and (rows["min_p"] < 0.05).all(), study
     # the judge is in the resilience and self-consistency tables: a value or a counted failure per graded repeat
     for kind in ("resilience", "consistency"):
         table = pl.read_parquet(work / "results" / "summary" / f"{kind}.parquet")

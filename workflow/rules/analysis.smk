@@ -50,6 +50,10 @@ rule correlations:
     input:
         unpack(analysis_inputs),
         figure_index=f"{RESULTS}/figures/index.tsv",
+        # the run's provenance, whose essentials open the report (manifest.smk); ancient: the manifest is rewritten
+        # on any change of the config (it holds all of it), which alone need not redraw the report; whatever
+        # changes a number remakes the scores or this job's own params, and so both
+        manifest=ancient(f"{RESULTS}/manifest.json"),
         lost=remake_lost_results,
     output:
         pdf=report(f"{RESULTS}/correlations.pdf", caption="../report/correlations_pdf.rst", category="0. All figures"),

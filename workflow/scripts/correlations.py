@@ -32,6 +32,8 @@ with job_log(snakemake.log[0], snakemake.output):
     if "studies" in snakemake.input.keys():  # the studies' tests, and each study's per-sample table
         inputs["studies"] = Path(snakemake.input.studies)
         inputs["study_tables"] = [Path(path) for path in snakemake.input.study_tables]
+    if "manifest" in snakemake.input.keys():  # the run's provenance: the report's first page
+        inputs["manifest"] = Path(snakemake.input.manifest)
     if "table6" in snakemake.input.keys():
         inputs["table6"] = Path(snakemake.input.table6)
     outputs = {

@@ -1,7 +1,8 @@
 """analysis.metric_view: which open-ended metrics the correlation figures, rankings and metric clusters use.
 
 `paper`: the paper's eleven (section 2.2; careval.metrics.registry.paper_metrics), the view of figures 1,
-2, 10-18 and of section 3.3's clusters. Close-ended tasks keep every metric (figure 1 correlates the MCQA
+2, 10-18, of section 3.3's clusters, of the paired comparisons' pages and of the study pages (the schema's
+description of analysis.metric_view lists the same). Close-ended tasks keep every metric (figure 1 correlates the MCQA
 average with "all other close-ended and open-ended tasks and metrics"); figure 17 keeps its anchor's Relaxed
 Perplexity, the one score it correlates with the rest, and figure 18 ranks the anchor's models by it too (the
 paper draws OLAPH's ranking in its Relaxed Perplexity appendix). `all`: every metric careval writes.

@@ -3,13 +3,16 @@ drawn from them (careval.analysis.figures.report) into one PDF and one PNG each.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
 
 from careval.analysis.figures.report import report_pages, save_pages
+from careval.analysis.figures.text_pages import text_page
 from careval.analysis.plan import FigureSpec, ReportJob
 from careval.analysis.tables.report_tables import analysis_tables
+from careval.manifest import essentials
 
 
 def write_analysis_report(
@@ -26,7 +29,11 @@ def write_analysis_report(
     ):
         outputs[key].parent.mkdir(parents=True, exist_ok=True)
         frame.write_parquet(outputs[key])
-    return save_pages(report_pages(tables, job), outputs["pdf"], Path(outputs["figures"]), workers)
+    front = None
+    if inputs.get("manifest") is not None:  # the PDF opens with what made its numbers (not a figure: no PNG)
+        manifest = json.loads(Path(inputs["manifest"]).read_text())
+        front = text_page("What made these numbers (results/manifest.json)", essentials(manifest))
+    return save_pages(report_pages(tables, job), outputs["pdf"], Path(outputs["figures"]), workers, front)
 
 
 def write_figure_index(figures: tuple[FigureSpec, ...], path: Path) -> None:

@@ -14,7 +14,7 @@ import polars as pl
 from matplotlib.colors import ListedColormap
 
 from careval.analysis.cost import efficiency_frontier, model_totals
-from careval.analysis.figures.text_pages import empty_page
+from careval.analysis.figures.text_pages import empty_page, unsigned_zero, wrap_to
 from careval.metrics.registry import higher_is_better
 
 OUTCOME_COLOURS = ListedColormap(["#d6604d", "#e0e0e0", "#4d9221"])  # loss, tie, win
@@ -37,7 +37,16 @@ def win_tie_loss_figure(outcomes: pl.DataFrame, members: tuple[str, ...], benchm
     cols = min(len(metrics), 5 if len(models) <= 6 else 3)
     rows = math.ceil(len(metrics) / cols)
     side = 1.2 + 0.32 * len(models)
-    fig, axes = plt.subplots(rows, cols, figsize=(cols * side + 1.5, rows * (side + 0.6) + 1.2), squeeze=False)
+    width = cols * side + 1.5
+    header = wrap_to(
+        f"{title}\nrow vs column: green = row significantly better, red = significantly worse, grey = tie; "
+        f"* significant after {rule}",
+        width - 0.3,
+        9,
+    )
+    header_inches = 0.2 + 0.16 * (header.count("\n") + 1)  # a narrow page (two metrics) wraps it to more lines
+    height = rows * (side + 0.6) + 1.2 + header_inches
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
     font = 6 if len(models) <= 6 else 4
     for ax in axes.flat[len(metrics) :]:
         ax.axis("off")
@@ -51,8 +60,9 @@ def win_tie_loss_figure(outcomes: pl.DataFrame, members: tuple[str, ...], benchm
             i, j = at[a], at[b]
             grid[i, j], grid[j, i] = result, -result
             mark = "*" if result else ""
-            text[i][j] = f"{diff:+.2g}{mark}" if diff is not None and math.isfinite(diff) else "n/a"
-            text[j][i] = f"{-diff:+.2g}{mark}" if diff is not None and math.isfinite(diff) else "n/a"
+            finite = diff is not None and math.isfinite(diff)
+            text[i][j] = unsigned_zero(f"{diff:+.2g}") + mark if finite else "n/a"
+            text[j][i] = unsigned_zero(f"{-diff:+.2g}") + mark if finite else "n/a"
         ax.imshow(np.where(np.isnan(grid), 0, grid), cmap=OUTCOME_COLOURS, vmin=-1, vmax=1)
         for i in range(len(models)):
             for j in range(len(models)):
@@ -62,12 +72,9 @@ def win_tie_loss_figure(outcomes: pl.DataFrame, members: tuple[str, ...], benchm
         ax.set_yticks(range(len(models)), labels, fontsize=font)
         arrow = "higher is better" if higher_is_better(metric) else "lower is better"
         ax.set_title(f"{_short(metric, 24)}\n({arrow})", fontsize=7)
-    fig.suptitle(
-        f"{title}\nrow vs column: green = row significantly better, red = significantly worse, grey = tie; "
-        f"* significant after {rule}",
-        fontsize=9,
-    )
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.suptitle(header, fontsize=9)
+    # 0.15 in below: tight_layout sizes the rotated model names a few pixels short of the page's edge
+    fig.tight_layout(rect=(0, 0.15 / height, 1, 1 - header_inches / height))
     return fig
 
 
@@ -100,6 +107,9 @@ def groups_figure(groups: pl.DataFrame, adjacent: pl.DataFrame, benchmark: str, 
     table.set_fontsize(6)
     table.scale(1, 1.3)
     table.auto_set_column_width(list(range(len(columns))))
+    for (row, _), cell in table.get_celld().items():
+        if row == 0:  # the header's two lines ("adjacent / significant") in a row of two lines' height
+            cell.set_height(cell.get_height() * 2)
     ax.set_title(
         f"{title}\nbest first by the benchmark value; models sharing a letter do not differ significantly "
         f"({rule}-adjusted paired tests)",
@@ -176,7 +186,16 @@ def cost_figure(
     ax.plot(x[front][order], y[front][order], color="#1b7837", linewidth=1)
     for xi, yi, model in zip(x, y, table["model"]):
         if math.isfinite(xi) and math.isfinite(yi):
-            ax.annotate(_short(model, 24), (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+            # a name on the right half reads leftwards, so it never runs past the axes
+            right = xi > np.nanmedian(x) if np.nanmax(x) > np.nanmin(x) else False
+            ax.annotate(
+                _short(model, 24),
+                (xi, yi),
+                textcoords="offset points",
+                xytext=(-4, 4) if right else (4, 4),
+                ha="right" if right else "left",
+                fontsize=7,
+            )
     ax.set_xlabel(f"{label[axis]}{note}")
     ax.set_ylabel(f"{metric} ({'higher' if best else 'lower'} is better)")
     if np.nanmax(x) > 0 and np.nanmin(x) > 0 and np.nanmax(x) / np.nanmin(x) > 30:

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
+from careval.analysis.figures.text_pages import unsigned_zero
 from careval.analysis.statistics.correlations import square
 from careval.metrics.registry import higher_is_better
 
@@ -19,9 +20,9 @@ def cell_text(r: float, low: float | None, high: float | None, p: float | None, 
     """A heatmap cell's text: r, then its interval, then its p-value, as many of these lines as fit (`lines`)."""
     if r is None or np.isnan(r):
         return "n/a"
-    text = f"{r:.2f}"
+    text = unsigned_zero(f"{r:.2f}")
     if lines >= 2 and low is not None and not np.isnan(low):
-        text += f"\n[{low:.2f},{high:.2f}]"
+        text += f"\n[{unsigned_zero(f'{low:.2f}')},{unsigned_zero(f'{high:.2f}')}]"
     if lines >= 3 and p is not None and not np.isnan(p):
         text += f"\np={p:.2g}"
     return text

@@ -60,11 +60,13 @@ def jury_figure(summary: pl.DataFrame, benchmark: str):
         ax.set_ylim(0, 5.2)
         ax.set_ylabel("mean grade (1-5)", fontsize=8)
         ax.set_title(rubric, fontsize=9)
-    axes[0][0].legend(fontsize=7, loc="upper left")
+    # below the panels: the bars reach the top of the 1-5 scale, so no place inside is free of them
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=7, loc="lower center", ncol=len(names), frameon=False)
     fig.suptitle(
         f"Judge jury on {benchmark}: each model's mean grade, the jury's (black) and each judge's", fontsize=10
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
@@ -95,6 +97,7 @@ def judge_agreement_figure(table: pl.DataFrame, benchmark: str):
                 ax.annotate("n/a", (0, yi), fontsize=7, ha="center")
         ax.axvline(0, color="grey", lw=0.6)
         ax.set_xlim(-1.05, 1.05)
+        ax.set_ylim(-0.6, rows.height - 0.1)  # room above the top row for its value's label
         ax.set_yticks(y, labels, fontsize=6.5)
         ax.set_title(rubric, fontsize=9)
         ax.set_xlabel("value (1 = perfect agreement)", fontsize=8)
@@ -205,7 +208,8 @@ def jury_stability_figure(table: pl.DataFrame, benchmark: str):
                 color=JURY_COLOUR if rater == "jury" else None,
             )
         ax.set_xticks(range(groups.height), [f"{ru}\n({k})" for ru, k in groups.iter_rows()], fontsize=7)
-        ax.set_ylabel("mean scaled variance (lower = steadier)", fontsize=8)
+        # figure 13's scaling (can exceed 1 where the smallest variance is above 0): the axis says the division
+        ax.set_ylabel("mean variance / (max - min of the\nmetric's variances; lower = steadier)", fontsize=8)
         ax.set_title(
             {"resilience": "under rephrasing (resilience)", "consistency": "under resampling (self-consistency)"}.get(
                 analysis, analysis

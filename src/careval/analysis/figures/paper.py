@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
-from careval.analysis.additions import addition_note, marked
+from careval.analysis.additions import addition_note, marked, marked_task, task_addition_note
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.figures.heatmaps import (
     CI_NOTE,
@@ -23,7 +23,7 @@ from careval.analysis.figures.heatmaps import (
     matrix_inches,
     squares,
 )
-from careval.analysis.figures.text_pages import empty_page
+from careval.analysis.figures.text_pages import bottom_note, empty_page
 from careval.analysis.metric_view import paper_clusters
 from careval.analysis.statistics.consistency import cv_excluded_metrics
 from careval.analysis.statistics.spread import across_models
@@ -133,18 +133,19 @@ def mcqa_vs_open_figure(
         present - {task_row(task) for task in tasks},
         key=lambda b: (order.index(paper_tasks[b]) if b in paper_tasks else len(order), b),
     )
-    members = {
-        task: ", ".join(marked(b, additions) for b in benchmarks if paper_tasks.get(b) == task) for task in tasks
-    }
+    of_task = {task: [b for b in benchmarks if paper_tasks.get(b) == task] for task in tasks}
+    members = {task: ", ".join(marked(b, additions) for b in of_task[task]) for task in tasks}
     note = TASK_NOTE + " " + "; ".join(f"{PAPER_TASKS[t]}: {members[t]}" for t in tasks) + "." if tasks else ""
+    in_tasks = [b for task in tasks for b in of_task[task]]
     return _grid_figure(
         block,
         methods,
         f"MCQA weighted-average accuracy vs every other benchmark x metric, and per task ({models})",
-        joined_notes(note, addition_note(benchmarks, additions)),
+        joined_notes(note, addition_note(benchmarks, additions), task_addition_note(in_tasks, additions)),
         "no non-MCQA benchmark in the config",
         rows=benchmarks + [task_row(task) for task in tasks],
-        labels=[marked(b, additions) for b in benchmarks] + [f"task: {PAPER_TASKS[task]}" for task in tasks],
+        labels=[marked(b, additions) for b in benchmarks]
+        + [marked_task(f"task: {PAPER_TASKS[task]}", of_task[task], additions) for task in tasks],
         split=len(benchmarks) if tasks else None,
     )
 
@@ -282,7 +283,8 @@ def rankings_figure(rankings: pl.DataFrame, benchmark: str, set_name: str, addit
     ax.invert_yaxis()
     if models:
         ax.set_yticks(range(1, len(models) + 1))
-    ax.legend(fontsize=7, loc="best")
+    # beside the axes: every rank row holds a line, so no place inside is free of data
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     lower = [m for m in metrics if not higher_is_better(m)]
     ax.set_title(
         f"Model rankings per metric on {marked(benchmark, additions)}, model set '{set_name}' (1 = best; lower value "
@@ -309,12 +311,35 @@ def _distributions(ax, frame: pl.DataFrame, column: str, title: str, ylabel: str
     ax.set_xlabel("metric", fontsize=8)
 
 
+def sample_counts_note(block: pl.DataFrame, unit: str = "samples") -> str:
+    """Where the metrics of one figure rest on different numbers of samples (a judge grades fewer than the text
+    metrics score), how many each; else ""."""
+    if block.is_empty():
+        return ""
+    counts = block.group_by("metric").agg(pl.col("id").n_unique().alias("n")).sort("metric")
+    if counts["n"].n_unique() < 2:
+        return ""
+    by_n: dict[int, list[str]] = {}
+    for metric, n in counts.iter_rows():
+        by_n.setdefault(n, []).append(metric)
+    parts = "; ".join(f"{n}: {', '.join(metrics)}" for n, metrics in sorted(by_n.items()))
+    return f"The metrics rest on different numbers of {unit} ({unit} per metric: {parts})."
+
+
+# the y axis of figures 13-15 and 2 per scaling: what the number is (a variance over max - min of a column whose
+# smallest variance is above 0 can exceed 1, so the axis names the division instead of calling it a 0-1 scale)
+AXIS = {
+    "scaled_variance": "variance / (max - min of the metric's variances)",
+    "scaled_variance_value_range": "variance / (max - min of the metric's values)",
+}
+
 # analysis.resilience.scaling -> the spread column figures 13-15 draw, and how it was scaled
 SCALINGS = {
     "variance_range": (
         "scaled_variance",
         "Variance (ddof 0) divided by max - min of the metric's variances over all models and samples of the "
-        "benchmark (paper C.1: 'the max interval in each column').",
+        "benchmark (paper C.1: 'the max interval in each column'): above 1 where a metric's smallest variance is "
+        "above 0.",
     ),
     "value_range": (
         "scaled_variance_value_range",
@@ -341,27 +366,26 @@ def resilience_figure(
         across_models(block, column),
         column,
         "Averaged across models (paper fig. 13)",
-        "mean scaled variance per sample",
+        f"mean per sample of\n{AXIS[column]}",
     )
     for ax, model in zip(grid[2:], models):
-        _distributions(ax, block.filter(pl.col("model") == model), column, model, "scaled variance per sample")
+        _distributions(ax, block.filter(pl.col("model") == model), column, model, f"per sample:\n{AXIS[column]}")
     for ax in grid[2 + len(models) :]:
         ax.axis("off")
     fig.suptitle(
         f"Resilience to rephrasing on {marked(benchmark, additions)}: variance over {k} rephrasings per sample",
         fontsize=11,
     )
-    fig.text(
-        0.01,
-        0.005,
+    bottom = bottom_note(
+        fig,
         joined_notes(
             scaled_how,
             "Closer to 0 = more resilient. Box: quartiles; triangle: mean.",
+            sample_counts_note(block.filter(pl.col(column).is_not_null())),
             addition_note([benchmark], additions),
         ),
-        fontsize=7,
     )
-    fig.tight_layout(rect=(0, 0.02, 1, 0.96))
+    fig.tight_layout(rect=(0, bottom, 1, 0.96))
     return fig
 
 
@@ -383,7 +407,7 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool, a
         across_models(block.filter(~pl.col("metric").is_in(excluded)), column),
         column,
         "",
-        "mean coefficient of variation per prompt" if cv else "mean scaled variance per prompt",
+        "mean coefficient of variation per prompt" if cv else f"mean per prompt of\n{AXIS[column]}",
     )
     n_models = block["model"].n_unique()
     what = "coefficient of variation (std / mean, ddof 0)" if cv else "variance (ddof 0) scaled as figure 13's"
@@ -399,6 +423,7 @@ def consistency_figure(spread: pl.DataFrame, benchmark: str, r: int, cv: bool, a
         note += f" {undefined} model x prompt x metric CVs undefined (mean 0) are not shown."
     else:
         note = joined_notes(SCALINGS["variance_range"][1], note, "Unscaled variances: consistency.parquet, `variance`.")
-    fig.text(0.01, 0.005, joined_notes(note, addition_note([benchmark], additions)), fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    counts = sample_counts_note(block.filter(pl.col(column).is_not_null()), "prompts")
+    bottom = bottom_note(fig, joined_notes(note, counts, addition_note([benchmark], additions)))
+    fig.tight_layout(rect=(0, bottom, 1, 0.95))
     return fig

@@ -166,8 +166,11 @@ def report_pages(tables: AnalysisTables, job: ReportJob) -> list[tuple[str, obje
     return [(figure.name, DRAW[figure.kind](tables, job, figure)) for figure in job.figures]
 
 
-def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path, workers: int = 1) -> list[Path]:
-    """One PDF page and one PNG per figure. With ``workers`` >= 2 (and fork), a forked copy of this
+def save_pages(
+    pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path, workers: int = 1, front=None
+) -> list[Path]:
+    """One PDF page and one PNG per figure, after `front` (a figure: the PDF's first page only, e.g. the run's
+    provenance) where given. With ``workers`` >= 2 (and fork), a forked copy of this
     process renders the PNGs while this one writes the PDF: drawing is nearly all of the report's time."""
     figures_dir.mkdir(parents=True, exist_ok=True)
     written = [figures_dir / f"{name}.png" for name, _ in pages]
@@ -177,6 +180,8 @@ def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Pat
             pngs = multiprocessing.get_context("fork").Process(target=_png_process, args=(pages, written), daemon=True)
             pngs.start()
         with PdfPages(pdf_path) as pdf:
+            if front is not None:
+                pdf.savefig(front)
             for _, fig in pages:
                 pdf.savefig(fig)
         if pngs is None:
@@ -194,6 +199,8 @@ def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Pat
             pngs.terminate()
         for _, fig in pages:
             plt.close(fig)
+        if front is not None:
+            plt.close(front)
     return written
 
 

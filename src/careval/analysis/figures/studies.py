@@ -55,15 +55,52 @@ def _label(metric: str) -> str:
     return metric_spec(metric).label or metric
 
 
+# the paired tests' names as a reader knows them (careval.analysis.statistics.comparisons)
+TEST_NAMES = {
+    "mcnemar_exact": "McNemar exact",
+    "permutation_exact": "sign-flip exact",
+    "permutation_monte_carlo": "sign-flip (Monte Carlo)",
+    "two_level_bootstrap": "two-level bootstrap",
+}
+
+
+def _number(value) -> str:
+    """3 significant digits; never "-0" (a value that rounds to zero reads 0)."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    text = f"{value:.3g}"
+    return "0" if float(text) == 0 else text
+
+
+def _signed(value) -> str:
+    text = _number(value)
+    return text if text in ("n/a", "0") or text.startswith("-") else f"+{text}"
+
+
+def _interval(value, low, high) -> str:
+    return f"{_number(value)} [{_number(low)}, {_number(high)}]"
+
+
 def _cell_text(row: dict, alpha: float) -> str:
-    """The difference (a star where Holm's p is below alpha) over its p-value; where no sample was scored under both,
-    how many samples failed under either."""
-    diff, p = row["diff"], row["p_holm"]
+    """What was tested: the test and n; the variant's and the baseline's values with their intervals; the difference
+    with its interval and Holm's p (a star below alpha), or, where the test over n samples cannot reach alpha
+    (its smallest p above it), that instead of a p. Where no sample was scored under both: how many failed."""
     if not row["n"]:
         return f"no pairs\n({row['n_dropped']} failed)"
-    text = "n/a" if diff is None or not math.isfinite(diff) else f"{diff:+.3g}"
-    significant = p is not None and math.isfinite(p) and p < alpha
-    return text + ("*" if significant else "") + ("" if p is None or not math.isfinite(p) else f"\np={p:.2g}")
+    test = f"{TEST_NAMES.get(row['test'], row['test'])}, n={row['n']}"
+    values = (
+        f"variant {_interval(row['value'], row.get('value_low'), row.get('value_high'))}\n"
+        f"baseline {_interval(row['baseline_value'], row.get('baseline_low'), row.get('baseline_high'))}"
+    )
+    diff = f"diff {_signed(row['diff'])} [{_signed(row['ci_low'])}, {_signed(row['ci_high'])}]"
+    p, smallest = row["p_holm"], row.get("min_p")
+    if smallest is not None and math.isfinite(smallest) and smallest > alpha:
+        verdict = f"n too small for p<{alpha:g} (min p {smallest:.2g})"
+    elif p is None or not math.isfinite(p):
+        verdict = "no p"
+    else:
+        verdict = f"p Holm={p:.2g}" + (" *" if p < alpha else "")
+    return f"{test}\n{values}\n{diff}\n{verdict}"
 
 
 def _baselines(page: StudyPage) -> str:
@@ -80,7 +117,7 @@ def study_grid(ax, rows: pl.DataFrame, page: StudyPage, alpha: float) -> None:
     keys = rows.select("benchmark", "metric", "variant").unique(maintain_order=True).rows()
     grid = np.full((len(keys), len(models)), np.nan)
     at = {key: i for i, key in enumerate(keys)}
-    font = 7 if len(keys) <= 40 else 5
+    font = 6 if len(keys) <= 40 else 5
     for row in rows.iter_rows(named=True):
         i, j = at[(row["benchmark"], row["metric"], row["variant"])], models.index(row["model"])
         grid[i, j] = _colour(row["diff"], row["baseline_value"], row["metric"])
@@ -89,9 +126,9 @@ def study_grid(ax, rows: pl.DataFrame, page: StudyPage, alpha: float) -> None:
         pl.col("kendall_tau").first(), pl.col("n_ranked").first()
     )
     for benchmark, metric, variant, tau, ranked in taus.iter_rows():
-        i = at[(benchmark, metric, variant)]
-        text = "n/a" if tau is None or not math.isfinite(tau) else f"{tau:.2f}"
-        ax.text(len(models), i, f"{text} ({ranked})", ha="center", va="center", fontsize=font, color="#333333")
+        # tau only where >= 3 models are ranked and the study changed one (careval.analysis.studies.tables.kendall)
+        text = f"{tau:.2f} ({ranked})" if tau is not None and math.isfinite(tau) else f"- ({ranked})"
+        ax.text(len(models), at[(benchmark, metric, variant)], text, ha="center", va="center", fontsize=font)
     ax.imshow(np.hstack([grid, np.full((len(keys), 1), np.nan)]), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
     ax.set_xticks(range(len(models) + 1))
     ax.set_xticklabels([page.labels.get(m, m) for m in models] + ["Kendall's tau\n(models)"], fontsize=7, rotation=20)
@@ -143,13 +180,24 @@ def study_figure(rows: pl.DataFrame | None, samples: pl.DataFrame | None, page: 
     analysis = page.kind == "analysis"
     metrics = shown.filter(pl.col("metric").str.ends_with(REPHRASE_VARIANCE))["metric"].unique(maintain_order=True)
     # inches: the grid's rows, figure 13's panel, the header, the model names under the grid, the note
-    heights = [0.42 * len(keys) + 0.3] + ([3.0] if analysis and len(metrics) else [])
+    heights = [0.8 * len(keys) + 0.3]  # five lines a cell + ([3.0] if analysis and len(metrics) else [])
     label_inches = 0.075 * max((len(f"{b} · {_label(m)} · {v}") for b, m, v in keys), default=20) + 0.3
-    width = max(8.0, label_inches + 1.3 * (len(page.baselines) + 1) + 0.5)
+    width = max(8.0, label_inches + 2.6 * len(page.baselines) + 1.0 + 0.5)
     chars = int(width * 13)
     description = textwrap.fill(page.description, chars) + "\n" if page.description else ""
     header = f"{title}\n{description}{textwrap.fill(_baselines(page), chars)}"
-    header_inches, names_inches, note_inches = 0.25 + 0.17 * (header.count("\n") + 1), 1.0, 0.45
+    note = (
+        "cell: the paired test and n (samples both scored); the variant's value vs the baseline's, each with its "
+        "paired-bootstrap percentile interval; their difference (variant - baseline, the metric's unit) with "
+        f"its interval; Holm's p within the study (* below {alpha:g}), or, where even the most extreme outcome over n "
+        f"samples gives a p above {alpha:g}, that n is too small. Colour: relative change, blue better / red worse "
+        f"(saturated at {SATURATION:.0%}). Kendall's tau (models ranked) of the models' ranking under the variant vs "
+        "the baseline, the models the study leaves alone at their own values; '-' where fewer than 3 are ranked or "
+        "none changed."
+    )
+    note = textwrap.fill(note, int(width * 17))
+    header_inches, names_inches = 0.25 + 0.17 * (header.count("\n") + 1), 1.0
+    note_inches = 0.15 + 0.1 * (note.count("\n") + 1)
     gaps = names_inches * (len(heights) - 1)
     height = sum(heights) + header_inches + names_inches + note_inches + gaps
     fig, axes = plt.subplots(
@@ -166,12 +214,7 @@ def study_figure(rows: pl.DataFrame | None, samples: pl.DataFrame | None, page: 
     if analysis and len(metrics):
         variance_panel(axes[1, 0], samples, page, metrics.to_list())
     fig.suptitle(header, fontsize=9)
-    note = (
-        f"cell: variant - baseline in the metric's unit (* p, Holm within the study, < {alpha:g}) over that p; colour: "
-        f"relative change, blue better / red worse (saturated at {SATURATION:.0%}); Kendall's tau of the models' "
-        "ranking under the variant vs the baseline (the models the study leaves alone at their own values)."
-    )
-    fig.text(0.01, 0.005, textwrap.fill(note, int(width * 17)), fontsize=6)
+    fig.text(0.01, 0.005, note, fontsize=6, va="bottom")
     return fig
 
 
@@ -195,15 +238,31 @@ def table6_figure(table: pl.DataFrame | None):
         + [pair(row, label) for label in labels]
         for row in table.iter_rows(named=True)
     ]
-    lines = max((cell.count("\n") + 1 for row in cells for cell in row), default=1)
-    fig, ax = plt.subplots(figsize=(12, 1.6 + len(cells) * (0.25 + 0.16 * lines)))
-    ax.axis("off")
     header = ["Question", "Must have", "Nice to have", "Benchmark", *(textwrap.fill(label, 18) for label in labels)]
-    tab = ax.table(cellText=cells, colLabels=header, loc="center", cellLoc="left")
+    # the paper's layout: each column as wide as its longest line (the question widest), each row as tall as its
+    # most wrapped cell, so no text runs past its cell
+    rows_lines = [max(cell.count("\n") + 1 for cell in row) for row in [header, *cells]]
+    chars = [max(len(line) for row in [header, *cells] for line in row[k].split("\n")) + 2 for k in range(len(header))]
+    inch_per_char, inch_per_line = 0.075, 0.16  # fontsize 7
+    width = sum(chars) * inch_per_char + 0.4
+    height = sum(rows_lines) * inch_per_line + 0.12 * len(rows_lines) + 1.0
+    fig, ax = plt.subplots(figsize=(max(width, 8), height))
+    ax.axis("off")
+    fig.subplots_adjust(
+        left=0.2 / max(width, 8), right=1 - 0.2 / max(width, 8), top=1 - 0.5 / height, bottom=0.4 / height
+    )
+    total_lines = sum(rows_lines) * inch_per_line + 0.12 * len(rows_lines)
+    tab = ax.table(
+        cellText=cells,
+        colLabels=header,
+        loc="upper center",
+        cellLoc="left",
+        colWidths=[c * inch_per_char / (max(width, 8) - 0.4) for c in chars],
+    )
     tab.auto_set_font_size(False)
     tab.set_fontsize(7)
-    for cell in tab.get_celld().values():
-        cell.set_height(0.9 / (len(cells) + 1))
+    for (row, _), cell in tab.get_celld().items():
+        cell.set_height((rows_lines[row] * inch_per_line + 0.12) / total_lines)
     ax.set_title(title, fontsize=10)
     fig.text(0.01, 0.01, "Files: results/tables/table6_relaxed_perplexity_examples.csv / .md / .tex", fontsize=7)
     return fig

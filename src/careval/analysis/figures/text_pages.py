@@ -28,3 +28,25 @@ def text_page(title: str, lines: tuple[str, ...] | list[str]):
     ax.set_title(title, fontsize=11)
     ax.text(0.0, 1.0, "\n\n".join(wrapped), ha="left", va="top", fontsize=8, transform=ax.transAxes)
     return fig
+
+
+def unsigned_zero(text: str) -> str:
+    """A formatted number that rounds to zero, without its sign ("-0.00" -> "0.00", "+0" -> "0")."""
+    return text.lstrip("+-") if float(text) == 0 else text
+
+
+def wrap_to(text: str, width_inches: float, fontsize: float) -> str:
+    """`text` wrapped to a width in inches at a font size (a character ~0.55 x its size), each line of it apart."""
+    import textwrap
+
+    chars = max(20, int(width_inches * 72 / (0.55 * fontsize)))
+    return "\n".join(textwrap.fill(line, chars) for line in text.split("\n"))
+
+
+def bottom_note(fig, note: str, fontsize: float = 7) -> float:
+    """`note` wrapped to the figure's width at its foot; returns the share of the height it takes, the bottom of the
+    rect tight_layout lays the axes out above (so the note never runs into an axis label)."""
+    width, height = fig.get_size_inches()
+    wrapped = wrap_to(note, width - 0.3, fontsize)
+    fig.text(0.01, 0.005, wrapped, fontsize=fontsize, va="bottom")
+    return (0.1 + 1.25 * fontsize / 72 * (wrapped.count("\n") + 1)) / height

@@ -20,9 +20,9 @@ import math
 
 import numpy as np
 import polars as pl
-from scipy.stats import spearmanr
 
 from careval.analysis.jury.judge_agreement import GRADE_SCALE, bootstrap_intervals, judge_grades, rater_matrix
+from careval.analysis.statistics.exact import correlation_test
 from careval.schemas import JUDGE_BIAS_SCHEMA
 
 P_LEVEL = 0.05
@@ -48,8 +48,8 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     both = np.isfinite(x) & np.isfinite(y)
     if both.sum() < 3 or np.unique(x[both]).size < 2 or np.unique(y[both]).size < 2:
         return math.nan, math.nan
-    result = spearmanr(x[both], y[both])
-    return float(result.statistic), float(result.pvalue)
+    rho, p, _ = correlation_test(x[both], y[both], "spearman")  # exact p over fewer than 10 answers
+    return rho, p
 
 
 def self_preference(matrix: np.ndarray, judge: int, own: np.ndarray) -> tuple[float, int]:

@@ -111,15 +111,18 @@ def resample_model_scores(
 
 
 def rowwise_correlation(x: np.ndarray, y: np.ndarray, method: str) -> np.ndarray:
-    """Pearson or Spearman per row of two (B, m) arrays over the models finite in both; NaN when n < 3 or constant."""
+    """Pearson, Spearman or Kendall's tau-b per row of two (B, m) arrays over the models finite in both; NaN when n < 3
+    or constant."""
     x, y = np.array(x, float), np.array(y, float)
     valid = np.isfinite(x) & np.isfinite(y)
     x, y = np.where(valid, x, np.nan), np.where(valid, y, np.nan)
+    if method == "kendall":
+        return _rowwise_kendall(x, y, valid)
     if method == "spearman":
         x = stats.rankdata(x, axis=1, nan_policy="omit")
         y = stats.rankdata(y, axis=1, nan_policy="omit")
     elif method != "pearson":
-        raise ValueError(f"unknown correlation method '{method}' (pearson, spearman)")
+        raise ValueError(f"unknown correlation method '{method}' (pearson, spearman, kendall)")
     n = valid.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: their result is NaN, set below
@@ -130,6 +133,16 @@ def rowwise_correlation(x: np.ndarray, y: np.ndarray, method: str) -> np.ndarray
         constant = (np.nanmax(x, 1) == np.nanmin(x, 1)) | (np.nanmax(y, 1) == np.nanmin(y, 1))
     r = np.clip(r, -1.0, 1.0)
     return np.where((n >= 3) & ~constant, r, np.nan)
+
+
+def _rowwise_kendall(x: np.ndarray, y: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b per row over the pairs of models both finite in it (a NaN's signs count as 0)."""
+    i, j = np.triu_indices(x.shape[1], 1)
+    with np.errstate(invalid="ignore"):
+        sx = np.nan_to_num(np.sign(x[:, i] - x[:, j]))
+        sy = np.nan_to_num(np.sign(y[:, i] - y[:, j]))
+        tau = (sx * sy).sum(1) / np.sqrt(np.abs(sx).sum(1) * np.abs(sy).sum(1))
+    return np.where(valid.sum(1) >= 3, tau, np.nan)
 
 
 def percentile_interval(distribution: np.ndarray, confidence: float) -> tuple[float, float]:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.analysis.statistics.bootstrap import Resampled, correlation_interval
+from careval.analysis.statistics.exact import correlation_test
 from careval.analysis.tables.paper_tables import PAPER_TASKS, task_row
 from careval.metrics.registry import higher_is_better, metric_spec
 from careval.schemas import CORRELATION_SCHEMA, SET_CORRELATION_SCHEMA
@@ -25,18 +24,11 @@ def direction(key: Key) -> int:
     return 1 if key == ELO or higher_is_better(key[1]) else -1
 
 
-def correlate(x: list[float | None], y: list[float | None], method: str) -> tuple[float, float]:
-    """Pearson or Spearman (scipy) over the models that have both values; NaN when undefined (n < 3 or constant)."""
-    pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None and math.isfinite(a) and math.isfinite(b)]
-    if len(pairs) < 3:
-        return float("nan"), float("nan")
-    xs, ys = np.array(pairs).T
-    if np.ptp(xs) == 0 or np.ptp(ys) == 0:
-        return float("nan"), float("nan")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # scipy warns on tiny n; the n is reported beside every value
-        result = stats.pearsonr(xs, ys) if method == "pearson" else stats.spearmanr(xs, ys)
-    return float(result.statistic), float(result.pvalue)  # pyright: ignore[reportAttributeAccessIssue]  (scipy's result classes are untyped)
+def correlate(x: list[float | None], y: list[float | None], method: str) -> tuple[float, float, str | None]:
+    """Pearson, Spearman or Kendall over the models that have both values: (r, p, the p-value's method), the p exact
+    below exact.EXACT_BELOW models; NaN (and None) when undefined (n < 3 or constant)."""
+    nan = float("nan")
+    return correlation_test([nan if v is None else v for v in x], [nan if v is None else v for v in y], method)
 
 
 @dataclass
@@ -73,7 +65,7 @@ class Scores:
         metric: str | None = None,
     ) -> dict:
         xs, ys = self.vector(x), self.vector(y)
-        r, p = correlate(xs, ys, method)
+        r, p, p_method = correlate(xs, ys, method)
         low = high = float("nan")
         if self.resampled is not None and not math.isnan(r):
             fixed = {key: np.array([np.nan if v is None else v for v in self.vector(key)], float) for key in self.fixed}
@@ -89,6 +81,7 @@ class Scores:
             "method": method,
             "r": r,
             "p_value": p,
+            "p_method": p_method,
             "ci_low": low,
             "ci_high": high,
             "n_models": n,
@@ -254,7 +247,7 @@ def metric_matrix(summary, benchmark: str, method: str) -> tuple[list[str], np.n
     p = np.full_like(r, np.nan)
     for i, a in enumerate(names):
         for j, b in enumerate(names):
-            r[i, j], p[i, j] = correlate(scores.vector((benchmark, a)), scores.vector((benchmark, b)), method)
+            r[i, j], p[i, j], _ = correlate(scores.vector((benchmark, a)), scores.vector((benchmark, b)), method)
     return names, r, p
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from careval.analysis.aggregate import ScoreFile, build_sample_table
 from careval.analysis.statistics.comparisons import (
@@ -24,8 +23,10 @@ from careval.analysis.statistics.comparisons import (
     compare_block,
     model_sums,
     pair_sums_under,
+    percentile_interval,
     statistic,
 )
+from careval.analysis.statistics.exact import correlation_test
 from careval.analysis.statistics.multiplicity import adjust
 from careval.analysis.statistics.spread import per_sample_spread
 from careval.canonical import JobSpec, job_spec
@@ -180,12 +181,29 @@ def model_values(samples: pl.DataFrame) -> dict[tuple[str, str, str], float]:
 
 
 def kendall(variant: dict[str, float], baseline: dict[str, float]) -> tuple[float, float, int]:
-    """Kendall's tau-b (scipy) between two rankings of the same models (NaN where fewer than two are valued)."""
+    """Kendall's tau-b between two rankings of the same models, its p exact over fewer than 10 models (all n!
+    pairings), and how many are ranked; NaN unless at least three models are ranked and the study changed at
+    least one of their values (else the two rankings are one ranking, and tau says nothing)."""
     models = [m for m in variant if m in baseline and math.isfinite(variant[m]) and math.isfinite(baseline[m])]
-    if len(models) < 2:
+    changed = any(variant[m] != baseline[m] for m in models)
+    if len(models) < 3 or not changed:
         return math.nan, math.nan, len(models)
-    tau, p = stats.kendalltau([variant[m] for m in models], [baseline[m] for m in models])
-    return float(tau), float(p), len(models)
+    tau, p, _ = correlation_test([variant[m] for m in models], [baseline[m] for m in models], "kendall")
+    return tau, p, len(models)
+
+
+def smallest_p(test: str, n: int, permutations: int) -> float:
+    """The smallest two-sided p the test can give over n paired samples, whatever their values: 2 / 2^n for the exact
+    tests (McNemar's on n discordant pairs, the sign flip with every difference non-zero: only the observed pattern
+    and its mirror reach the extreme), 1 / (permutations + 1) for the Monte Carlo sign flip, and 0 for the two-level
+    bootstrap's tail. A cell whose smallest p is above alpha cannot be significant: the page says so instead."""
+    if n <= 0:
+        return math.nan
+    if test in ("mcnemar_exact", "permutation_exact"):
+        return min(1.0, 2.0 ** (1 - n))
+    if test == "permutation_monte_carlo":
+        return 1 / (permutations + 1)
+    return 0.0
 
 
 def _paired(samples: pl.DataFrame, variant: str, baseline: str, job: ComparisonsJob) -> list[dict]:
@@ -199,15 +217,25 @@ def _paired(samples: pl.DataFrame, variant: str, baseline: str, job: Comparisons
         geometric = metric_spec(metric).average == "geometric"
         sums = model_sums(block, geometric)
         xa, wa, xb, wb = (part[:, 0] for part in pair_sums_under(sums, pair, np.ones((1, len(block.ids)))))
+        # each arm's own interval: its statistic on the same paired resamples (the samples both scored)
+        ra, rwa, rb, rwb = (part[0] for part in pair_sums_under(sums, pair, draws.counts))
+        (a_low, b_low), (a_high, b_high) = percentile_interval(
+            np.vstack([statistic(ra, rwa, geometric), statistic(rb, rwb, geometric)]), job.confidence
+        )
         rows.append(
             {
                 "benchmark": benchmark,
                 "metric": metric,
                 "value": float(statistic(xa, wa, geometric)[0]),
+                "value_low": float(a_low),
+                "value_high": float(a_high),
                 "baseline_value": float(statistic(xb, wb, geometric)[0]),
+                "baseline_low": float(b_low),
+                "baseline_high": float(b_high),
                 **{key: result[key][0] for key in ("n", "n_dropped", "diff", "ci_low", "ci_high", "effect_size")},
                 "p_value": result["p_value"][0],
                 "test": str(result["test"][0]),
+                "min_p": smallest_p(str(result["test"][0]), int(result["n"][0]), job.permutations),
             }
         )
     return rows
