@@ -172,7 +172,7 @@ def cost_figure(
             axis, note = "needed_seconds", " (no engine used a GPU: its seconds instead)"
     quality = summary.filter((pl.col("benchmark") == benchmark) & (pl.col("metric") == metric))
     table = totals.join(quality.select("model", "value"), on="model", how="left").sort("model")
-    title = f"Quality against cost: {metric} on {benchmark} vs {label[axis]} (all the model's jobs)"
+    title = f"Quality against cost: {metric} on {benchmark}\nvs {label[axis]} (all the model's jobs)"
     if table.is_empty() or table["value"].null_count() == table.height:
         return empty_page(title, f"no {metric} on {benchmark} in scores.parquet (analysis.cost.benchmark / metric)")
     x = table[axis].cast(pl.Float64).fill_null(np.nan).to_numpy()
@@ -203,7 +203,7 @@ def cost_figure(
     ax.margins(x=0.2, y=0.1)  # room for the names beside the points
     ax.legend(fontsize=7)
     ax.set_title(title, fontsize=9)
-    fig.text(0.01, 0.01, cache_line(cost, request_cache), fontsize=7, color="dimgrey")
+    fig.text(0.01, 0.01, cache_line(cost, request_cache), fontsize=7, color="dimgrey", wrap=True)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
