@@ -70,9 +70,9 @@ def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
     # the LLM-based families load a model in their own job per model x open benchmark
     n_judged = len(config["metrics"]["judge"].get("benchmarks", ["demo_open_qa", "demo_note"]))
     n_relaxed = len(config["metrics"]["relaxed_perplexity"].get("benchmarks", ["demo_open_qa", "demo_note"]))
-    # a jury (metrics.judge.models): each judge in jobs of its own (judge_member), else the single judge's
+    # a jury (metrics.judge.models): each judge in jobs of its own, as a single judge (a jury of one)
     judges = config["metrics"]["judge"].get("models") or [config["metrics"]["judge"]["model"]]
-    judge_rule = "judge_member" if len(judges) > 1 else "judge"
+    judge_rule = "judge"
     assert counts.get(judge_rule) == n_models * n_judged * len(judges)
     assert counts.get("relaxed_perplexity") == n_models * n_relaxed
     assert "score_bleurt" not in counts and "score_radgraph" not in counts  # skipped / no MIMIC in the demo

@@ -4,7 +4,7 @@ and build the typed specs every rule file reads (models, benchmarks, metric fami
 The plan's last step is one frozen spec per job (careval.specs; the `*_job` methods of :class:`Plan`): exactly
 the settings that job reads, which its rule passes as `params: job=...` and nothing else of the config.
 
-The Snakefile calls :func:`build_plan` once; every config error is a one-line :class:`ConfigError`
+The Snakefile calls :func:`careval.plan.build_plan` once; every config error is a one-line :class:`ConfigError`
 raised here, before any job. A family a config skips (``metrics.skip``) or never reaches (no
 benchmark for it) never needs its section: ``metrics.skip: [judge]`` without ``metrics.judge`` plans.
 """
@@ -12,7 +12,6 @@ benchmark for it) never needs its section: ``metrics.skip: [judge]`` without ``m
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from careval.analysis.aggregate import MCQA_AVERAGE, MCQA_AVERAGE_METRICS
@@ -25,7 +24,7 @@ from careval.backends.base import missing as missing_capability
 from careval.backends.registry import capabilities as backend_capabilities
 from careval.careqa.llm import llm_sampling
 from careval.careqa.statistics import CareqaStatisticsJob
-from careval.config import ConfigError, prepare_config, read_config_file, schema_part
+from careval.config import ConfigError, prepare_config, schema_part
 from careval.datasets.benchmark import Benchmark
 from careval.datasets.definition import BenchmarkDefinitionError
 from careval.datasets.loaders import SourceError
@@ -37,7 +36,7 @@ from careval.jobs.repeats import repeat_sampling
 from careval.metrics.registry import FAMILIES, JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, TASK_FAMILIES
 from careval.models.prepare import check_local_folder
 from careval.models.source import ModelSourceError
-from careval.models.spec import ModelSpec, endpoint_spec, model_spec
+from careval.models.spec import ModelSpec, cache_dir, endpoint_spec, model_spec
 from careval.specs import (
     DATA_KEYS,
     PROMPT_KEYS,
@@ -58,9 +57,8 @@ from careval.specs import (
     ReviewJob,
     ScoreJob,
 )
-from careval.studies import build_studies
 
-__all__ = ["ConfigError", "Plan", "build_plan"]
+__all__ = ["ConfigError", "Plan", "build_run_plan"]
 
 # The families computed by a job that loads an LLM, each by its own rule (the judge, Relaxed Perplexity).
 LLM_FAMILIES = tuple(name for name, family in FAMILIES.items() if family.job == "llm")
@@ -101,12 +99,37 @@ class Plan:
     entries: dict[str, dict] = field(default_factory=dict)
     # the Elo CSV's names that match no configured model, or configured models without an Elo (one line)
     elo_warning: str | None = None
-    # config `studies:` (careval.studies): each study's variants, each a plan of its own
+    # config `studies:` (careval.plan.studies.Study, which imports this module): each study's variants, each a plan
     studies: dict[str, Any] = field(default_factory=dict)
-    # the models of a study only (careval.studies, section `models`): name -> spec
+    # the models of a study only (careval.plan.studies, section `models`): name -> spec
     study_models: dict[str, ModelSpec] = field(default_factory=dict)
     # settings that cannot take effect under this config, one line each naming the key (also the report's notes)
     warnings: tuple[str, ...] = ()
+    # every study variant's folder under results/ (the rules' `vpath` wildcard, careval.studies.Study.vpath) ->
+    # (study, variant, run) and its plan: the run's own rules run a variant's jobs under the variant's plan
+    variant_of: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    variant_plans: dict[str, Plan] = field(default_factory=dict)
+
+    def at(self, vpath: str) -> Plan:
+        """The plan of the jobs under a variant's folder (`vpath`, e.g. "studies/chat/chat_template=true/"); the
+        run's own under "" (a job whose file is the run's is the run's job: the studies never ask for it)."""
+        return self.variant_plans[vpath] if vpath else self
+
+    def answers_file(self, vpath: str, model: str, benchmark: str, kind: str) -> str:
+        """The generations or log-likelihoods ("generations", "loglik") the jobs under `vpath` read: the variant's
+        own, or the run's where the variant's inference is the run's."""
+        if not vpath:
+            return f"{self.results_dir}/{kind}/{model}/{benchmark}.parquet"
+        study, variant, _ = self.variant_of[vpath]
+        return self.studies[study].answers_file(variant, model, benchmark, kind)
+
+    def repeats_file(self, vpath: str, kind: str, model: str, benchmark: str) -> str:
+        """The rephrasings ("rephrase") or sampled answers ("consistency") the jobs under `vpath` read: the run's,
+        or a variant run's own rephrasings."""
+        if not vpath:
+            return f"{self.results_dir}/{kind}/{model}/{benchmark}.parquet"
+        study, variant, run = self.variant_of[vpath]
+        return self.studies[study].rephrase_file(variant, run, model, benchmark, kind)
 
     @property
     def results_dir(self) -> str:
@@ -304,7 +327,7 @@ class Plan:
             models=tuple(sorted(self.models)),
             benchmarks=tuple(sorted(self.benchmarks)),
             gpus=gpus,
-            cache_dir=resources["cache_dir"] if resources["cache"] else None,
+            cache_dir=cache_dir(resources),
         )
 
     def engine_job(self, model: str, command: str) -> EngineJob:
@@ -341,35 +364,9 @@ class Plan:
         raise KeyError(name)
 
 
-def build_plan(config: dict, schema: dict | None = None) -> Plan:
-    """Validate `config` (raw, as read from YAML) and build its plan; ConfigError names the key."""
-    plan = _build_run_plan(config, schema)
-    if not plan.config["studies"]:
-        return plan
-    studies = build_studies(config, plan, lambda variant_config: _build_run_plan(variant_config, schema))
-    own = {
-        spec.name: spec
-        for study in studies.values()
-        for variant in study.variants.values()
-        for spec in variant.plan.models.values()
-        if spec.name not in plan.models and spec.name not in plan.entries
-    }
-    entries = {
-        name: entry
-        for study in studies.values()
-        for v in study.variants.values()
-        for name, entry in v.plan.entries.items()
-    }
-    analysis = replace(
-        plan.analysis,
-        studies=tuple(study.page() for study in studies.values()),
-        table6=any(study.examples for study in studies.values()),
-    )
-    return replace(plan, analysis=analysis, studies=studies, study_models=own, entries={**entries, **plan.entries})
-
-
-def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
-    """The plan of the run itself (every part but its studies)."""
+def build_run_plan(config: dict, schema: dict | None = None) -> Plan:
+    """Validate `config` (raw, as read from YAML) and build the plan of the run itself (every part but its studies:
+    careval.plan.build_plan); ConfigError names the key. A study's variant is planned by this same function."""
     raw_analysis = config.get("analysis") or {}  # what the config sets itself, before the schema's defaults
     config = prepare_config(config, schema)
     sizes, resources, models_dir = config["model_sizes"], config["resources"], config["models_dir"]
@@ -695,8 +692,3 @@ def _careqa_llms(config: dict, models: dict[str, ModelSpec], resources: dict) ->
             spec = replace(spec, system_prompt=settings["system_prompt"])
         specs[step] = spec
     return specs
-
-
-def load_plan(path: Path | str) -> Plan:
-    """The plan of a config file (the CLI's `careval plan`, tests), read strictly (careval.config.read_config_file)."""
-    return build_plan(read_config_file(path))
