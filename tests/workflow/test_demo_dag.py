@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from workflow_runs import job_kind
 
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
@@ -56,11 +58,13 @@ def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
     out = result.stdout + result.stderr
     n_models, n_bench = len(config["models"]), len(config["benchmarks"])
     assert "correlations" in out and "aggregate_scores" in out
-    counts = {
-        line.split()[0]: int(line.split()[1])
-        for line in out.splitlines()
-        if len(line.split()) == 2 and line.split()[1].isdigit()
-    }
+    # the run's own jobs by rule (a study variant's, under its folder, is study_<rule>: workflow_runs.job_kind)
+    counts: dict[str, int] = {}
+    for _, rule, body in re.findall(r"^( *)(?:local)?rule (\w+):\n((?:\1    .*\n)*)", out, re.MULTILINE):
+        wildcards = re.search(r"^ *wildcards: (.*)$", body, re.MULTILINE)
+        values = dict(p.split("=", 1) for p in (wildcards.group(1) if wildcards else "").split(", ") if "=" in p)
+        kind = job_kind(rule, values)
+        counts[kind] = counts.get(kind, 0) + 1
     # one inference job per model x benchmark (the model loads once per job)
     assert counts.get("infer_open") == n_models * 2  # the two open-ended demo benchmarks
     assert counts.get("infer_closed") == n_models * (n_bench - 2)
