@@ -39,20 +39,73 @@ from careval.plan.run import Plan, build_run_plan
 from careval.specs import Example, ExamplesJob
 
 BASELINE = "baseline"
-# what a study of each section re-runs
-KINDS = {
-    "model": "model",
-    "models": "model",
-    "benchmark": "model",
-    "generation": "model",
-    "analysis.resilience": "analysis",
-}
+
+
+@dataclass(frozen=True)
+class StudyKind:
+    """A kind of study, one registered entry: the config section its sweep names, the settings it may sweep there,
+    where a variant's settings go, what it re-runs, and the job kinds (rules) reading those settings."""
+
+    section: str  # a key of a study's `sweep` (a metric family's: "metrics.<family>", registered as "metrics")
+    reruns: str  # "model" (the study's models' jobs), "metric" (the family's scoring), "analysis" (the rephrasings)
+    settings: tuple[str, ...]  # what it may sweep (a dotted setting's first part); metrics: the family's options
+    # where a variant's values go: "models" (each of the study's models' entries), "benchmarks" (each of its
+    # benchmarks' entries), "section" (the config section itself), "swap" (section models: other models in place)
+    target: str
+    jobs: tuple[str, ...] = ()
+
+
+# every study kind, by section (register_study_kind); the schema's sweep sections are checked against these
+STUDY_KINDS: dict[str, StudyKind] = {}
+
+
+def register_study_kind(kind: StudyKind) -> StudyKind:
+    STUDY_KINDS[kind.section] = kind
+    return kind
+
+
+_MODEL_JOBS = ("infer_open", "infer_closed", "relaxed_perplexity", "score_family", "judge")
 # the keys of a model entry a study may sweep: what changes a model's outputs, its weights aside (section `models`)
-MODEL_SETTINGS = ("backend", "chat_template", "system_prompt", "dtype", "batch_size", "max_length", "vllm_args")
+register_study_kind(
+    StudyKind(
+        "model",
+        "model",
+        ("backend", "chat_template", "system_prompt", "dtype", "batch_size", "max_length", "vllm_args"),
+        "models",
+        _MODEL_JOBS,
+    )
+)
+register_study_kind(StudyKind("models", "model", (), "swap", _MODEL_JOBS))
 # the keys of a benchmark entry a model job reads (careval.specs.PROMPT_KEYS, the layout aside, and the decoding)
-BENCHMARK_SETTINGS = ("prompt", "mcqa_style", "mode", "max_new_tokens", "stop")
-GENERATION_SETTINGS = ("max_new_tokens", "temperature", "top_p", "seed", "stop")
-RESILIENCE_SETTINGS = ("rephraser", "k", "limit", "sampling")
+register_study_kind(
+    StudyKind(
+        "benchmark", "model", ("prompt", "mcqa_style", "mode", "max_new_tokens", "stop"), "benchmarks", _MODEL_JOBS
+    )
+)
+register_study_kind(
+    StudyKind("generation", "model", ("max_new_tokens", "temperature", "top_p", "seed", "stop"), "section", _MODEL_JOBS)
+)
+register_study_kind(
+    StudyKind(
+        "analysis.resilience",
+        "analysis",
+        ("rephraser", "k", "limit", "sampling"),
+        "section",
+        ("rephrase", "score_rephrase", "judge_repeats"),
+    )
+)
+# a metric family's options (its registry entry's): that family's scoring jobs
+register_study_kind(StudyKind("metrics", "metric", (), "section", ("score_family", "relaxed_perplexity", "judge")))
+
+
+def study_kind(section: str) -> StudyKind:
+    """The registered kind of a sweep's section (metrics.<family>: the family's options)."""
+    if section.startswith("metrics."):
+        family = section.split(".", 1)[1]
+        return replace(STUDY_KINDS["metrics"], section=section, settings=tuple(FAMILIES[family].options))
+    return STUDY_KINDS[section]
+
+
 # a value named by itself in a list of values (else: give a mapping name -> value)
 _WORD = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
 
@@ -390,10 +443,10 @@ def build_studies(raw: dict, main: Plan, schema: dict | None = None) -> dict[str
 def _study(name: str, settings: dict, raw: dict, main: Plan, schema: dict | None) -> Study:
     key = f"studies.{name}"
     ((section, sweep),) = settings["sweep"].items()
-    kind = "metric" if section.startswith("metrics.") else KINDS[section]
-    family = section.split(".", 1)[1] if kind == "metric" else None
+    family = section.split(".", 1)[1] if section.startswith("metrics.") else None
     if family is not None and family not in FAMILIES:
         raise ConfigError(f"{key}.sweep: '{family}' is not a metric family (have: {', '.join(FAMILIES)})")
+    kind = study_kind(section).reruns
     models = tuple(sorted(settings.get("models") or main.models))
     unknown = [m for m in models if m not in main.models]
     if unknown:
@@ -505,17 +558,7 @@ def _grid(key: str, section: str, sweep: Any) -> list[tuple[str, tuple[tuple[str
 
 
 def _check_setting(key: str, section: str, setting: str) -> None:
-    family = section.split(".", 1)[1] if section.startswith("metrics.") else None
-    allowed = (
-        FAMILIES[family].options
-        if family is not None
-        else {
-            "model": MODEL_SETTINGS,
-            "benchmark": BENCHMARK_SETTINGS,
-            "generation": GENERATION_SETTINGS,
-            "analysis.resilience": RESILIENCE_SETTINGS,
-        }[section]
-    )
+    allowed = study_kind(section).settings
     if setting.split(".", 1)[0] not in allowed:
         raise ConfigError(
             f"{key}.sweep.{section}.{setting}: not a setting a study of {section} sweeps (these change a value: "
@@ -552,9 +595,10 @@ def _variant_config(key, section, values, base, models, benchmarks) -> tuple[dic
         return config, {label: other}
     for setting, value in values:
         _check_setting(key, section, setting)
-        if section == "model":
+        target = study_kind(section).target
+        if target == "models":
             targets = [config["models"][model] for model in models]
-        elif section == "benchmark":
+        elif target == "benchmarks":
             targets = [config["benchmarks"][benchmark] for benchmark in benchmarks]
         else:
             targets = [_section(config, section)]
