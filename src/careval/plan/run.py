@@ -78,6 +78,18 @@ def benchmark_families(entry: Benchmark) -> tuple[str, ...]:
     return TASK_FAMILIES[entry.task] + entry.extra_metrics
 
 
+def scored_families(
+    entry: Benchmark, benchmark: str, skipped: frozenset[str], only: dict[str, tuple[str, ...] | None]
+) -> list[str]:
+    """The families a benchmark is scored with: its own, less those skipped (metrics.skip) and the LLM families
+    limited to other benchmarks (metrics.<family>.benchmarks, `only`)."""
+    return [
+        family
+        for family in benchmark_families(entry)
+        if family not in skipped and ((allowed := only.get(family)) is None or benchmark in allowed)
+    ]
+
+
 @dataclass(frozen=True)
 class Plan:
     """What a validated config asks for. `config` is the config with every schema default filled in."""
@@ -152,13 +164,7 @@ class Plan:
 
     def families(self, benchmark: str) -> list[str]:
         """The metric families `benchmark` is scored with under this config."""
-        entry = self.benchmarks[benchmark]
-        return [
-            family
-            for family in benchmark_families(entry)
-            if family not in self.skipped_families
-            and ((allowed := self.family_benchmarks.get(family)) is None or benchmark in allowed)
-        ]
+        return scored_families(self.benchmarks[benchmark], benchmark, self.skipped_families, self.family_benchmarks)
 
     def score_job_families(self, task: str) -> list[str]:
         """The families the scoring job of a task writes (LLM-based and per-entry ones have their own rules); the
@@ -437,37 +443,21 @@ def build_run_plan(config: dict, schema: dict | None = None) -> Plan:
         except EloFileError as error:
             raise ConfigError(f"analysis.elo_csv: {error}") from None
 
-    plan = Plan(
-        config=config,
-        models=models,
-        benchmarks=benchmarks,
-        limits=limits,
-        skipped_families=skipped,
-        family_benchmarks=family_benchmarks,
-        analysis=analysis,
-        elo_warning=elo_warning,
-    )
-    # the Appendix E tables the run's benchmarks fill: known once the families of each benchmark are
-    tasks = {name: (entry.task, entry.paper_task) for name, entry in benchmarks.items()}
-    analysis = replace(
-        analysis,
-        paper_tables=planned_tables(tasks, plan.families),
-        paper_tasks={name: entry.paper_task for name, entry in benchmarks.items() if entry.paper_task is not None},
-        additions=tuple(name for name, entry in benchmarks.items() if entry.addition),
-    )
-    plan = replace(plan, analysis=analysis)
+    def families(benchmark: str) -> list[str]:  # Plan.families, before the plan is made
+        return scored_families(benchmarks[benchmark], benchmark, skipped, family_benchmarks)
+
     relaxed = metrics["relaxed_perplexity"]
-    if any("relaxed_perplexity" in plan.families(b) for b in benchmarks) and relaxed["l"] > relaxed["s"]:
+    if any("relaxed_perplexity" in families(b) for b in benchmarks) and relaxed["l"] > relaxed["s"]:
         # the estimator keeps the l most likely of s sampled continuations (careval.metrics.relaxed_perplexity)
         raise ConfigError(f"metrics.relaxed_perplexity.l: {relaxed['l']} is more than s ({relaxed['s']}): need l <= s")
-    _check_analysis_settings(config, raw_analysis, plan)
+    _check_analysis_settings(config, raw_analysis, benchmarks, families, analysis.rubrics)
     anchor = analysis.relaxed_perplexity_anchor
-    if anchor is not None and "relaxed_perplexity" not in plan.families(anchor):
+    if anchor is not None and "relaxed_perplexity" not in families(anchor):
         raise ConfigError(
             f"analysis.relaxed_perplexity_anchor: '{anchor}' is not scored with Relaxed Perplexity "
             f"under this config (see metrics.relaxed_perplexity.benchmarks and metrics.skip)"
         )
-    judged = any("judge" in plan.families(b) for b in open_benchmarks) and bool(models)
+    judged = any("judge" in families(b) for b in open_benchmarks) and bool(models)
     judge = _judge(config, models, spec_of) if judged else None
     judges = _jury(config, models, spec_of) if judged else {}
     judge = next(iter(judges.values()), judge)
@@ -483,25 +473,39 @@ def build_run_plan(config: dict, schema: dict | None = None) -> Plan:
     ):
         if isinstance(value, dict) and spec is not None:
             entries[spec.name] = value
-    jury_benchmarks = tuple(b for b in open_benchmarks if "judge" in plan.families(b)) if judges else ()
+    # what the config does not make and the settings it cannot apply: warnings, and the report's first page
+    warnings = _ineffective_settings(config, judges, analysis.consistency_benchmarks)
+    off = lambda family: "metrics.skip" if family in skipped else f"metrics.{family}.benchmarks"  # noqa: E731
+    # the analysis' facts known once the families of each benchmark and the judges are: the Appendix E tables the
+    # run's benchmarks fill, the jury's benchmarks, and the report's notes
+    tasks = {name: (entry.task, entry.paper_task) for name, entry in benchmarks.items()}
     analysis = replace(
-        analysis, jury_benchmarks=jury_benchmarks, human_ratings=config["analysis"]["human_ratings"] is not None
+        analysis,
+        paper_tables=planned_tables(tasks, families),
+        paper_tasks={name: entry.paper_task for name, entry in benchmarks.items() if entry.paper_task is not None},
+        additions=tuple(name for name, entry in benchmarks.items() if entry.addition),
+        jury_benchmarks=tuple(b for b in open_benchmarks if "judge" in families(b)) if judges else (),
+        human_ratings=config["analysis"]["human_ratings"] is not None,
+        notes=unfilled_tables(tasks, families, off) + warnings,
     )
-    plan = replace(
-        plan,
+    plan = Plan(
+        config=config,
+        models=models,
+        benchmarks=benchmarks,
+        limits=limits,
+        skipped_families=skipped,
+        family_benchmarks=family_benchmarks,
         analysis=analysis,
         judge=judge,
         judges=judges,
         rephraser=rephraser,
         careqa_llms=_careqa_llms(config, models, resources),
         entries=entries,
+        elo_warning=elo_warning,
+        warnings=warnings,
     )
     _check_capabilities(plan)
-    # what the config does not make and the settings it cannot apply: warnings, and the report's first page
-    warnings = _ineffective_settings(config, plan)
-    off = lambda family: "metrics.skip" if family in skipped else f"metrics.{family}.benchmarks"  # noqa: E731
-    analysis = replace(analysis, notes=unfilled_tables(tasks, plan.families, off) + warnings)
-    return replace(plan, analysis=analysis, warnings=warnings)
+    return plan
 
 
 def _check_capabilities(plan: Plan) -> None:
@@ -538,7 +542,7 @@ def _check_capabilities(plan: Plan) -> None:
                 )
 
 
-def _check_analysis_settings(config: dict, raw_analysis: dict, plan: Plan) -> None:
+def _check_analysis_settings(config: dict, raw_analysis: dict, benchmarks: dict, families, rubrics) -> None:
     """The analysis settings the schema cannot check alone: a rating range in order, and the cost page's
     benchmark and metric among what the run writes (a default the run cannot show is left to the page's note)."""
     low, high = config["analysis"]["human_rating_range"]
@@ -551,20 +555,20 @@ def _check_analysis_settings(config: dict, raw_analysis: dict, plan: Plan) -> No
     given = raw_analysis.get("cost") or {}
     benchmark, metric = cost["benchmark"], cost["metric"]
     if benchmark == MCQA_AVERAGE:
-        members = [b for b in plan.benchmarks if plan.benchmarks[b].task == "mcqa"]
+        members = [b for b in benchmarks if benchmarks[b].task == "mcqa"]
         have = list(MCQA_AVERAGE_METRICS) if members else []
-    elif benchmark in plan.benchmarks:
-        have = _metric_names(plan, benchmark)
+    elif benchmark in benchmarks:
+        have = _metric_names(benchmarks[benchmark], families(benchmark))
     else:
         if "benchmark" in given:
             raise ConfigError(
                 f"analysis.cost.benchmark: '{benchmark}' is not a benchmark of this config (have: "
-                f"{', '.join([*plan.benchmarks, MCQA_AVERAGE])})"
+                f"{', '.join([*benchmarks, MCQA_AVERAGE])})"
             )
         return
     if (
         metric not in have
-        and not _judged_metric(plan, benchmark, metric)
+        and not _judged_metric(benchmark in benchmarks and "judge" in families(benchmark), rubrics, metric)
         and ("metric" in given or "benchmark" in given)
     ):
         raise ConfigError(
@@ -573,31 +577,30 @@ def _check_analysis_settings(config: dict, raw_analysis: dict, plan: Plan) -> No
         )
 
 
-def _metric_names(plan: Plan, benchmark: str) -> list[str]:
-    """The fixed metric names `benchmark`'s families write (the judge's and F1-RadGraph's depend on the config; an
+def _metric_names(entry: Benchmark, families: list[str]) -> list[str]:
+    """The fixed metric names a benchmark's families write (the judge's and F1-RadGraph's depend on the config; an
     lm-eval task's are those its task file names)."""
-    lm_eval = plan.benchmarks[benchmark].lm_eval
-    own = list(lm_eval.metrics) if lm_eval is not None and "lm_eval" in plan.families(benchmark) else []
-    return own + [spec.name for family in plan.families(benchmark) for spec in FAMILIES[family].metrics]
+    lm_eval = entry.lm_eval
+    own = list(lm_eval.metrics) if lm_eval is not None and "lm_eval" in families else []
+    return own + [spec.name for family in families for spec in FAMILIES[family].metrics]
 
 
-def _judged_metric(plan: Plan, benchmark: str, metric: str) -> bool:
-    """Whether `metric` is a judge_<rubric> (or its _expected) the judge writes on `benchmark` under this config."""
-    if benchmark not in plan.benchmarks or "judge" not in plan.families(benchmark):
+def _judged_metric(judged: bool, rubrics, metric: str) -> bool:
+    """Whether `metric` is a judge_<rubric> (or its _expected) the judge writes on a benchmark it grades (`judged`)."""
+    if not judged:
         return False
-    rubrics = plan.analysis.rubrics
     return any(metric in (f"{JUDGE_PREFIX}{r}", f"{JUDGE_PREFIX}{r}{JUDGE_EXPECTED_SUFFIX}") for r in rubrics)
 
 
-def _ineffective_settings(config: dict, plan: Plan) -> tuple[str, ...]:
+def _ineffective_settings(config: dict, judges: dict, consistency_benchmarks) -> tuple[str, ...]:
     """Settings that cannot take effect under this config: one warning line each, naming the key."""
     warnings = []
-    if len(plan.judges) == 1:
+    if len(judges) == 1:
         warnings.append(
             "metrics.judge.models: a jury of one judge: the self-preference check needs two judges (a judge's grades "
             "of its own answers are compared with the other judges'), and there is no agreement between judges"
         )
-    if config["analysis"]["comparisons"]["two_level"] and not plan.analysis.consistency_benchmarks:
+    if config["analysis"]["comparisons"]["two_level"] and not consistency_benchmarks:
         warnings.append(
             "analysis.comparisons.two_level: true, but the run has no self-consistency samples to resample "
             "(analysis.consistency.r is 0, or no open-ended benchmark): the one-level paired bootstrap runs"
