@@ -57,9 +57,7 @@ LAYERS: dict[str, int] = {
     "careval.jobs": 6,
     "careval.analysis": 6,
     # 7 the config -> plan step, and its command line
-    "careval.plan": 7,
-    "careval.studies": 7,  # a study's variants, each a plan (careval.plan calls it with its own builder)
-    "careval.study_checks": 7,  # the studies' mistakes at the door, before the schema (careval.plan calls it)
+    "careval.plan": 7,  # the run's plan (careval.plan.run) and its studies' variants (careval.plan.studies)
     "careval.inputs": 7,  # every input file a config names, read before any job (by the plan's callers)
     "careval.estimate": 7,  # what a config's served models will be sent and cost (careval estimate)
     "careval.cli": 8,
@@ -180,6 +178,37 @@ def test_no_package_cycle():
     for source, targets in GRAPH.items():
         packages[package(source)] |= {package(t) for t in targets if package(t) != package(source)}
     assert cycles(packages) == []
+
+
+def test_the_plan_package_has_no_cycle_and_no_callback():
+    """careval.plan: the run's plan, then the studies planned by the run's own code, then the package joining them;
+    no module of it imports one that imports it back (no builder handed across a cycle)."""
+    plan = {name: {t for t in targets if t.startswith("careval.plan")} for name, targets in GRAPH.items()}
+    plan = {name: targets for name, targets in plan.items() if name.startswith("careval.plan")}
+    assert set(plan) == {"careval.plan", "careval.plan.run", "careval.plan.studies"}
+    assert cycles(plan) == []
+    assert plan["careval.plan.run"] == set() and plan["careval.plan.studies"] == {"careval.plan.run"}
+
+
+WORKFLOW = SRC.parent / "workflow"
+
+
+def test_no_module_imports_a_workflow_script():
+    """The library never imports the workflow's scripts or rule files: the scripts are thin callers of it."""
+    scripts = {path.stem for path in (WORKFLOW / "scripts").glob("*.py")}
+    assert scripts, "no workflow scripts found"
+    hits = []
+    for name, path in module_files(SRC).items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            hits += [(name, target) for target in names if target.split(".")[0] in scripts | {"workflow", "scripts"}]
+    assert hits == []
 
 
 def test_metrics_never_import_scoring():

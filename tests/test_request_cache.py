@@ -119,6 +119,11 @@ def test_the_cache_command_says_the_size_and_prunes(tmp_path, capsys):
     config.write_text(yaml.safe_dump({**demo, "resources": {**demo["resources"], "cache_dir": str(tmp_path / "c")}}))
     assert main(["cache", "stats", "--config", str(config)]) == 0
     assert ": 1 entries" in capsys.readouterr().out
+    # a config whose runs keep no cache (resources.cache false) has no folder to show: the run's own rule
+    off = {**demo, "resources": {**demo["resources"], "cache_dir": str(tmp_path / "c"), "cache": False}}
+    config.write_text(yaml.safe_dump(off))
+    assert main(["cache", "stats", "--config", str(config)]) == 2
+    assert "resources.cache is false" in capsys.readouterr().err
 
 
 def test_ages_and_sizes():

@@ -1,4 +1,4 @@
-"""The studies checked at the door (careval.study_checks), through the config's one entry point (careval.plan.build_plan):
+"""The studies checked at the door (careval.plan.study_checks), through the config's one entry point (careval.plan.build_plan):
 each mistake one whole line naming the study, the key and the cause, before any variant is planned (issue 46)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Studies (config `studies:`, careval.studies): variants planned from the run's own config, each output the run's
+"""Studies (config `studies:`, careval.plan.studies): variants planned from the run's own config, each output the run's
 file where the variant's jobs are the run's, and one-line errors naming the study and the key."""
 
 from __future__ import annotations
@@ -213,3 +213,25 @@ def test_the_studies_add_a_page_each_and_nothing_else_to_the_report(demo_raw):
     assert [f.name for f in plan.analysis.figures] == [f.name for f in without.analysis.figures] + ["study_one"]
     # the variant plans are the run's own code's: planning them costs milliseconds, not a run
     assert re.fullmatch(r"[A-Za-z0-9_=.,-]+", plan.studies["one"].swept[0])
+
+
+def test_a_study_kind_is_one_registered_entry_the_schema_names(demo_raw, monkeypatch):
+    """careval.plan.studies.STUDY_KINDS decides what a section sweeps and where its values go: a kind registered in a
+    few lines (here a narrower `generation`) is planned by it, and every registered section is one the schema takes."""
+    from careval.plan.studies import STUDY_KINDS, StudyKind
+
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    pattern = schema["$defs"]["study"]["properties"]["sweep"]["propertyNames"]["pattern"]
+    sections = [s if s != "metrics" else "metrics.rouge" for s in STUDY_KINDS]
+    assert sorted(s for s in sections if re.match(pattern, s)) == sorted(sections)
+    assert not re.match(pattern, "tokenizer")
+
+    monkeypatch.setitem(STUDY_KINDS, "generation", StudyKind("generation", "model", ("temperature",), "section"))
+    sweep = {"generation": {"temperature": [0.0, 0.7]}}
+    plan = plan_with(demo_raw, toy={"models": [SMOL], "benchmarks": ["demo_open_qa"], "sweep": sweep})
+    study = plan.studies["toy"]
+    assert study.kind == "model" and study.swept == ["temperature=0.0", "temperature=0.7"]
+    assert study.variants["temperature=0.7"].plan.infer_job(SMOL, "demo_open_qa").sampling.temperature == 0.7
+    assert study.own_jobs() == [("temperature=0.7", SMOL, "demo_open_qa", 0)]
+    with pytest.raises(ConfigError, match=r"not a setting a study of generation sweeps \(these change a value: temp"):
+        plan_with(demo_raw, toy={"models": [SMOL], "sweep": {"generation": {"top_p": [0.5, 0.9]}}})

@@ -23,6 +23,7 @@ import yaml
 
 from careval.config import ConfigError, load_config, with_schema_defaults
 from careval.inputs import check_input_files
+from careval.models.spec import cache_dir
 from careval.plan import Plan, load_plan
 from careval.request_cache import RequestCache, parse_age, parse_size
 
@@ -60,11 +61,14 @@ def describe_plan(plan: Plan) -> list[str]:
 
 
 def cache_folder(args: argparse.Namespace) -> Path:
-    """--dir, else the config's resources.cache_dir (the schema's default where it sets none)."""
+    """--dir, else the config's request cache folder as its run reads it (careval.models.spec.cache_dir:
+    resources.cache_dir, the schema's default where it sets none; none where resources.cache is false)."""
     if args.dir:
         return Path(args.dir)
-    resources = with_schema_defaults(load_config(args.config).get("resources") or {}, "resources")
-    return Path(resources["cache_dir"])
+    folder = cache_dir(with_schema_defaults(load_config(args.config).get("resources") or {}, "resources"))
+    if folder is None:
+        raise ValueError(f"{args.config}: resources.cache is false: its runs keep no request cache (--dir: a folder)")
+    return Path(folder)
 
 
 def cache_command(args: argparse.Namespace) -> int:

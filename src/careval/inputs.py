@@ -22,6 +22,7 @@ from careval.config import ConfigError
 from careval.datasets.benchmark import REPO_ROOT, LocalSource
 from careval.datasets.loaders import SourceError, read_source
 from careval.datasets.normalise import SampleError, normalise_report
+from careval.models.spec import cache_dir
 
 
 def resolve_input(given: str, key: str) -> Path:
@@ -103,10 +104,10 @@ def check_benchmark_paths(plan) -> None:
 
 def check_cache_dir(config: dict) -> None:
     """resources.cache_dir (where the cache is on): a folder, or a path where one can be made."""
-    resources = config["resources"]
-    if not resources["cache"]:
+    given = cache_dir(config["resources"])
+    if given is None:
         return
-    folder = Path(resources["cache_dir"])
+    folder = Path(given)
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"resources.cache_dir: '{folder}' is a file, not a folder (the request cache's)")
     parent = folder

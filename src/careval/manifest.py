@@ -24,6 +24,7 @@ from typing import Any
 
 from careval.backends.cached import file_digest, folder_digest, hub_revision
 from careval.canonical import EXECUTION, JobSpec, job_spec
+from careval.models.spec import cache_dir
 from careval.request_cache import RequestCache
 
 # the packages whose version can move a number careval reports (models, metrics, statistics, tables)
@@ -89,7 +90,7 @@ def manifest_job(plan: Any) -> ManifestJob:
         datasets_dir=str(plan.datasets_dir),
         logs_dir=f"{plan.results_dir}/logs",
         results_dir=str(plan.results_dir),
-        cache_dir=plan.config["resources"]["cache_dir"] if plan.config["resources"]["cache"] else None,
+        cache_dir=cache_dir(plan.config["resources"]),
     )
 
 

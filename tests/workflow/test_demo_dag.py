@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from workflow_runs import job_kind
 
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
@@ -56,11 +58,13 @@ def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
     out = result.stdout + result.stderr
     n_models, n_bench = len(config["models"]), len(config["benchmarks"])
     assert "correlations" in out and "aggregate_scores" in out
-    counts = {
-        line.split()[0]: int(line.split()[1])
-        for line in out.splitlines()
-        if len(line.split()) == 2 and line.split()[1].isdigit()
-    }
+    # the run's own jobs by rule (a study variant's, under its folder, is study_<rule>: workflow_runs.job_kind)
+    counts: dict[str, int] = {}
+    for _, rule, body in re.findall(r"^( *)(?:local)?rule (\w+):\n((?:\1    .*\n)*)", out, re.MULTILINE):
+        wildcards = re.search(r"^ *wildcards: (.*)$", body, re.MULTILINE)
+        values = dict(p.split("=", 1) for p in (wildcards.group(1) if wildcards else "").split(", ") if "=" in p)
+        kind = job_kind(rule, values)
+        counts[kind] = counts.get(kind, 0) + 1
     # one inference job per model x benchmark (the model loads once per job)
     assert counts.get("infer_open") == n_models * 2  # the two open-ended demo benchmarks
     assert counts.get("infer_closed") == n_models * (n_bench - 2)
@@ -70,9 +74,9 @@ def test_dry_run_plans_the_demo_without_network(repo_root, tmp_path):
     # the LLM-based families load a model in their own job per model x open benchmark
     n_judged = len(config["metrics"]["judge"].get("benchmarks", ["demo_open_qa", "demo_note"]))
     n_relaxed = len(config["metrics"]["relaxed_perplexity"].get("benchmarks", ["demo_open_qa", "demo_note"]))
-    # a jury (metrics.judge.models): each judge in jobs of its own (judge_member), else the single judge's
+    # a jury (metrics.judge.models): each judge in jobs of its own, as a single judge (a jury of one)
     judges = config["metrics"]["judge"].get("models") or [config["metrics"]["judge"]["model"]]
-    judge_rule = "judge_member" if len(judges) > 1 else "judge"
+    judge_rule = "judge"
     assert counts.get(judge_rule) == n_models * n_judged * len(judges)
     assert counts.get("relaxed_perplexity") == n_models * n_relaxed
     assert "score_bleurt" not in counts and "score_radgraph" not in counts  # skipped / no MIMIC in the demo
@@ -185,7 +189,7 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     assert (work / "results" / "tables" / "table4_careqa_statistics.tex").is_file()
     for title in ("Table 4: CareQA", "Figure 5: CareQA", "Figure 6: CareQA", "Figure 7: CareQA"):
         assert any(title in t for t in texts), title
-    # the demo's studies (careval.studies): the chat template off for SmolLM2 on MCQA, BERTScore at layer 3; each
+    # the demo's studies (careval.plan.studies): the chat template off for SmolLM2 on MCQA, BERTScore at layer 3; each
     # baseline's rows are the run's own values, each study has its page, and every row of it a pair a test can find
     # significant (issue 45: samples both scored, and enough of them for p < alpha)
     main = pl.read_parquet(work / "results" / "summary" / "sample_scores.parquet")

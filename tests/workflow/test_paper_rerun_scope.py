@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_runs import planned_dag
+from workflow_runs import job_kind, planned_dag
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = "results/correlations.pdf"
@@ -29,7 +29,7 @@ def _dag(config: dict, workdir: Path, repo: Path = REPO) -> dict[tuple, tuple[li
         dag = workflow.dag
 
         def key(job) -> tuple:
-            return job.rule.name, tuple(sorted(dict(job.wildcards).items()))
+            return job_kind(job.rule.name, dict(job.wildcards)), tuple(sorted(dict(job.wildcards).items()))
 
         return {
             key(job): (workflow.persistence._params(job), [key(after) for after in dag.depending[job]])

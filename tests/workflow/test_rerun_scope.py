@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_runs import make_workdir, planned_dag, reduced_config, snakemake
+from workflow_runs import job_kind, make_workdir, planned_dag, reduced_config, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -262,7 +262,7 @@ CASES = [
         {"sample_consistency"},
         {"judge_repeats"} | CONSISTENCY,
     ),
-    # --- studies (careval.studies): a study plans its variants' own jobs (new outputs) and the studies' tables, the
+    # --- studies (careval.plan.studies): a study plans its variants' own jobs (new outputs) and the studies' tables, the
     # report its page; each variant's jobs are exactly the jobs of the run that read its setting (and those after
     # them), under the variant's plan; every other job is the run's
     Case(
@@ -332,7 +332,9 @@ def planned(output: str) -> list[tuple[str, str, str]]:
     for _, rule, body in _JOB.findall(output):
         wildcards = re.search(r"^ *wildcards: (.*)$", body, re.MULTILINE)
         reason = re.search(r"^ *reason: (.*)$", body, re.MULTILINE)
-        jobs.append((rule, wildcards.group(1) if wildcards else "", reason.group(1) if reason else ""))
+        text = wildcards.group(1) if wildcards else ""
+        values = dict(part.split("=", 1) for part in text.split(", ") if "=" in part)
+        jobs.append((job_kind(rule, values), text, reason.group(1) if reason else ""))
     return jobs
 
 
@@ -396,7 +398,7 @@ def _plan(work: Path, configfile: Path) -> list[Job]:
         dag = workflow.dag
         return [
             Job(
-                job.rule.name,
+                job_kind(job.rule.name, dict(job.wildcards)),
                 ", ".join(f"{key}={value}" for key, value in job.wildcards.items()),
                 str(dag.reason(job)),
                 bool(workflow.persistence.params_changed(job)),

@@ -66,22 +66,27 @@ def test_every_baseline_row_is_the_run_s_own_value(studies_run):
 
 
 def test_each_variant_runs_exactly_the_jobs_its_setting_reaches(studies_run):
+    """A variant's own jobs are the run's rules under its folder (wildcard vpath); a one-family scoring job is named
+    by its family (score_<family>)."""
     _, _, log = studies_run
-    own = {
-        (rule, wildcards) for rule, wildcards in jobs_run(log) if rule.startswith("study_") and "variant" in wildcards
-    }
+    own = set()
+    for rule, wildcards in jobs_run(log):
+        values = dict(part.split("=", 1) for part in wildcards.split(", ") if "=" in part)
+        if values.get("vpath") and rule != "relaxed_perplexity_examples":  # Table 6's job: the study's own table
+            kind = f"score_{values['family']}" if rule == "score_family" else rule
+            own.add((kind, wildcards))
     by_study: dict[str, set[str]] = {}
     for rule, wildcards in own:
-        study = dict(part.split("=", 1) for part in wildcards.split(", ") if "=" in part)["study"]
+        study = dict(part.split("=", 1) for part in wildcards.split(", ") if "=" in part)["vpath"].split("/")[1]
         by_study.setdefault(study, set()).add(rule)
-    chat = {"study_infer_open", "study_infer_closed", "study_relaxed_perplexity", "study_judge", "study_score_accuracy"}
-    chat |= {f"study_score_{f}" for f in ("rouge", "bleu", "bertscore", "moverscore", "perplexity")}
+    chat = {"infer_open", "infer_closed", "relaxed_perplexity", "judge", "score_accuracy"}
+    chat |= {f"score_{f}" for f in ("rouge", "bleu", "bertscore", "moverscore", "perplexity")}
     assert by_study["chat_template"] == chat
-    assert by_study["relaxed_perplexity_grid"] == {"study_relaxed_perplexity"}
-    assert by_study["rephraser"] == {"study_rephrase", "study_score_rephrase", "study_judge_repeats"}
-    assert by_study["general_vs_other"] == chat - {"study_infer_closed", "study_score_accuracy"}
+    assert by_study["relaxed_perplexity_grid"] == {"relaxed_perplexity"}
+    assert by_study["rephraser"] == {"rephrase", "score_rephrase", "judge_repeats"}
+    assert by_study["general_vs_other"] == chat - {"infer_closed", "score_accuracy"}
     # the grid's variants other than the baseline: one Relaxed Perplexity job each; the chat variant: its own too
-    relaxed = [w for rule, w in own if rule == "study_relaxed_perplexity" and "relaxed_perplexity_grid" in w]
+    relaxed = [w for rule, w in own if rule == "relaxed_perplexity" and "relaxed_perplexity_grid" in w]
     assert len(relaxed) == 3
 
 

@@ -130,6 +130,13 @@ def run_two_models(repo: Path, folder: Path, warm: bool) -> FinishedRun:
 _JOB = re.compile(r"^(?:local)?rule (\w+):\n((?:    .*\n)*)", re.MULTILINE)
 
 
+def job_kind(rule: str, wildcards: dict) -> str:
+    """A job's kind by the names the studies had as rules of their own: a one-family scoring job score_<family>, and
+    a job under a study variant's folder (wildcard vpath) study_<kind> (Table 6's examples keep their name)."""
+    kind = f"score_{wildcards['family']}" if rule == "score_family" else rule
+    return f"study_{kind}" if wildcards.get("vpath") and rule != "relaxed_perplexity_examples" else kind
+
+
 def jobs_run(log: str) -> set[tuple[str, str]]:
     """(rule, wildcards) of every job a run started, from snakemake's log."""
     jobs = set()

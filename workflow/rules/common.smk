@@ -14,8 +14,9 @@ from careval.careqa.acquire import edition_name, is_url
 from careval.datasets.benchmark import TASKS, LmEvalSource, LocalSource
 from careval.models.prepare import weights_digest
 from careval.metrics.registry import FAMILIES
-from careval.plan import EXTRA_FAMILIES, LM_EVAL_SCORING
-from careval.studies import studies_job
+from careval.plan import LM_EVAL_SCORING
+from careval.plan.studies import studies_job
+from careval.specs import JURY_REPORT_TABLES
 from careval import results_check, runlock
 from careval.warm import preload as warm_preload, server as warm_server
 
@@ -47,13 +48,33 @@ TASK_PATTERNS["lm_eval"] = benchmark_pattern(lambda e: e.lm_eval is not None and
 TASK_PATTERNS["lm_eval_open"] = benchmark_pattern(lambda e: e.lm_eval is not None and e.generates)
 
 
+# A study's variant runs the run's own rules under its folder: the `vpath` wildcard is "" for the run's files and
+# "studies/<study>/<variant>/" (with "run<r>/" below it for a study with runs) for a variant's (careval.plan.studies).
+# A variant's job whose spec and inputs are the run's is the run's: its file is read, never made again.
 wildcard_constraints:
     model="|".join(re.escape(m) for m in MODELS) or "(?!)",
     benchmark="|".join(re.escape(b) for b in BENCHMARKS),
+    vpath="(?:" + "|".join(["", *(re.escape(vpath) for vpath in PLAN.variant_of)]) + ")",
+
+
+def at(wildcards):
+    """The plan of a job's wildcards: its variant's (vpath), or the run's."""
+    return PLAN.at(wildcards.get("vpath", ""))
 
 
 def evaluated(wildcards):
-    return PLAN.models[wildcards.model]
+    return at(wildcards).models[wildcards.model]
+
+
+def variant_answers(kind):
+    """The generations or log-likelihoods the job of the wildcards reads: its variant's own, or the run's."""
+    return lambda w: PLAN.answers_file(w.get("vpath", ""), w.model, w.benchmark, kind)
+
+
+def variant_repeats(wildcards):
+    """The rephrasings or sampled answers (wildcard kind) the job of the wildcards reads: its variant run's, or the run's."""
+    w = wildcards
+    return PLAN.repeats_file(w.get("vpath", ""), w.kind, w.model, w.benchmark)
 
 
 # Which ready job runs first when cores are few: the jobs that long jobs wait on, then the long LLM jobs,
@@ -79,8 +100,8 @@ def llm_resources(spec_of, served=False):
     such a job then asks for no GPU and no llm_slot (the vllm_engine job holds both) and little memory:
     Snakemake runs a service job and all its consumers at once and adds up their resources."""
 
-    def shared(w):
-        return served and spec_of(w).shared_engine
+    def shared(w):  # a variant's model is not the one the run's engine serves
+        return served and not w.get("vpath") and spec_of(w).shared_engine
 
     return {
         "mem_mb": lambda w: RES["engine_client_mem_mb"] if shared(w) else spec_of(w).mem_mb,
@@ -94,7 +115,7 @@ def llm_resources(spec_of, served=False):
 def llm_threads(spec_of, served=False):
     """The threads of such a job: the model's, or none for a job a shared engine serves (it only tokenises
     and waits on the server; with 0, the service job and its many consumers fit any --cores)."""
-    return lambda w: 0 if served and spec_of(w).shared_engine else spec_of(w).threads
+    return lambda w: 0 if served and not w.get("vpath") and spec_of(w).shared_engine else spec_of(w).threads
 
 
 def engine_file(model):
@@ -109,7 +130,7 @@ def engine_input(wildcards):
     so the file is kept in place between runs (engine_placeholders): adding a benchmark runs that
     benchmark's jobs and the engine, nothing else (tests/backends/test_vllm_service.py)."""
     spec = evaluated(wildcards)
-    return ancient(engine_file(spec.name)) if spec.shared_engine else []
+    return ancient(engine_file(spec.name)) if spec.shared_engine and not wildcards.get("vpath") else []
 
 
 def engine_command(spec):
@@ -238,7 +259,7 @@ def prepared_marker(spec):
 
 
 def model_folder(wildcards):
-    return prepared_marker(PLAN.models[wildcards.model])
+    return prepared_marker(evaluated(wildcards))
 
 
 def score_files():
@@ -263,11 +284,32 @@ def benchmark_source_files(wildcards):
 def score_inputs(wildcards):
     inputs = {
         "samples": f"{DATASETS_DIR}/{wildcards.benchmark}.parquet",
-        "loglik": f"{RESULTS}/loglik/{wildcards.model}/{wildcards.benchmark}.parquet",
+        "loglik": variant_answers("loglik")(wildcards),
     }
     if BENCHMARKS[wildcards.benchmark].generates:
-        inputs["generations"] = f"{RESULTS}/generations/{wildcards.model}/{wildcards.benchmark}.parquet"
+        inputs["generations"] = variant_answers("generations")(wildcards)
     return inputs
+
+
+# the families one job scores one at a time (score_family in scoring.smk): an entry's extra ones, and any under a variant
+SCORED_FAMILIES = [name for name, family in FAMILIES.items() if family.job in ("score", "extra")]
+
+
+# --- judge.smk
+# the judges' folder part: a jury's judge by name (wildcard judge), a single judge's files are the family's
+JUDGE = "jury/{judge}/" if PLAN.judges else ""
+JUDGE_LOG = "{judge}/" if PLAN.judges else ""
+JUDGE_SCORES = (
+    f"{JUDGE}scores/{{model}}/{{benchmark}}.parquet" if PLAN.judges else "scores/{model}/{benchmark}/judge.parquet"
+)
+# Planned under a jury (metrics.judge.models) or where people's ratings are given (analysis.human_ratings).
+JURY_REPORT = bool(PLAN.judges) or config["analysis"]["human_ratings"] is not None
+JURY_REPORT_OUTPUTS = JURY_REPORT_TABLES
+
+
+def judge_of(wildcards):
+    """The judge of a job: the jury's judge it names, or the single judge."""
+    return PLAN.judges[wildcards.judge] if PLAN.judges else PLAN.judge
 
 
 # --- analysis.smk
@@ -386,48 +428,8 @@ def jury_report_inputs(wildcards):
     return inputs
 
 
-# --- studies.smk (careval.studies): a variant's jobs are the run's rules over its own plan, under STUDY
+# --- studies.smk (careval.plan.studies): each study's table, the studies' tests, the review sheets and Table 6
 STUDIES = PLAN.studies
-STUDY = f"{RESULTS}/studies/{{study}}/{{variant}}"
-STUDY_RUN = f"{STUDY}/run{{run}}"
-STUDY_LOGS = f"{LOGS}/studies/{{study}}/{{variant}}"
-
-
-def study_plan(wildcards):
-    """The plan of the wildcards' study variant (of its run, for a study with runs)."""
-    plans = STUDIES[wildcards.study].variants[wildcards.variant].plans
-    return plans[int(wildcards.get("run", 0))]
-
-
-def study_model(wildcards):
-    """The model a study job loads: the variant's evaluated model (section models: another model)."""
-    return study_plan(wildcards).models[wildcards.model]
-
-
-def study_model_folder(wildcards):
-    return prepared_marker(study_model(wildcards))
-
-
-def study_answers(wildcards):
-    """The generations and log-likelihoods a variant's scoring or grading reads: the run's, or its own."""
-    study = STUDIES[wildcards.study]
-    inputs = {"loglik": study.answers_file(wildcards.variant, wildcards.model, wildcards.benchmark, "loglik")}
-    if BENCHMARKS[wildcards.benchmark].generates:
-        inputs["generations"] = study.answers_file(
-            wildcards.variant, wildcards.model, wildcards.benchmark, "generations"
-        )
-    return {"samples": f"{DATASETS_DIR}/{wildcards.benchmark}.parquet", **inputs}
-
-
-def study_rephrasings(wildcards):
-    """A run's rephrasings of one model's answers (the run's own or the study's) and the answers themselves."""
-    study = STUDIES[wildcards.study]
-    w = wildcards
-    return {
-        "samples": f"{DATASETS_DIR}/{w.benchmark}.parquet",
-        "generations": f"{RESULTS}/generations/{w.model}/{w.benchmark}.parquet",
-        "repeats": study.rephrase_file(w.variant, int(w.run), w.model, w.benchmark, "rephrase"),
-    }
 
 
 def study_pattern(names):
@@ -438,18 +440,17 @@ def study_sources(wildcards):
     return [source.path for source in STUDIES[wildcards.study].sources()]
 
 
-def study_examples(wildcards):
+def variant_study(wildcards):
+    """The study and variant of a job under a variant's folder (vpath)."""
+    study, variant, _ = PLAN.variant_of[wildcards.vpath]
+    return STUDIES[study], variant
+
+
+def examples_sources(wildcards):
     """The local source files of a study's Table 6 benchmarks (read whole by the job: `limit` sizes a run, not the table)."""
-    benchmarks = sorted({e.benchmark for e in STUDIES[wildcards.study].examples})
+    benchmarks = sorted({e.benchmark for e in variant_study(wildcards)[0].examples})
     return [path for b in benchmarks for path in benchmark_source_files(SimpleNamespace(benchmark=b))]
 
 
-# the families a study's scoring job computes one at a time (the run's scoring jobs compute all of a task's at once)
-STUDY_SCORE_FAMILIES = [name for name, family in FAMILIES.items() if family.job in ("score", "extra")]
-# the study with paper Table 6's examples (careval.studies: at most one), or None
+# the study with paper Table 6's examples (careval.plan.studies: at most one), or None
 STUDY_EXAMPLES = next((study for study in STUDIES.values() if study.examples), None)
-STUDY_WILDCARDS = {
-    "study": study_pattern(STUDIES),
-    "variant": study_pattern({v for study in STUDIES.values() for v in study.variants}),
-    "run": r"\d+",
-}

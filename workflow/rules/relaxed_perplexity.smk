@@ -10,13 +10,13 @@ rule relaxed_perplexity:
         # the model's shared vLLM engine, when its entry says engine: shared (engine.smk)
         engine=engine_input,
     output:
-        f"{RESULTS}/scores/{{model}}/{{benchmark}}/relaxed_perplexity.parquet",
+        f"{RESULTS}/{{vpath}}scores/{{model}}/{{benchmark}}/relaxed_perplexity.parquet",
         # every target's value (OLAPH: each Must_have and Nice_to_have statement), beside the per-sample scores
-        targets=f"{RESULTS}/relaxed_perplexity_targets/{{model}}/{{benchmark}}.parquet",
+        targets=f"{RESULTS}/{{vpath}}relaxed_perplexity_targets/{{model}}/{{benchmark}}.parquet",
     log:
-        f"{LOGS}/relaxed_perplexity/{{model}}/{{benchmark}}.log",
+        f"{LOGS}/{{vpath}}relaxed_perplexity/{{model}}/{{benchmark}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/relaxed_perplexity/{{model}}/{{benchmark}}.tsv"
+        f"{RESULTS}/{{vpath}}benchmarks/relaxed_perplexity/{{model}}/{{benchmark}}.tsv"
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
     priority: PRIORITY["relaxed_perplexity"]
@@ -28,6 +28,6 @@ rule relaxed_perplexity:
     resources:
         **llm_resources(evaluated, served=True),
     params:
-        job=lambda w: JobParam(PLAN.relaxed_perplexity_job(w.model, w.benchmark)),
+        job=lambda w: JobParam(at(w).relaxed_perplexity_job(w.model, w.benchmark)),
     script:
         "../scripts/relaxed_perplexity.py"

@@ -6,24 +6,24 @@ if PLAN.rephraser is not None:
 
     rule rephrase:
         input:
-            generations=f"{RESULTS}/generations/{{model}}/{{benchmark}}.parquet",
-            rephraser=prepared_marker(PLAN.rephraser),
+            generations=variant_answers("generations"),
+            rephraser=lambda w: prepared_marker(at(w).rephraser),
         output:
-            f"{RESULTS}/rephrase/{{model}}/{{benchmark}}.parquet",
+            f"{RESULTS}/{{vpath}}rephrase/{{model}}/{{benchmark}}.parquet",
         log:
-            f"{LOGS}/rephrase/{{model}}/{{benchmark}}.log",
+            f"{LOGS}/{{vpath}}rephrase/{{model}}/{{benchmark}}.log",
         benchmark:
-            f"{RESULTS}/benchmarks/rephrase/{{model}}/{{benchmark}}.tsv"
+            f"{RESULTS}/{{vpath}}benchmarks/rephrase/{{model}}/{{benchmark}}.tsv"
         wildcard_constraints:
             benchmark=OPEN_PATTERN,
         priority: PRIORITY["rephrase"]
         conda:
             "../envs/careval-gpu.yaml"
-        threads: PLAN.rephraser.threads
+        threads: lambda w: at(w).rephraser.threads
         resources:
-            **llm_resources(lambda wildcards: PLAN.rephraser),
+            **llm_resources(lambda w: at(w).rephraser),
         params:
-            job=JobParam(PLAN.rephrase_job()),
+            job=lambda w: JobParam(at(w).rephrase_job()),
         script:
             "../scripts/rephrase.py"
 
@@ -31,11 +31,11 @@ if PLAN.rephraser is not None:
 rule score_rephrase:
     input:
         samples=f"{DATASETS_DIR}/{{benchmark}}.parquet",
-        repeats=f"{RESULTS}/rephrase/{{model}}/{{benchmark}}.parquet",
+        repeats=lambda w: PLAN.repeats_file(w.vpath, "rephrase", w.model, w.benchmark),
     output:
-        f"{RESULTS}/rephrase_scores/{{model}}/{{benchmark}}.parquet",
+        f"{RESULTS}/{{vpath}}rephrase_scores/{{model}}/{{benchmark}}.parquet",
     log:
-        f"{LOGS}/score_rephrase/{{model}}/{{benchmark}}.log",
+        f"{LOGS}/{{vpath}}score_rephrase/{{model}}/{{benchmark}}.log",
     wildcard_constraints:
         benchmark=OPEN_PATTERN,
     conda:
@@ -45,7 +45,7 @@ rule score_rephrase:
         mem_mb=RES["scoring_mem_mb"],
         runtime=RES["scoring_runtime"],
     params:
-        job=lambda w: JobParam(PLAN.score_job(w.benchmark, PLAN.repeat_families())),
+        job=lambda w: JobParam(at(w).score_job(w.benchmark, at(w).repeat_families())),
     script:
         "../scripts/score_repeats.py"
 

@@ -32,27 +32,29 @@ for _task in [*TASKS, *LM_EVAL_SCORING]:
             "../scripts/score.py"
 
 
-# Families only some benchmarks carry (an entry's extra_metrics, e.g. F1-RadGraph on MIMIC-III).
-for _family in EXTRA_FAMILIES:
+# One metric family of one model on one benchmark: the families only some benchmarks carry (an entry's
+# extra_metrics, e.g. F1-RadGraph on MIMIC-III), and under a study's variant (common.smk, `vpath`) each family
+# whose files the variant's own answers or options change. The run's other families are its task's job above.
+rule score_family:
+    input:
+        unpack(score_inputs),
+    output:
+        scores=f"{RESULTS}/{{vpath}}scores/{{model}}/{{benchmark}}/{{family}}.parquet",
+    log:
+        f"{LOGS}/{{vpath}}score_{{family}}/{{model}}/{{benchmark}}.log",
+    wildcard_constraints:
+        family="|".join(SCORED_FAMILIES),
+    conda:
+        "../envs/careval.yaml"
+    threads: RES["scoring_threads"]
+    resources:
+        mem_mb=RES["scoring_mem_mb"],
+        runtime=RES["scoring_runtime"],
+    params:
+        job=lambda w: JobParam(at(w).score_job(w.benchmark, [w.family])),
+    script:
+        "../scripts/score.py"
 
-    rule:
-        name:
-            f"score_{_family}"
-        input:
-            unpack(score_inputs),
-        output:
-            **{_family: f"{RESULTS}/scores/{{model}}/{{benchmark}}/{_family}.parquet"},
-        log:
-            f"{LOGS}/score_{_family}/{{model}}/{{benchmark}}.log",
-        wildcard_constraints:
-            benchmark=benchmark_pattern(lambda e, family=_family: family in e.extra_metrics),
-        conda:
-            "../envs/careval.yaml"
-        threads: RES["scoring_threads"]
-        resources:
-            mem_mb=RES["scoring_mem_mb"],
-            runtime=RES["scoring_runtime"],
-        params:
-            job=lambda w, family=_family: JobParam(PLAN.score_job(w.benchmark, [family])),
-        script:
-            "../scripts/score.py"
+
+# a family's file of the run is its task's job's; one of the run's extra families, or a variant's, this rule's
+workflow.ruleorder(*[f"score_{task}" for task in [*TASKS, *LM_EVAL_SCORING]], "score_family")

@@ -14,7 +14,8 @@ with job_log(snakemake.log[0], snakemake.output):
     job = job_of(snakemake)
     score_benchmark(
         Path(snakemake.input.samples),
-        {family: Path(snakemake.output[family]) for family in job.family_names},
+        # a task's job names each family's file; a one-family job (rule score_family) has one
+        {family: Path(snakemake.output.get(family, snakemake.output[0])) for family in job.family_names},
         generations_path=Path(snakemake.input.generations) if "generations" in snakemake.input.keys() else None,
         loglik_path=Path(snakemake.input.loglik),
         options=job.options(),

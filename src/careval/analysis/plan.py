@@ -54,7 +54,7 @@ FIGURE_KINDS = {
     "judge_bias": ("judge_bias.rst", "6. Judge jury"),
     "jury_stability": ("jury_stability.rst", "6. Judge jury"),
     "human_agreement": ("human_agreement.rst", "7. Agreement with people"),
-    # config `studies:` (careval.studies, careval.analysis.figures.studies): a page per study, and paper Table 6
+    # config `studies:` (careval.plan.studies, careval.analysis.figures.studies): a page per study, and paper Table 6
     "study": ("study.rst", "12. Studies"),
     "table6": ("table6.rst", "12. Studies"),
     # what this config does not make and why (a paper table whose metrics are skipped), and settings it cannot apply

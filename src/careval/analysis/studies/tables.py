@@ -1,4 +1,4 @@
-"""The tables of the studies (config `studies:`, careval.studies): each study's per-sample values per variant, and
+"""The tables of the studies (config `studies:`, careval.plan.studies): each study's per-sample values per variant, and
 every variant against its model's baseline: the paired test of the model comparisons, Holm within the study, and
 Kendall's tau between the models' rankings under the variant and under the baseline.
 
@@ -36,7 +36,7 @@ from careval.schemas import REPEAT_SCORE_SCHEMA, STUDY_SAMPLE_SCHEMA, STUDY_SCHE
 
 @job_spec
 class SourceLabel(JobSpec):
-    """Whose per-sample file an input of a study's table is (careval.studies.StudySource without its path)."""
+    """Whose per-sample file an input of a study's table is (careval.plan.studies.StudySource without its path)."""
 
     variant: str
     model: str

@@ -1,7 +1,7 @@
 """Studies (config `studies:`): settings swept over named variants against the run's own setting, planned as jobs.
 
 A study sweeps the settings of one section of the config over variants (the grid of their values), for some models
-on some benchmarks. Each variant is a plan (careval.plan.Plan) built by the run's own code from the run's config
+on some benchmarks. Each variant is a plan (careval.plan.run.Plan) built by the run's own code from the run's config
 with the swept settings applied, so its jobs' specs are exactly what its jobs read. A variant's job whose spec, and
 whose inputs, equal a job of the run is that job: its file is the run's, never computed again. The others are the
 study's jobs, written under results/studies/<study>/<variant>/ in the layout of results/ (and run<r>/ below it for
@@ -35,29 +35,88 @@ from careval.analysis.studies.tables import SourceLabel, StudiesJob, StudyPage, 
 from careval.analysis.tables.table6 import Table6Job
 from careval.config import ConfigError
 from careval.metrics.registry import FAMILIES
+from careval.plan.run import Plan, build_run_plan
 from careval.specs import Example, ExamplesJob
 
-# careval.plan.Plan: the plan imports this module to plan its studies, so the type is named here, not imported
-Plan = Any
-
 BASELINE = "baseline"
-# what a study of each section re-runs
-KINDS = {
-    "model": "model",
-    "models": "model",
-    "benchmark": "model",
-    "generation": "model",
-    "analysis.resilience": "analysis",
-}
+
+
+@dataclass(frozen=True)
+class StudyKind:
+    """A kind of study, one registered entry: the config section its sweep names, the settings it may sweep there,
+    where a variant's settings go, what it re-runs, and the job kinds (rules) reading those settings."""
+
+    section: str  # a key of a study's `sweep` (a metric family's: "metrics.<family>", registered as "metrics")
+    reruns: str  # "model" (the study's models' jobs), "metric" (the family's scoring), "analysis" (the rephrasings)
+    settings: tuple[str, ...]  # what it may sweep (a dotted setting's first part); metrics: the family's options
+    # where a variant's values go: "models" (each of the study's models' entries), "benchmarks" (each of its
+    # benchmarks' entries), "section" (the config section itself), "swap" (section models: other models in place)
+    target: str
+    jobs: tuple[str, ...] = ()
+
+
+# every study kind, by section (register_study_kind); the schema's sweep sections are checked against these
+STUDY_KINDS: dict[str, StudyKind] = {}
+
+
+def register_study_kind(kind: StudyKind) -> StudyKind:
+    STUDY_KINDS[kind.section] = kind
+    return kind
+
+
+_MODEL_JOBS = ("infer_open", "infer_closed", "relaxed_perplexity", "score_family", "judge")
 # the keys of a model entry a study may sweep: what changes a model's outputs, its weights aside (section `models`)
-MODEL_SETTINGS = (
-    "backend", "chat_template", "system_prompt", "dtype", "batch_size", "max_length", "vllm_args",
-    "endpoint", "tokenizer",  # a served model: its API, served model or address (endpoint.api, ...), its tokenizer
-)  # fmt: skip
+register_study_kind(
+    StudyKind(
+        "model",
+        "model",
+        # a served model's too: its API, served model or address (endpoint.api, ...), its tokenizer
+        (
+            "backend",
+            "chat_template",
+            "system_prompt",
+            "dtype",
+            "batch_size",
+            "max_length",
+            "vllm_args",
+            "endpoint",
+            "tokenizer",
+        ),
+        "models",
+        _MODEL_JOBS,
+    )
+)
+register_study_kind(StudyKind("models", "model", (), "swap", _MODEL_JOBS))
 # the keys of a benchmark entry a model job reads (careval.specs.PROMPT_KEYS, the layout aside, and the decoding)
-BENCHMARK_SETTINGS = ("prompt", "mcqa_style", "mode", "max_new_tokens", "stop")
-GENERATION_SETTINGS = ("max_new_tokens", "temperature", "top_p", "seed", "stop")
-RESILIENCE_SETTINGS = ("rephraser", "k", "limit", "sampling")
+register_study_kind(
+    StudyKind(
+        "benchmark", "model", ("prompt", "mcqa_style", "mode", "max_new_tokens", "stop"), "benchmarks", _MODEL_JOBS
+    )
+)
+register_study_kind(
+    StudyKind("generation", "model", ("max_new_tokens", "temperature", "top_p", "seed", "stop"), "section", _MODEL_JOBS)
+)
+register_study_kind(
+    StudyKind(
+        "analysis.resilience",
+        "analysis",
+        ("rephraser", "k", "limit", "sampling"),
+        "section",
+        ("rephrase", "score_rephrase", "judge_repeats"),
+    )
+)
+# a metric family's options (its registry entry's): that family's scoring jobs
+register_study_kind(StudyKind("metrics", "metric", (), "section", ("score_family", "relaxed_perplexity", "judge")))
+
+
+def study_kind(section: str) -> StudyKind:
+    """The registered kind of a sweep's section (metrics.<family>: the family's options)."""
+    if section.startswith("metrics."):
+        family = section.split(".", 1)[1]
+        return replace(STUDY_KINDS["metrics"], section=section, settings=tuple(FAMILIES[family].options))
+    return STUDY_KINDS[section]
+
+
 # a value named by itself in a list of values (else: give a mapping name -> value)
 _WORD = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
 
@@ -106,6 +165,13 @@ class Study:
     review: dict[str, int] = field(default_factory=dict)  # the blind review sheet of the rephrasings (rows, seed)
     # model -> its baseline's variant name (a swept variant whose every job is the run's, else `baseline`)
     baselines: dict[str, str] = field(default_factory=dict)
+    # where each output of each variant comes from, found once (the rules' input functions ask many times over)
+    _stages: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def _stage(self, key: tuple, find) -> Stage:
+        if key not in self._stages:
+            self._stages[key] = find()
+        return self._stages[key]
 
     # --- which variants each model has, and where its files come from
 
@@ -117,20 +183,41 @@ class Study:
         """The variants of a model's rows: every swept variant, and `baseline` where none of them is its baseline."""
         return self.swept + ([BASELINE] if self.baselines[model] == BASELINE else [])
 
+    def vpath(self, variant: str, run: int | None = None) -> str:
+        """A variant's folder under the results folder (of one run, for a study with runs), as the rules' `vpath`
+        wildcard names it: the run's own files are at vpath "" (careval.plan.Plan.at)."""
+        folder = f"studies/{self.name}/{variant}/"
+        return folder if run is None else f"{folder}run{run}/"
+
     def root(self, variant: str, run: int | None = None) -> str:
         """The folder of a variant's own files (of one run, for a study with runs)."""
-        root = f"{self.results_dir}/studies/{self.name}/{variant}"
-        return root if run is None else f"{root}/run{run}"
+        return f"{self.results_dir}/{self.vpath(variant, run)}".rstrip("/")
+
+    def vpaths(self) -> dict[str, tuple[str, int]]:
+        """Every folder of the study's own jobs -> (variant, run): a variant's, and for a study with runs (the
+        resilience analysis) each run's below it."""
+        out = {}
+        for variant in self.variants:
+            out[self.vpath(variant)] = (variant, 0)
+            if self.kind == "analysis":
+                out.update({self.vpath(variant, run): (variant, run) for run in self.runs_of()})
+        return out
 
     def runs_of(self) -> range:
         return range(self.runs)
 
     def main_model(self, variant: str, model: str) -> str | None:
         """The run's model whose spec is the variant's model's (the same name but for section `models`), or None."""
-        spec = repr(self.variants[variant].plan.models[model])
-        return next((name for name, main in self.main.models.items() if repr(main) == spec), None)
+        key = ("main_model", variant, model)
+        if key not in self._stages:
+            spec = repr(self.variants[variant].plan.models[model])
+            self._stages[key] = next((name for name, main in self.main.models.items() if repr(main) == spec), None)
+        return self._stages[key]
 
     def infer(self, variant: str, model: str, benchmark: str) -> Stage:
+        return self._stage(("infer", variant, model, benchmark), lambda: self._infer(variant, model, benchmark))
+
+    def _infer(self, variant: str, model: str, benchmark: str) -> Stage:
         plan, main = self.variants[variant].plan, self.main
         name = self.main_model(variant, model)
         same = name is not None and repr(plan.infer_job(model, benchmark)) == repr(main.infer_job(name, benchmark))
@@ -138,6 +225,10 @@ class Study:
 
     def scores(self, variant: str, model: str, benchmark: str, family: str) -> Stage:
         """A metric family's per-sample file of one model on one benchmark."""
+        key = ("scores", variant, model, benchmark, family)
+        return self._stage(key, lambda: self._scores(variant, model, benchmark, family))
+
+    def _scores(self, variant: str, model: str, benchmark: str, family: str) -> Stage:
         plan, main = self.variants[variant].plan, self.main
         job = FAMILIES[family].job
         if family == "relaxed_perplexity":
@@ -161,6 +252,10 @@ class Study:
 
     def rephrase(self, variant: str, run: int, model: str, benchmark: str, stage: str) -> Stage:
         """A rephrasing output of one run ("rephrase", "rephrase_scores" or "rephrase_judge")."""
+        key = ("rephrase", variant, run, model, benchmark, stage)
+        return self._stage(key, lambda: self._rephrase(variant, run, model, benchmark, stage))
+
+    def _rephrase(self, variant: str, run: int, model: str, benchmark: str, stage: str) -> Stage:
         plan, main = self.variants[variant].plans[run], self.main
         same = (
             benchmark in main.analysis.resilience_benchmarks
@@ -337,14 +432,14 @@ def _same_judging(plan: Plan, main: Plan, repeats: bool = False) -> bool:
 # --- building the studies of a config
 
 
-def build_studies(raw: dict, main: Plan, build_plan) -> dict[str, Study]:
-    """Every study of the config (`raw`, as read), each variant planned by `build_plan` on the run's config with its
-    settings; a ConfigError names the study and the key."""
+def build_studies(raw: dict, main: Plan, schema: dict | None = None) -> dict[str, Study]:
+    """Every study of the config (`raw`, as read), each variant planned by the run's own code (build_run_plan) on
+    the run's config with its settings; a ConfigError names the study and the key."""
     studies = {}
     with_examples = []
     # by name, as the models of a study: a config's key order decides no job (the rerun-scope test sorts its keys)
     for name, settings in sorted((main.config.get("studies") or {}).items()):
-        study = _study(name, settings, raw, main, build_plan)
+        study = _study(name, settings, raw, main, schema)
         if study.examples:
             with_examples.append(name)
         studies[name] = study
@@ -356,13 +451,13 @@ def build_studies(raw: dict, main: Plan, build_plan) -> dict[str, Study]:
     return studies
 
 
-def _study(name: str, settings: dict, raw: dict, main: Plan, build_plan) -> Study:
+def _study(name: str, settings: dict, raw: dict, main: Plan, schema: dict | None) -> Study:
     key = f"studies.{name}"
     ((section, sweep),) = settings["sweep"].items()
-    kind = "metric" if section.startswith("metrics.") else KINDS[section]
-    family = section.split(".", 1)[1] if kind == "metric" else None
+    family = section.split(".", 1)[1] if section.startswith("metrics.") else None
     if family is not None and family not in FAMILIES:
         raise ConfigError(f"{key}.sweep: '{family}' is not a metric family (have: {', '.join(FAMILIES)})")
+    kind = study_kind(section).reruns
     models = tuple(sorted(settings.get("models") or main.models))
     unknown = [m for m in models if m not in main.models]
     if unknown:
@@ -378,10 +473,10 @@ def _study(name: str, settings: dict, raw: dict, main: Plan, build_plan) -> Stud
     _check_benchmarks(key, given, kind, section, family, main)
     base = _config_without_studies(raw)
     variants = {
-        variant: Variant(variant, _plans(key, variant, section, values, base, main, models, given, runs, build_plan))
+        variant: Variant(variant, _plans(key, variant, section, values, base, main, models, given, runs, schema))
         for variant, values in _grid(f"{key}.sweep.{section}", section, sweep)
     }
-    baseline = Variant(BASELINE, _plans(key, BASELINE, section, (), base, main, models, given, runs, build_plan))
+    baseline = Variant(BASELINE, _plans(key, BASELINE, section, (), base, main, models, given, runs, schema))
     variants[BASELINE] = baseline
     default = _default_benchmarks(kind, family, main)
     study = Study(
@@ -474,17 +569,7 @@ def _grid(key: str, section: str, sweep: Any) -> list[tuple[str, tuple[tuple[str
 
 
 def _check_setting(key: str, section: str, setting: str) -> None:
-    family = section.split(".", 1)[1] if section.startswith("metrics.") else None
-    allowed = (
-        FAMILIES[family].options
-        if family is not None
-        else {
-            "model": MODEL_SETTINGS,
-            "benchmark": BENCHMARK_SETTINGS,
-            "generation": GENERATION_SETTINGS,
-            "analysis.resilience": RESILIENCE_SETTINGS,
-        }[section]
-    )
+    allowed = study_kind(section).settings
     if setting.split(".", 1)[0] not in allowed:
         raise ConfigError(
             f"{key}.sweep.{section}.{setting}: not a setting a study of {section} sweeps (these change a value: "
@@ -521,9 +606,10 @@ def _variant_config(key, section, values, base, models, benchmarks) -> tuple[dic
         return config, {label: other}
     for setting, value in values:
         _check_setting(key, section, setting)
-        if section == "model":
+        target = study_kind(section).target
+        if target == "models":
             targets = [config["models"][model] for model in models]
-        elif section == "benchmark":
+        elif target == "benchmarks":
             targets = [config["benchmarks"][benchmark] for benchmark in benchmarks]
         else:
             targets = [_section(config, section)]
@@ -532,7 +618,7 @@ def _variant_config(key, section, values, base, models, benchmarks) -> tuple[dic
     return config, {}  # (the baseline: no settings)
 
 
-def _plans(key, variant, section, values, base, main, models, benchmarks, runs, build_plan) -> tuple:
+def _plans(key, variant, section, values, base, main, models, benchmarks, runs, schema) -> tuple:
     """The variant's plan of each run: the run's config with its settings, planned by the run's own code (so its
     defaults and checks are the run's). Run r > 0 rephrases with the variant's seed + r."""
     if section == "models" and values:
@@ -546,12 +632,12 @@ def _plans(key, variant, section, values, base, main, models, benchmarks, runs, 
             raise ConfigError(f"{key}.sweep.models.{label}: `models` has a model of this name already")
     config, own = _variant_config(key, section, values, base, models, benchmarks)
     try:
-        plans = [build_plan(config) if values else main]
+        plans = [build_run_plan(config, schema) if values else main]
         for run in range(1, runs):
             seed = plans[0].rephrase_job().sampling.seed + run
             run_config = copy.deepcopy(config)
             _set(_section(run_config, "analysis.resilience"), "sampling.seed", seed)
-            plans.append(build_plan(run_config))
+            plans.append(build_run_plan(run_config, schema))
     except ConfigError as error:
         raise ConfigError(f"{key}: variant {variant}: {error}") from None
     if section not in ("model", "models") or not values:

@@ -4,7 +4,7 @@ and build the typed specs every rule file reads (models, benchmarks, metric fami
 The plan's last step is one frozen spec per job (careval.specs; the `*_job` methods of :class:`Plan`): exactly
 the settings that job reads, which its rule passes as `params: job=...` and nothing else of the config.
 
-The Snakefile calls :func:`build_plan` once; every config error is a one-line :class:`ConfigError`
+The Snakefile calls :func:`careval.plan.build_plan` once; every config error is a one-line :class:`ConfigError`
 raised here, before any job. A family a config skips (``metrics.skip``) or never reaches (no
 benchmark for it) never needs its section: ``metrics.skip: [judge]`` without ``metrics.judge`` plans.
 """
@@ -12,7 +12,6 @@ benchmark for it) never needs its section: ``metrics.skip: [judge]`` without ``m
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from careval.analysis.aggregate import MCQA_AVERAGE, MCQA_AVERAGE_METRICS
@@ -25,7 +24,7 @@ from careval.backends.base import missing as missing_capability
 from careval.backends.registry import spec_capabilities
 from careval.careqa.llm import llm_sampling
 from careval.careqa.statistics import CareqaStatisticsJob
-from careval.config import ConfigError, prepare_config, read_config_file, schema_part
+from careval.config import ConfigError, prepare_config, schema_part
 from careval.datasets.benchmark import Benchmark
 from careval.datasets.definition import BenchmarkDefinitionError
 from careval.datasets.loaders import SourceError
@@ -37,7 +36,7 @@ from careval.jobs.repeats import repeat_sampling
 from careval.metrics.registry import FAMILIES, JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, TASK_FAMILIES
 from careval.models.prepare import check_local_folder
 from careval.models.source import ModelSourceError
-from careval.models.spec import ModelSpec, endpoint_spec, model_spec
+from careval.models.spec import ModelSpec, cache_dir, endpoint_spec, model_spec
 from careval.specs import (
     DATA_KEYS,
     PROMPT_KEYS,
@@ -58,10 +57,8 @@ from careval.specs import (
     ReviewJob,
     ScoreJob,
 )
-from careval.studies import build_studies
-from careval.study_checks import check_studies
 
-__all__ = ["ConfigError", "Plan", "build_plan"]
+__all__ = ["ConfigError", "Plan", "build_run_plan"]
 
 # The families computed by a job that loads an LLM, each by its own rule (the judge, Relaxed Perplexity).
 LLM_FAMILIES = tuple(name for name, family in FAMILIES.items() if family.job == "llm")
@@ -79,6 +76,18 @@ def benchmark_families(entry: Benchmark) -> tuple[str, ...]:
     if entry.lm_eval is not None:
         return LM_EVAL_SCORING["lm_eval_open" if entry.generates else "lm_eval"] + entry.extra_metrics
     return TASK_FAMILIES[entry.task] + entry.extra_metrics
+
+
+def scored_families(
+    entry: Benchmark, benchmark: str, skipped: frozenset[str], only: dict[str, tuple[str, ...] | None]
+) -> list[str]:
+    """The families a benchmark is scored with: its own, less those skipped (metrics.skip) and the LLM families
+    limited to other benchmarks (metrics.<family>.benchmarks, `only`)."""
+    return [
+        family
+        for family in benchmark_families(entry)
+        if family not in skipped and ((allowed := only.get(family)) is None or benchmark in allowed)
+    ]
 
 
 @dataclass(frozen=True)
@@ -102,12 +111,37 @@ class Plan:
     entries: dict[str, dict] = field(default_factory=dict)
     # the Elo CSV's names that match no configured model, or configured models without an Elo (one line)
     elo_warning: str | None = None
-    # config `studies:` (careval.studies): each study's variants, each a plan of its own
+    # config `studies:` (careval.plan.studies.Study, which imports this module): each study's variants, each a plan
     studies: dict[str, Any] = field(default_factory=dict)
-    # the models of a study only (careval.studies, section `models`): name -> spec
+    # the models of a study only (careval.plan.studies, section `models`): name -> spec
     study_models: dict[str, ModelSpec] = field(default_factory=dict)
     # settings that cannot take effect under this config, one line each naming the key (also the report's notes)
     warnings: tuple[str, ...] = ()
+    # every study variant's folder under results/ (the rules' `vpath` wildcard, careval.plan.studies.Study.vpath) ->
+    # (study, variant, run) and its plan: the run's own rules run a variant's jobs under the variant's plan
+    variant_of: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    variant_plans: dict[str, Plan] = field(default_factory=dict)
+
+    def at(self, vpath: str) -> Plan:
+        """The plan of the jobs under a variant's folder (`vpath`, e.g. "studies/chat/chat_template=true/"); the
+        run's own under "" (a job whose file is the run's is the run's job: the studies never ask for it)."""
+        return self.variant_plans[vpath] if vpath else self
+
+    def answers_file(self, vpath: str, model: str, benchmark: str, kind: str) -> str:
+        """The generations or log-likelihoods ("generations", "loglik") the jobs under `vpath` read: the variant's
+        own, or the run's where the variant's inference is the run's."""
+        if not vpath:
+            return f"{self.results_dir}/{kind}/{model}/{benchmark}.parquet"
+        study, variant, _ = self.variant_of[vpath]
+        return self.studies[study].answers_file(variant, model, benchmark, kind)
+
+    def repeats_file(self, vpath: str, kind: str, model: str, benchmark: str) -> str:
+        """The rephrasings ("rephrase") or sampled answers ("consistency") the jobs under `vpath` read: the run's,
+        or a variant run's own rephrasings."""
+        if not vpath:
+            return f"{self.results_dir}/{kind}/{model}/{benchmark}.parquet"
+        study, variant, run = self.variant_of[vpath]
+        return self.studies[study].rephrase_file(variant, run, model, benchmark, kind)
 
     @property
     def results_dir(self) -> str:
@@ -130,13 +164,7 @@ class Plan:
 
     def families(self, benchmark: str) -> list[str]:
         """The metric families `benchmark` is scored with under this config."""
-        entry = self.benchmarks[benchmark]
-        return [
-            family
-            for family in benchmark_families(entry)
-            if family not in self.skipped_families
-            and ((allowed := self.family_benchmarks.get(family)) is None or benchmark in allowed)
-        ]
+        return scored_families(self.benchmarks[benchmark], benchmark, self.skipped_families, self.family_benchmarks)
 
     def score_job_families(self, task: str) -> list[str]:
         """The families the scoring job of a task writes (LLM-based and per-entry ones have their own rules); the
@@ -305,7 +333,7 @@ class Plan:
             models=tuple(sorted(self.models)),
             benchmarks=tuple(sorted(self.benchmarks)),
             gpus=gpus,
-            cache_dir=resources["cache_dir"] if resources["cache"] else None,
+            cache_dir=cache_dir(resources),
             prices=job_prices(self, model_kinds),
         )
 
@@ -343,36 +371,9 @@ class Plan:
         raise KeyError(name)
 
 
-def build_plan(config: dict, schema: dict | None = None) -> Plan:
-    """Validate `config` (raw, as read from YAML) and build its plan; ConfigError names the key."""
-    check_studies(config)  # the studies' mistakes the schema would name vaguely, or not at all (careval.study_checks)
-    plan = _build_run_plan(config, schema)
-    if not plan.config["studies"]:
-        return plan
-    studies = build_studies(config, plan, lambda variant_config: _build_run_plan(variant_config, schema))
-    own = {
-        spec.name: spec
-        for study in studies.values()
-        for variant in study.variants.values()
-        for spec in variant.plan.models.values()
-        if spec.name not in plan.models and spec.name not in plan.entries
-    }
-    entries = {
-        name: entry
-        for study in studies.values()
-        for v in study.variants.values()
-        for name, entry in v.plan.entries.items()
-    }
-    analysis = replace(
-        plan.analysis,
-        studies=tuple(study.page() for study in studies.values()),
-        table6=any(study.examples for study in studies.values()),
-    )
-    return replace(plan, analysis=analysis, studies=studies, study_models=own, entries={**entries, **plan.entries})
-
-
-def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
-    """The plan of the run itself (every part but its studies)."""
+def build_run_plan(config: dict, schema: dict | None = None) -> Plan:
+    """Validate `config` (raw, as read from YAML) and build the plan of the run itself (every part but its studies:
+    careval.plan.build_plan); ConfigError names the key. A study's variant is planned by this same function."""
     raw_analysis = config.get("analysis") or {}  # what the config sets itself, before the schema's defaults
     config = prepare_config(config, schema)
     sizes, resources, models_dir = config["model_sizes"], config["resources"], config["models_dir"]
@@ -443,37 +444,21 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
         except EloFileError as error:
             raise ConfigError(f"analysis.elo_csv: {error}") from None
 
-    plan = Plan(
-        config=config,
-        models=models,
-        benchmarks=benchmarks,
-        limits=limits,
-        skipped_families=skipped,
-        family_benchmarks=family_benchmarks,
-        analysis=analysis,
-        elo_warning=elo_warning,
-    )
-    # the Appendix E tables the run's benchmarks fill: known once the families of each benchmark are
-    tasks = {name: (entry.task, entry.paper_task) for name, entry in benchmarks.items()}
-    analysis = replace(
-        analysis,
-        paper_tables=planned_tables(tasks, plan.families),
-        paper_tasks={name: entry.paper_task for name, entry in benchmarks.items() if entry.paper_task is not None},
-        additions=tuple(name for name, entry in benchmarks.items() if entry.addition),
-    )
-    plan = replace(plan, analysis=analysis)
+    def families(benchmark: str) -> list[str]:  # Plan.families, before the plan is made
+        return scored_families(benchmarks[benchmark], benchmark, skipped, family_benchmarks)
+
     relaxed = metrics["relaxed_perplexity"]
-    if any("relaxed_perplexity" in plan.families(b) for b in benchmarks) and relaxed["l"] > relaxed["s"]:
+    if any("relaxed_perplexity" in families(b) for b in benchmarks) and relaxed["l"] > relaxed["s"]:
         # the estimator keeps the l most likely of s sampled continuations (careval.metrics.relaxed_perplexity)
         raise ConfigError(f"metrics.relaxed_perplexity.l: {relaxed['l']} is more than s ({relaxed['s']}): need l <= s")
-    _check_analysis_settings(config, raw_analysis, plan)
+    _check_analysis_settings(config, raw_analysis, benchmarks, families, analysis.rubrics)
     anchor = analysis.relaxed_perplexity_anchor
-    if anchor is not None and "relaxed_perplexity" not in plan.families(anchor):
+    if anchor is not None and "relaxed_perplexity" not in families(anchor):
         raise ConfigError(
             f"analysis.relaxed_perplexity_anchor: '{anchor}' is not scored with Relaxed Perplexity "
             f"under this config (see metrics.relaxed_perplexity.benchmarks and metrics.skip)"
         )
-    judged = any("judge" in plan.families(b) for b in open_benchmarks) and bool(models)
+    judged = any("judge" in families(b) for b in open_benchmarks) and bool(models)
     judge = _judge(config, models, spec_of) if judged else None
     judges = _jury(config, models, spec_of) if judged else {}
     judge = next(iter(judges.values()), judge)
@@ -489,25 +474,39 @@ def _build_run_plan(config: dict, schema: dict | None = None) -> Plan:
     ):
         if isinstance(value, dict) and spec is not None:
             entries[spec.name] = value
-    jury_benchmarks = tuple(b for b in open_benchmarks if "judge" in plan.families(b)) if judges else ()
+    # what the config does not make and the settings it cannot apply: warnings, and the report's first page
+    warnings = _ineffective_settings(config, judges, analysis, benchmarks)
+    off = lambda family: "metrics.skip" if family in skipped else f"metrics.{family}.benchmarks"  # noqa: E731
+    # the analysis' facts known once the families of each benchmark and the judges are: the Appendix E tables the
+    # run's benchmarks fill, the jury's benchmarks, and the report's notes
+    tasks = {name: (entry.task, entry.paper_task) for name, entry in benchmarks.items()}
     analysis = replace(
-        analysis, jury_benchmarks=jury_benchmarks, human_ratings=config["analysis"]["human_ratings"] is not None
+        analysis,
+        paper_tables=planned_tables(tasks, families),
+        paper_tasks={name: entry.paper_task for name, entry in benchmarks.items() if entry.paper_task is not None},
+        additions=tuple(name for name, entry in benchmarks.items() if entry.addition),
+        jury_benchmarks=tuple(b for b in open_benchmarks if "judge" in families(b)) if judges else (),
+        human_ratings=config["analysis"]["human_ratings"] is not None,
+        notes=unfilled_tables(tasks, families, off) + warnings,
     )
-    plan = replace(
-        plan,
+    plan = Plan(
+        config=config,
+        models=models,
+        benchmarks=benchmarks,
+        limits=limits,
+        skipped_families=skipped,
+        family_benchmarks=family_benchmarks,
         analysis=analysis,
         judge=judge,
         judges=judges,
         rephraser=rephraser,
         careqa_llms=_careqa_llms(config, models, resources),
         entries=entries,
+        elo_warning=elo_warning,
+        warnings=warnings,
     )
     _check_capabilities(plan)
-    # what the config does not make and the settings it cannot apply: warnings, and the report's first page
-    warnings = _ineffective_settings(config, plan)
-    off = lambda family: "metrics.skip" if family in skipped else f"metrics.{family}.benchmarks"  # noqa: E731
-    analysis = replace(analysis, notes=unfilled_tables(tasks, plan.families, off) + warnings)
-    return replace(plan, analysis=analysis, warnings=warnings)
+    return plan
 
 
 def job_prices(plan: Plan, model_kinds: tuple[str, ...]) -> dict[str, dict[str, list[float]]]:
@@ -563,7 +562,7 @@ def _check_capabilities(plan: Plan) -> None:
                 raise ConfigError(f"{key}: {missing_capability(runtime, 'prompt_logprobs', needs[0])} (on {benchmark})")
 
 
-def _check_analysis_settings(config: dict, raw_analysis: dict, plan: Plan) -> None:
+def _check_analysis_settings(config: dict, raw_analysis: dict, benchmarks: dict, families, rubrics) -> None:
     """The analysis settings the schema cannot check alone: a rating range in order, and the cost page's
     benchmark and metric among what the run writes (a default the run cannot show is left to the page's note)."""
     low, high = config["analysis"]["human_rating_range"]
@@ -576,20 +575,20 @@ def _check_analysis_settings(config: dict, raw_analysis: dict, plan: Plan) -> No
     given = raw_analysis.get("cost") or {}
     benchmark, metric = cost["benchmark"], cost["metric"]
     if benchmark == MCQA_AVERAGE:
-        members = [b for b in plan.benchmarks if plan.benchmarks[b].task == "mcqa"]
+        members = [b for b in benchmarks if benchmarks[b].task == "mcqa"]
         have = list(MCQA_AVERAGE_METRICS) if members else []
-    elif benchmark in plan.benchmarks:
-        have = _metric_names(plan, benchmark)
+    elif benchmark in benchmarks:
+        have = _metric_names(benchmarks[benchmark], families(benchmark))
     else:
         if "benchmark" in given:
             raise ConfigError(
                 f"analysis.cost.benchmark: '{benchmark}' is not a benchmark of this config (have: "
-                f"{', '.join([*plan.benchmarks, MCQA_AVERAGE])})"
+                f"{', '.join([*benchmarks, MCQA_AVERAGE])})"
             )
         return
     if (
         metric not in have
-        and not _judged_metric(plan, benchmark, metric)
+        and not _judged_metric(benchmark in benchmarks and "judge" in families(benchmark), rubrics, metric)
         and ("metric" in given or "benchmark" in given)
     ):
         raise ConfigError(
@@ -598,36 +597,35 @@ def _check_analysis_settings(config: dict, raw_analysis: dict, plan: Plan) -> No
         )
 
 
-def _metric_names(plan: Plan, benchmark: str) -> list[str]:
-    """The fixed metric names `benchmark`'s families write (the judge's and F1-RadGraph's depend on the config; an
+def _metric_names(entry: Benchmark, families: list[str]) -> list[str]:
+    """The fixed metric names a benchmark's families write (the judge's and F1-RadGraph's depend on the config; an
     lm-eval task's are those its task file names)."""
-    lm_eval = plan.benchmarks[benchmark].lm_eval
-    own = list(lm_eval.metrics) if lm_eval is not None and "lm_eval" in plan.families(benchmark) else []
-    return own + [spec.name for family in plan.families(benchmark) for spec in FAMILIES[family].metrics]
+    lm_eval = entry.lm_eval
+    own = list(lm_eval.metrics) if lm_eval is not None and "lm_eval" in families else []
+    return own + [spec.name for family in families for spec in FAMILIES[family].metrics]
 
 
-def _judged_metric(plan: Plan, benchmark: str, metric: str) -> bool:
-    """Whether `metric` is a judge_<rubric> (or its _expected) the judge writes on `benchmark` under this config."""
-    if benchmark not in plan.benchmarks or "judge" not in plan.families(benchmark):
+def _judged_metric(judged: bool, rubrics, metric: str) -> bool:
+    """Whether `metric` is a judge_<rubric> (or its _expected) the judge writes on a benchmark it grades (`judged`)."""
+    if not judged:
         return False
-    rubrics = plan.analysis.rubrics
     return any(metric in (f"{JUDGE_PREFIX}{r}", f"{JUDGE_PREFIX}{r}{JUDGE_EXPECTED_SUFFIX}") for r in rubrics)
 
 
-def _ineffective_settings(config: dict, plan: Plan) -> tuple[str, ...]:
+def _ineffective_settings(config: dict, judges: dict, analysis: AnalysisPlan, benchmarks: dict) -> tuple[str, ...]:
     """Settings that cannot take effect under this config: one warning line each, naming the key."""
     warnings = []
-    if len(plan.judges) == 1:
+    if len(judges) == 1:
         warnings.append(
             "metrics.judge.models: a jury of one judge: the self-preference check needs two judges (a judge's grades "
             "of its own answers are compared with the other judges'), and there is no agreement between judges"
         )
-    if config["analysis"]["comparisons"]["two_level"] and not plan.analysis.consistency_benchmarks:
+    if config["analysis"]["comparisons"]["two_level"] and not analysis.consistency_benchmarks:
         warnings.append(
             "analysis.comparisons.two_level: true, but the run has no self-consistency samples to resample "
             "(analysis.consistency.r is 0, or no open-ended benchmark): the one-level paired bootstrap runs"
         )
-    warnings += cost_quality_warnings(config, plan.analysis.mcqa_average, plan.benchmarks)
+    warnings += cost_quality_warnings(config, analysis.mcqa_average, benchmarks)
     return tuple(warnings)
 
 
@@ -721,8 +719,3 @@ def _careqa_llms(config: dict, models: dict[str, ModelSpec], resources: dict) ->
             spec = replace(spec, system_prompt=settings["system_prompt"])
         specs[step] = spec
     return specs
-
-
-def load_plan(path: Path | str) -> Plan:
-    """The plan of a config file (the CLI's `careval plan`, tests), read strictly (careval.config.read_config_file)."""
-    return build_plan(read_config_file(path))

@@ -1,4 +1,4 @@
-"""The studies of a config (`studies:`, careval.studies) checked at the door, before the schema and before any variant
+"""The studies of a config (`studies:`, careval.plan.studies) checked at the door, before the schema and before any variant
 is planned: one line per mistake naming the study, the key and the cause, where the schema alone would say "is not
 valid under any of the given schemas" after the whole sweep, or the study would run jobs that change nothing.
 
@@ -9,7 +9,7 @@ valid under any of the given schemas" after the whole sweep, or the study would 
   greedily (temperature 0), which runs the baseline's jobs again under other names;
 * a sweep whose every value is the run's own setting: no variant to compare with the baseline.
 
-:func:`check_studies` is the one call (careval.plan.build_plan); careval.studies checks the rest once each variant's
+:func:`check_studies` is the one call (careval.plan.build_plan); careval.plan.studies checks the rest once each variant's
 plan is built (two variants that run the same jobs, a setting the run itself would refuse).
 """
 
@@ -20,14 +20,10 @@ import difflib
 from typing import Any
 
 from careval.config import ConfigError, prepare_config
-from careval.studies import (
-    BENCHMARK_SETTINGS,
-    GENERATION_SETTINGS,
-    MODEL_SETTINGS,
-    RESILIENCE_SETTINGS,
-)
+from careval.plan.studies import STUDY_KINDS
 
-SECTIONS = ("model", "models", "benchmark", "generation", "analysis.resilience", "metrics.<family>")
+# the sections a study sweeps: the registered study kinds' (a metric family's as metrics.<family>)
+SECTIONS = tuple("metrics.<family>" if section == "metrics" else section for section in STUDY_KINDS)
 # what each section's settings are, for the example in a line
 EXAMPLES = {
     "model": "chat_template: [false, true]",
@@ -37,12 +33,8 @@ EXAMPLES = {
 }
 # generation settings that only a sampled decoding reads: at temperature 0 (greedy) they change no value
 SAMPLED_ONLY = ("seed", "top_p")
-_SETTINGS = {
-    "model": MODEL_SETTINGS,
-    "benchmark": BENCHMARK_SETTINGS,
-    "generation": GENERATION_SETTINGS,
-    "analysis.resilience": RESILIENCE_SETTINGS,
-}
+# each kind's settings (the kinds that name theirs: a metric family's are its options, `models` swaps models)
+_SETTINGS = {section: kind.settings for section, kind in STUDY_KINDS.items() if kind.settings}
 
 
 def check_studies(config: dict) -> None:
@@ -68,7 +60,7 @@ def check_studies(config: dict) -> None:
 
 
 def _check_section(key: str, section: str) -> None:
-    if section in _SETTINGS or section == "models" or section.startswith("metrics."):
+    if section in STUDY_KINDS or section.startswith("metrics."):
         return
     close = difflib.get_close_matches(section, [s for s in SECTIONS if "<" not in s], n=1)
     hint = f"did you mean '{close[0]}'? " if close else ""

@@ -1,0 +1,82 @@
+"""One config -> one frozen plan: the run's (careval.plan.run: every job spec of the run) and its studies'
+(careval.plan.studies: each variant a plan of the run's own code, each output the run's file where the variant's
+job is the run's). The Snakefile calls :func:`build_plan` once; the rules ask the plan, they decide nothing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from careval.config import ConfigError, read_config_file
+from careval.plan.run import (
+    EXTRA_FAMILIES,
+    LLM_FAMILIES,
+    LM_EVAL_SCORING,
+    Plan,
+    benchmark_families,
+    build_run_plan,
+    inline_model_name,
+)
+from careval.plan.studies import build_studies
+from careval.plan.study_checks import check_studies
+
+__all__ = [
+    "EXTRA_FAMILIES",
+    "LLM_FAMILIES",
+    "LM_EVAL_SCORING",
+    "ConfigError",
+    "Plan",
+    "benchmark_families",
+    "build_plan",
+    "inline_model_name",
+    "load_plan",
+]
+
+
+def build_plan(config: dict, schema: dict | None = None) -> Plan:
+    """Validate `config` (raw, as read from YAML) and build its plan, its studies' variants included; ConfigError
+    names the key."""
+    check_studies(
+        config
+    )  # the studies' mistakes the schema would name vaguely, or not at all (careval.plan.study_checks)
+    plan = build_run_plan(config, schema)
+    if not plan.config["studies"]:
+        return plan
+    studies = build_studies(config, plan, schema)
+    own = {
+        spec.name: spec
+        for study in studies.values()
+        for variant in study.variants.values()
+        for spec in variant.plan.models.values()
+        if spec.name not in plan.models and spec.name not in plan.entries
+    }
+    entries = {
+        name: entry
+        for study in studies.values()
+        for v in study.variants.values()
+        for name, entry in v.plan.entries.items()
+    }
+    # every variant's folder (the rules' `vpath` wildcard) and its plan
+    variant_of = {
+        vpath: (name, variant, run)
+        for name, study in studies.items()
+        for vpath, (variant, run) in study.vpaths().items()
+    }
+    return replace(
+        plan,
+        analysis=replace(
+            plan.analysis,
+            studies=tuple(study.page() for study in studies.values()),
+            table6=any(study.examples for study in studies.values()),
+        ),
+        studies=studies,
+        study_models=own,
+        entries={**entries, **plan.entries},
+        variant_of=variant_of,
+        variant_plans={v: studies[s].variants[name].plans[run] for v, (s, name, run) in variant_of.items()},
+    )
+
+
+def load_plan(path: Path | str) -> Plan:
+    """The plan of a config file (the CLI's `careval plan`, tests), read strictly (careval.config.read_config_file)."""
+    return build_plan(read_config_file(path))
