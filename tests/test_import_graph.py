@@ -55,6 +55,7 @@ LAYERS: dict[str, int] = {
     "careval.careqa": 5,
     # 6 jobs that combine stages, and the analyses of their tables
     "careval.jobs": 6,
+    "careval.manifest": 6,  # a run's provenance (results/manifest.json): the models' and datasets' identities
     "careval.analysis": 6,
     # 7 the config -> plan step, and its command line
     "careval.plan": 7,  # the run's plan (careval.plan.run) and its studies' variants (careval.plan.studies)
@@ -185,9 +186,11 @@ def test_the_plan_package_has_no_cycle_and_no_callback():
     no module of it imports one that imports it back (no builder handed across a cycle)."""
     plan = {name: {t for t in targets if t.startswith("careval.plan")} for name, targets in GRAPH.items()}
     plan = {name: targets for name, targets in plan.items() if name.startswith("careval.plan")}
-    assert set(plan) == {"careval.plan", "careval.plan.run", "careval.plan.studies"}
+    assert set(plan) == {"careval.plan", "careval.plan.run", "careval.plan.studies", "careval.plan.study_checks"}
     assert cycles(plan) == []
     assert plan["careval.plan.run"] == set() and plan["careval.plan.studies"] == {"careval.plan.run"}
+    # the studies' checks at the door read the registered study kinds
+    assert plan["careval.plan.study_checks"] == {"careval.plan.studies"}
 
 
 WORKFLOW = SRC.parent / "workflow"
