@@ -33,8 +33,6 @@ EXAMPLES = {
 }
 # generation settings that only a sampled decoding reads: at temperature 0 (greedy) they change no value
 SAMPLED_ONLY = ("seed", "top_p")
-# each kind's settings (the kinds that name theirs: a metric family's are its options, `models` swaps models)
-_SETTINGS = {section: kind.settings for section, kind in STUDY_KINDS.items() if kind.settings}
 
 
 def check_studies(config: dict) -> None:
@@ -92,8 +90,9 @@ def _check_changes(key: str, section: str, settings: dict[str, list], study: dic
     """A sampled-only setting at temperature 0, and a sweep whose every value is the run's own."""
     if section == "generation":
         temperatures = settings.get("temperature", [filled["generation"]["temperature"]])
-        for setting in SAMPLED_ONLY:
-            if setting in settings and all(_is_zero(t) for t in temperatures):
+        for setting in SAMPLED_ONLY:  # (a setting the kind does not sweep is named as such by the plan)
+            swept = setting in settings and setting in STUDY_KINDS[section].settings
+            if swept and all(_is_zero(t) for t in temperatures):
                 raise ConfigError(
                     f"{key}.{setting}: changes no value: every variant decodes greedily (generation.temperature 0), "
                     f"which never draws from the {setting}; sweep it with a temperature above 0"
