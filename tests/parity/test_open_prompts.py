@@ -202,7 +202,7 @@ class _Reading:
     generation job's own path (careval.inference.batched_generations) shows what it sends."""
 
     def __init__(self, model):
-        self.model, self.last_usage = model, ()
+        self.model, self.last_usage, self.last_status = model, (), ()  # as the Backend interface has them
 
     def generate(self, prompts, sampling, instruction=None):
         return [self.model.format(prompt, instruction) for prompt in prompts]
