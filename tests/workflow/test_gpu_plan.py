@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_runs import planned_dag
+from workflow_runs import job_kind, planned_dag
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,6 +42,13 @@ def _model_jobs(configfile: Path, workdir: Path, target: str) -> list[dict]:
             for job in workflow.dag.jobs
             if "job" in job.params.keys() and job.params.job.spec.loaded_model()  # noqa: SIM118  (Namedlist)
         ]
+
+
+def _variant(wildcards: dict) -> str:
+    """A study variant's name from its job's folder (wildcard vpath: studies/<study>/<variant>/[run<r>/]); "" for
+    the run's own jobs."""
+    parts = wildcards.get("vpath", "").split("/")
+    return parts[2] if parts[0] == "studies" and len(parts) > 2 else ""
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +80,8 @@ def test_size_classes_reach_every_job_kind(paper_jobs):
     rephrasers = paper["studies"]["rephraser"]["sweep"]["analysis.resilience"]["rephraser"]
     in_place = paper["studies"]["general_vs_medical"]["sweep"]["models"]
     for rule, wildcards, spec, gpu in paper_jobs:
-        loaded, kind = spec["name"], rule.removeprefix("study_")
-        variant = wildcards.get("variant", "")
+        loaded, kind = spec["name"], job_kind(rule, wildcards).removeprefix("study_")
+        variant = _variant(wildcards)
         if kind in ("judge", "judge_repeats"):  # the inline prometheus-7b-v2.0 judge of size class small
             assert (loaded, gpu) == ("prometheus-7b-v2.0", paper["model_sizes"]["small"]["gpus"])
         elif kind == "rephrase":  # the inline Qwen2.5-72B-Instruct rephraser of its own size class (or a study's)
@@ -91,7 +98,9 @@ def test_size_classes_reach_every_job_kind(paper_jobs):
         else:
             assert (loaded, gpu) == (wildcards["model"], sizes[wildcards["model"]]), (rule, wildcards)
     seventy_b = Counter(
-        rule for rule, wildcards, spec, gpu in paper_jobs if wildcards.get("model") == "Llama-3.1-70B-Instruct"
+        job_kind(rule, wildcards)
+        for rule, wildcards, spec, gpu in paper_jobs
+        if wildcards.get("model") == "Llama-3.1-70B-Instruct"
     )
     assert seventy_b["relaxed_perplexity"] == 3  # OLAPH, CareQA-Open, MedText, each on the size class's 4 GPUs
 
@@ -133,12 +142,13 @@ def test_a_shared_engine_holds_the_gpus_and_serves_the_models_llm_jobs(tmp_path)
     for model, job in engines.items():
         assert (job["gpu"], job["spec"]["gpus"], job["llm_slot"]) == (sizes[model], sizes[model], 1)
         assert job["group"] == "llm_{model}" and job["output"] == [f"results/engines/{model}.json"]
-    served = [job for job in jobs if job["rule"] in SERVED_RULES]
+    # the run's own jobs: a study variant's job (under its folder) runs other settings than the engine serves
+    served = [job for job in jobs if job_kind(job["rule"], job["wildcards"]) in SERVED_RULES]
     assert len(served) > 600  # 21 models x (inference, Relaxed Perplexity, self-consistency jobs)
     for job in served:
         model = job["wildcards"]["model"]
         assert (job["gpu"], job["threads"], job["llm_slot"]) == (0, 0, 0), job
         assert job["engine"] == [f"results/engines/{model}.json"] and job["group"] == "llm_{model}"
-    others = [job for job in jobs if job["rule"] not in SERVED_RULES | {"vllm_engine"}]
+    others = [job for job in jobs if job_kind(job["rule"], job["wildcards"]) not in SERVED_RULES | {"vllm_engine"}]
     assert {job["rule"] for job in others} >= {"judge", "judge_repeats", "rephrase"}
     assert all(job["gpu"] == job["spec"]["gpus"] > 0 and not job["engine"] for job in others)
