@@ -82,14 +82,14 @@ case "${1:-}" in
         ;;
     lint)
         setup
-        "$VENV/bin/ruff" check src tests workflow
-        "$VENV/bin/ruff" format --check src tests workflow
+        "$VENV/bin/ruff" check src tests workflow docs/hooks
+        "$VENV/bin/ruff" format --check src tests workflow docs/hooks
         "$VENV/bin/snakefmt" --check Snakefile workflow/rules
         ;;
     format)
         setup
-        "$VENV/bin/ruff" check --fix src tests workflow
-        "$VENV/bin/ruff" format src tests workflow
+        "$VENV/bin/ruff" check --fix src tests workflow docs/hooks
+        "$VENV/bin/ruff" format src tests workflow docs/hooks
         "$VENV/bin/snakefmt" Snakefile workflow/rules
         ;;
     *)

@@ -61,8 +61,10 @@ def check_snippet(body: str, marker: str | None, root: Path = REPO) -> None:
     """Parse the snippet and validate it against the schema, whole or merged into its named config; raises
     ConfigError (or a ValueError naming what is wrong with the marker)."""
     if marker is None:
-        raise ValueError("a yaml snippet needs a marker above it: <!-- snippet: whole config --> or "
-                         "<!-- snippet: fragment of config/<file>.yaml -->")
+        raise ValueError(
+            "a yaml snippet needs a marker above it: <!-- snippet: whole config --> or "
+            "<!-- snippet: fragment of config/<file>.yaml -->"
+        )
     data = yaml.safe_load(body)
     if not isinstance(data, dict):
         raise ValueError("a config snippet is a YAML mapping")
@@ -99,7 +101,7 @@ def test_a_misspelt_key_fails_the_snippet_check():
     """The check is not vacuous: the README's own benchmark snippet with one key misspelt is refused, naming it, and
     so is the same snippet merged into the demo config, and one without a marker."""
     readme = (REPO / "README.md").read_text()
-    line, body, marker = next(s for s in yaml_snippets(readme) if "mcqa_style" in s[1])
+    _line, body, marker = next(s for s in yaml_snippets(readme) if "mcqa_style" in s[1])
     check_snippet(body, marker)  # as written: valid
     misspelt = body.replace("mcqa_style", "mcqa_styel", 1)
     with pytest.raises(ConfigError, match="mcqa_styel"):
@@ -131,7 +133,9 @@ def quick_start_commands() -> list[str]:
     readme = (REPO / "README.md").read_text()
     section = readme.split("\n## Two commands\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
-    return [line.split("#", 1)[0].strip() for block in blocks for line in block.splitlines() if line.split("#")[0].strip()]
+    return [
+        line.split("#", 1)[0].strip() for block in blocks for line in block.splitlines() if line.split("#")[0].strip()
+    ]
 
 
 def test_quick_start_lists_the_two_commands():
@@ -154,18 +158,24 @@ def test_quick_start_command_runs(command, tmp_path):
     if not _setup_is_current():
         pytest.skip("pyproject.toml is newer than the environment's set-up stamp: run.sh would install")
     work = tmp_path / "clone"
-    work.mkdir()
-    for item in ("run.sh", "pyproject.toml", "Snakefile", "workflow", "profiles", "config", "tests", "src"):
-        src = REPO / item
-        if src.is_dir():
-            shutil.copytree(src, work / item, ignore=shutil.ignore_patterns("__pycache__", "results", ".snakemake"))
-        else:
-            shutil.copy2(src, work / item)
+    # what a clone holds: the files git tracks (and new ones it would track), none it ignores (no results, models)
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True, text=True
+    )
+    assert listed.returncode == 0, listed.stderr
+    for name in listed.stdout.splitlines():
+        if not (REPO / name).is_file():  # deleted in the working tree
+            continue
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, work / name)
     (work / ".venv").symlink_to(Path(sys.prefix))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TEST_WORKERS": "0"}
     result = subprocess.run(
         ["timeout", "-k", "10", "600", *command.split(), *DRY[command]],
-        cwd=work, env=env, capture_output=True, text=True,
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-4000:]
@@ -213,7 +223,7 @@ def test_config_reference_lists_every_key_with_its_facts():
     by_key = {row.split(" | ")[0][2:].strip("`"): row.split(" | ") for row in rows}
     assert by_key["request_batch"][1:3] == ["integer", "`256`"]
     assert by_key["limit"][1] == "integer or null" and by_key["limit"][3] == "&gt;= 1"
-    assert "`\"bfloat16_if_native\"`" in by_key["dtype"][3]  # $defs/model's dtype enum
+    assert '`"bfloat16_if_native"`' in by_key["dtype"][3]  # $defs/model's dtype enum
     assert "rouge" in by_key["metrics.skip"][3]  # metrics.skip's families, from the metric registry
     assert "samples per batch an LLM job hands its model" in by_key["request_batch"][4]
 
@@ -225,7 +235,11 @@ def test_docs_site_builds_strict(tmp_path):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     assert "WARNING" not in result.stderr, result.stderr[-4000:]

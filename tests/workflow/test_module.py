@@ -1,20 +1,23 @@
 """careval as a Snakemake module (issue 47): a workflow of its own, in a temporary folder, loads careval's Snakefile
 with `module careval: snakefile: ...; config: config` and `use rule * from careval`, as `snakedeploy deploy-workflow`
-writes it, and runs the demo slice through it with its own config."""
+writes it, and runs the demo slice through it with its own config: SmolLM2's part of the shared two-model run
+(workflow_runs.run_two_models), whose files it must reproduce exactly."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
-from workflow_runs import SCORES, make_workdir, reduced_config, snakemake
+from polars.testing import assert_frame_equal
+from workflow_runs import SCORES, TWO_MODEL_GROUP, TWO_MODELS, make_workdir, snakemake, two_model_config
 
-pytestmark = pytest.mark.slow
+# the group of the shared two-model run (its worker builds that run once; tests/workflow/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(TWO_MODEL_GROUP)]
 
-MODEL = "smollm2-135m-instruct"
-BENCHMARKS = {"demo_mcqa": {"limit": 2}, "demo_open_qa": {"limit": 2}}
+MODEL = TWO_MODELS[0]  # SmolLM2
 
 # what snakedeploy deploy-workflow writes into workflow/Snakefile (its `github(...)` is a path here)
 HOST_SNAKEFILE = """configfile: "config/config.yaml"
@@ -30,7 +33,6 @@ module careval:
 use rule * from careval
 """
 
-
 # a job in snakemake's log: `rule` or `localrule` and its indented lines; a dry run prints the jobs of a group
 # (llm_<model>) indented under their `group job` line, a local run each job at the margin
 _JOB = re.compile(r"^( *)(?:local)?rule (\w+):\n((?:\1    .*\n)*)", re.MULTILINE)
@@ -45,8 +47,20 @@ def jobs_run(log: str) -> set[tuple[str, str]]:
     return jobs
 
 
-def test_a_workflow_uses_careval_as_a_module(repo_root, tmp_path, demo_model_dirs):
-    config = reduced_config(repo_root, [MODEL], {name: dict(entry) for name, entry in BENCHMARKS.items()})
+def _results(work: Path) -> dict[str, pl.DataFrame]:
+    """MODEL's result files, and its rows of the tables of every model (a `model` column)."""
+    others = set(TWO_MODELS) - {MODEL}
+    results = {}
+    for path in sorted((work / "results").rglob("*.parquet")):
+        if others & set(path.relative_to(work).parts):
+            continue
+        frame = pl.read_parquet(path)
+        results[str(path.relative_to(work))] = frame.filter(pl.col("model") == MODEL) if "model" in frame else frame
+    return results
+
+
+def test_a_workflow_uses_careval_as_a_module(repo_root, tmp_path, demo_model_dirs, two_model_run):
+    config = two_model_config(repo_root, (MODEL,))
     host = tmp_path / "my-evaluation"
     (host / "workflow").mkdir(parents=True)
     (host / "config").mkdir()
@@ -64,13 +78,14 @@ def test_a_workflow_uses_careval_as_a_module(repo_root, tmp_path, demo_model_dir
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-5000:]
     assert jobs_run(log) == expected
-
-    # the summary of the module's run, in the host's folder: every metric of the slice's one model on its two
-    # samples per benchmark (a failed sample would show in n_failed)
-    scores = pl.read_parquet(host / SCORES)
-    assert set(scores["model"]) == {MODEL} and set(scores["benchmark"]) == set(BENCHMARKS)
-    acc = scores.filter((pl.col("benchmark") == "demo_mcqa") & (pl.col("metric") == "acc"))
-    assert acc["n"].to_list() == [2] and 0 <= acc["value"][0] <= 1
-    judged = scores.filter(pl.col("metric").str.starts_with("judge_") & (pl.col("benchmark") == "demo_open_qa"))
-    assert judged.height > 0 and (judged["n"] + judged["n_failed"] == 2).all()
     assert not (host / "resources" / "models").exists()  # the config's models are read where they are
+
+    # every file of the module's run, in the host's folder, is SmolLM2's part of careval's own run of the slice
+    # (generations, log-likelihoods, every score, the judge's grades, the summary's rows), value for value
+    in_module, own = _results(host), _results(two_model_run.work)
+    assert sorted(in_module) == sorted(own)
+    assert SCORES in own and any(name.startswith("results/generations/") for name in own)
+    for name, frame in own.items():
+        assert_frame_equal(in_module[name], frame, check_exact=True)
+    scores = in_module[SCORES]
+    assert set(scores["model"]) == {MODEL} and scores.filter(pl.col("metric").str.starts_with("judge_")).height > 0
