@@ -7,6 +7,7 @@
 #   bash run.sh models     -> the demo's models prepared into resources/models (the demo and the tests do it on first use)
 #   bash run.sh typecheck  -> pyright over src/careval (pyproject.toml [tool.pyright]), as CI runs it
 #   bash run.sh format     -> ruff's safe fixes, ruff format and snakefmt, in place
+#   bash run.sh docs       -> the manual (docs/, mkdocs.yml) built into site/ with mkdocs build --strict, as CI builds it
 # Extra arguments are passed on (to snakemake for `demo`, to pytest for `test` and `test-fast`).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -72,16 +73,23 @@ case "${1:-}" in
         setup
         "$VENV/bin/pyright" --pythonpath "$VENV/bin/python"
         ;;
+    docs)
+        shift
+        setup
+        # --strict: a broken link, a page missing from the navigation or a warning of mkdocstrings fails the build;
+        # NO_MKDOCS_2_WARNING quiets mkdocs-material's banner about its successor (not a build warning)
+        NO_MKDOCS_2_WARNING=1 exec "$VENV/bin/python" -m mkdocs build --strict "$@"
+        ;;
     lint)
         setup
-        "$VENV/bin/ruff" check src tests workflow
-        "$VENV/bin/ruff" format --check src tests workflow
+        "$VENV/bin/ruff" check src tests workflow docs/hooks
+        "$VENV/bin/ruff" format --check src tests workflow docs/hooks
         "$VENV/bin/snakefmt" --check Snakefile workflow/rules
         ;;
     format)
         setup
-        "$VENV/bin/ruff" check --fix src tests workflow
-        "$VENV/bin/ruff" format src tests workflow
+        "$VENV/bin/ruff" check --fix src tests workflow docs/hooks
+        "$VENV/bin/ruff" format src tests workflow docs/hooks
         "$VENV/bin/snakefmt" Snakefile workflow/rules
         ;;
     *)
