@@ -30,8 +30,9 @@ def write_analysis_report(
         outputs[key].parent.mkdir(parents=True, exist_ok=True)
         frame.write_parquet(outputs[key])
     front = None
-    if inputs.get("manifest") is not None:  # the PDF opens with what made its numbers (not a figure: no PNG)
-        manifest = json.loads(Path(inputs["manifest"]).read_text())
+    manifest_path = inputs.get("manifest")
+    if manifest_path is not None:  # the PDF opens with what made its numbers (not a figure: no PNG)
+        manifest = json.loads(Path(manifest_path).read_text())
         front = text_page("What made these numbers (results/manifest.json)", essentials(manifest))
     return save_pages(report_pages(tables, job), outputs["pdf"], Path(outputs["figures"]), workers, front)
 

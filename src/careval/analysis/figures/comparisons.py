@@ -60,9 +60,10 @@ def win_tie_loss_figure(outcomes: pl.DataFrame, members: tuple[str, ...], benchm
             i, j = at[a], at[b]
             grid[i, j], grid[j, i] = result, -result
             mark = "*" if result else ""
-            finite = diff is not None and math.isfinite(diff)
-            text[i][j] = unsigned_zero(f"{diff:+.2g}") + mark if finite else "n/a"
-            text[j][i] = unsigned_zero(f"{-diff:+.2g}") + mark if finite else "n/a"
+            if diff is not None and math.isfinite(diff):
+                text[i][j], text[j][i] = (unsigned_zero(f"{d:+.2g}") + mark for d in (diff, -diff))
+            else:
+                text[i][j] = text[j][i] = "n/a"
         ax.imshow(np.where(np.isnan(grid), 0, grid), cmap=OUTCOME_COLOURS, vmin=-1, vmax=1)
         for i in range(len(models)):
             for j in range(len(models)):
