@@ -37,7 +37,7 @@ def win_tie_loss_figure(outcomes: pl.DataFrame, members: tuple[str, ...], benchm
     cols = min(len(metrics), 5 if len(models) <= 6 else 3)
     rows = math.ceil(len(metrics) / cols)
     side = 1.2 + 0.32 * len(models)
-    width = cols * side + 1.5
+    width = max(6.0, cols * side + 1.5)  # one metric: still room for the header and the model names
     header = wrap_to(
         f"{title}\nrow vs column: green = row significantly better, red = significantly worse, grey = tie; "
         f"* significant after {rule}",
@@ -45,7 +45,10 @@ def win_tie_loss_figure(outcomes: pl.DataFrame, members: tuple[str, ...], benchm
         9,
     )
     header_inches = 0.2 + 0.16 * (header.count("\n") + 1)  # a narrow page (two metrics) wraps it to more lines
-    height = rows * (side + 0.6) + 1.2 + header_inches
+    # under each row of matrices its model names, rotated 60 degrees (14 characters at most: 0.6 x the font's size
+    # per character, sin 60 of it upright)
+    names_inches = 14 * 0.6 * (6 if len(models) <= 6 else 4) / 72 * 0.87 + 0.1
+    height = rows * (side + 0.6 + names_inches) + 1.2 + header_inches
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
     font = 6 if len(models) <= 6 else 4
     for ax in axes.flat[len(metrics) :]:
@@ -74,8 +77,8 @@ def win_tie_loss_figure(outcomes: pl.DataFrame, members: tuple[str, ...], benchm
         arrow = "higher is better" if higher_is_better(metric) else "lower is better"
         ax.set_title(f"{_short(metric, 24)}\n({arrow})", fontsize=7)
     fig.suptitle(header, fontsize=9)
-    # 0.15 in below: tight_layout sizes the rotated model names a few pixels short of the page's edge
-    fig.tight_layout(rect=(0, 0.15 / height, 1, 1 - header_inches / height))
+    # room below: tight_layout sizes the rotated model names a few pixels short of the page's edge
+    fig.tight_layout(rect=(0, (0.15 + names_inches) / height, 1, 1 - header_inches / height))
     return fig
 
 
@@ -112,8 +115,12 @@ def groups_figure(groups: pl.DataFrame, adjacent: pl.DataFrame, benchmark: str, 
         if row == 0:  # the header's two lines ("adjacent / significant") in a row of two lines' height
             cell.set_height(cell.get_height() * 2)
     ax.set_title(
-        f"{title}\nbest first by the benchmark value; models sharing a letter do not differ significantly "
-        f"({rule}-adjusted paired tests)",
+        wrap_to(
+            f"{title}\nbest first by the benchmark value; models sharing a letter do not differ significantly "
+            f"({rule}-adjusted paired tests)",
+            fig.get_figwidth() - 0.3,
+            9,
+        ),
         fontsize=9,
     )
     fig.tight_layout()

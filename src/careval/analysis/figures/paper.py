@@ -23,7 +23,7 @@ from careval.analysis.figures.heatmaps import (
     matrix_inches,
     squares,
 )
-from careval.analysis.figures.text_pages import bottom_note, empty_page
+from careval.analysis.figures.text_pages import bottom_note, empty_page, wrap_to
 from careval.analysis.metric_view import paper_clusters
 from careval.analysis.statistics.consistency import cv_excluded_metrics
 from careval.analysis.statistics.spread import across_models
@@ -53,11 +53,8 @@ def scores_figure(summary: pl.DataFrame, additions: tuple[str, ...] = ()):
     tab.auto_set_column_width(list(range(len(columns) + 1)))
     ax.set_title("Scores per model (results/summary/scores.parquet)", fontsize=11)
     shown = table["benchmark"].unique().to_list()
-    fig.text(
-        0.01,
-        0.01,
-        joined_notes(lower_is_better_note(table["metric"].unique().to_list()), addition_note(shown, additions)),
-        fontsize=7,
+    bottom_note(
+        fig, joined_notes(lower_is_better_note(table["metric"].unique().to_list()), addition_note(shown, additions))
     )
     return fig
 
@@ -287,10 +284,13 @@ def rankings_figure(rankings: pl.DataFrame, benchmark: str, set_name: str, addit
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     lower = [m for m in metrics if not higher_is_better(m)]
     ax.set_title(
-        f"Model rankings per metric on {marked(benchmark, additions)}, model set '{set_name}' (1 = best; lower value "
-        f"ranks first for: {', '.join(lower) or 'none'})",
+        wrap_to(
+            f"Model rankings per metric on {marked(benchmark, additions)}, model set '{set_name}' (1 = best; lower "
+            f"value ranks first for: {', '.join(lower) or 'none'})",
+            fig.get_figwidth() - 2.0,  # the legend beside the axes takes the rest
+            9,
+        ),
         fontsize=9,
-        wrap=True,
     )
     note = addition_note([benchmark], additions)
     if note:

@@ -165,6 +165,8 @@ def variance_panel(ax, samples: pl.DataFrame, page: StudyPage, metrics: list[str
         [_label(m.removesuffix(REPHRASE_VARIANCE)) for m in metrics], rotation=30, ha="right", fontsize=7
     )
     ax.set_ylabel("variance over rephrasings\n(mean over runs and models; / its max)", fontsize=8)
+    # the values are divided by their max (<= 1): the legend sits in the headroom above them, never on a box
+    ax.set_ylim(top=1.1 + 0.12 * len(variants))
     ax.legend(fontsize=7, loc="upper right")
 
 
@@ -180,7 +182,7 @@ def study_figure(rows: pl.DataFrame | None, samples: pl.DataFrame | None, page: 
     analysis = page.kind == "analysis"
     metrics = shown.filter(pl.col("metric").str.ends_with(REPHRASE_VARIANCE))["metric"].unique(maintain_order=True)
     # inches: the grid's rows, figure 13's panel, the header, the model names under the grid, the note
-    heights = [0.8 * len(keys) + 0.3]  # five lines a cell + ([3.0] if analysis and len(metrics) else [])
+    heights = [0.8 * len(keys) + 0.3] + ([3.0] if analysis and len(metrics) else [])  # five lines a cell; figure 13's
     label_inches = 0.075 * max((len(f"{b} · {_label(m)} · {v}") for b, m, v in keys), default=20) + 0.3
     width = max(8.0, label_inches + 2.6 * len(page.baselines) + 1.0 + 0.5)
     chars = int(width * 13)

@@ -18,6 +18,7 @@ import polars as pl
 
 from careval.analysis.additions import MARK, addition_note, marked
 from careval.analysis.aggregate import MCQA_AVERAGE
+from careval.analysis.figures.text_pages import wrap_to
 from careval.analysis.statistics.bootstrap import Resampled, percentile_interval, resample_model_scores
 from careval.analysis.tables.paper_tables import PAPER_TABLES, PaperTablesJob, TableSpec, metric_order, table_metric
 from careval.latex import latex_escape
@@ -255,7 +256,7 @@ def table_figure(table: pl.DataFrame, name: str, additions: tuple[str, ...] = ()
         tab.set_fontsize(7)
         tab.scale(1, 2.3)
         tab.auto_set_column_width(list(range(len(labels))))
-    fig.suptitle(_caption(name), fontsize=11)
+    fig.suptitle(wrap_to(_caption(name), 11 - 0.3, 11), fontsize=11)
     finite = [c for c in table.columns if c.endswith(f"{SEP}ci_low")]
     has_ci = any(np.isfinite(np.array(table[c].to_list(), dtype=float)).any() for c in finite)
     note = "Cells: value, [bootstrap CI]; n (failed) per benchmark." if has_ci else "Cells: value (no intervals)."
