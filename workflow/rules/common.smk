@@ -291,8 +291,17 @@ def score_inputs(wildcards):
     return inputs
 
 
-# the families one job scores one at a time (score_family in scoring.smk): an entry's extra ones, and any under a variant
-SCORED_FAMILIES = [name for name, family in FAMILIES.items() if family.job in ("score", "extra")]
+# the families one job scores one at a time (score_family in scoring.smk): an entry's extra ones, and any under a variant;
+# only those the run or a variant scores, so that a family's file no job of this config makes (a skipped one) is stale
+SCORED_FAMILIES = sorted(
+    {
+        family
+        for plan in (PLAN, *PLAN.variant_plans.values())
+        for benchmark in plan.benchmarks
+        for family in plan.families(benchmark)
+        if FAMILIES[family].job in ("score", "extra")
+    }
+) or ["(?!)"]
 
 
 # --- judge.smk
