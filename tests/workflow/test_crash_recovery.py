@@ -55,7 +55,8 @@ TIMED_COLUMNS = (
     "needed_gpu_seconds",
 )
 TIMED_FIGURE = "cost"
-RUN_TABLES = ("results/summary/request_cache.parquet",)
+# how the run went, not results: the cache's size, and the manifest (its dates; careval.manifest)
+RUN_TABLES = ("results/summary/request_cache.parquet", "results/manifest.json")
 
 
 def _outputs(work: Path) -> dict[str, str]:
@@ -83,7 +84,7 @@ def _outputs(work: Path) -> dict[str, str]:
 def _untimed_pages(work: Path, pdf: Path) -> list[str]:
     """The text of each page of the report but the cost page (the figure index gives the pages' order)."""
     names = pl.read_csv(work / "results" / "figures" / "index.tsv", separator="\t")["name"].to_list()
-    pages = PdfReader(pdf).pages
+    pages = PdfReader(pdf).pages[1:]  # the first: the manifest's essentials (its dates), not a figure
     assert len(pages) == len(names) and TIMED_FIGURE in names
     return [page.extract_text() for name, page in zip(names, pages) if name != TIMED_FIGURE]
 

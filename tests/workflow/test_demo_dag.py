@@ -176,7 +176,7 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
     reader = PdfReader(work / "results" / "correlations.pdf")
     texts = [page.extract_text() for page in reader.pages]
     assert len(texts) == len(figures) + 1  # the run's provenance (results/manifest.json), then a page per figure
-    assert texts[0].startswith("What made these numbers") and "careval 0.1.0, commit" in texts[0]
+    assert "What made these numbers" in texts[0] and "careval 0.1.0, commit" in texts[0]
     assert any("Metric x metric correlation on demo_open_qa" in t for t in texts)
     # every metric family of the suite that ran is on the metric x metric page
     page = next(t for t in texts if "Metric x metric correlation on demo_open_qa" in t)
@@ -208,7 +208,10 @@ def test_demo_dag_runs_and_writes_the_pdf(repo_root, tmp_path, demo_model_dirs):
         rows = studies.filter(pl.col("study") == study)
         assert set(rows["variant"]) == {variant} and set(rows["baseline"]) == {baseline}
         assert rows["p_value"].is_not_null().all() and any(f"Study '{study}'" in t for t in texts)
-        assert (rows["n"] > 0).all() and (rows["min_p"] < 0.05).all(), study
+        # the smallest p each exact test can reach over its n pairs (both tails of the most extreme outcome): on this
+        # slice (a few samples) above 0.05; the demo's own 30 and 16 samples reach far below it
+        assert (rows["n"] > 0).all(), study
+        assert [round(p, 12) for p in rows["min_p"]] == [round(min(1.0, 2 / 2**n), 12) for n in rows["n"]], study
     # the judge is in the resilience and self-consistency tables: a value or a counted failure per graded repeat
     for kind in ("resilience", "consistency"):
         table = pl.read_parquet(work / "results" / "summary" / f"{kind}.parquet")
