@@ -292,7 +292,8 @@ class TokenizerRequests:
     last_cut: list[int]
 
     def score_tokens(self, requests: list[tuple[list[int], list[int]]]) -> list[float]:
-        raise NotImplementedError  # the backend's
+        # an abstract hook: each backend built on TokenizerRequests (hf, the vLLM ones) defines it
+        raise NotImplementedError(f"{type(self).__name__} defines no score_tokens (TokenizerRequests' scoring hook)")
 
     def format(self, prompt: str, instruction: str | None = None) -> str:
         return format_prompt(self.tokenizer, prompt, self.chat_template, self.system_prompt, instruction)
