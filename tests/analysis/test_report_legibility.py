@@ -64,7 +64,7 @@ def _inputs(plan, fixture: Path) -> dict:
 
 
 @pytest.mark.parametrize("config", list(FIXTURES))
-def test_every_page_of_the_report_reads(config):
+def test_every_page_of_the_report_reads(config, demo_model_dirs):  # the plan checks the configs' model folders
     plan = load_plan(str(ROOT / "config" / config))
     job = plan.analysis.report_job
     pages = report_pages(analysis_tables(_inputs(plan, FIXTURES[config]), job), job)

@@ -251,4 +251,4 @@ def test_one_more_job_of_the_model_plans_only_it_and_the_engine(shared_run, pyth
         if len(line.split()) == 2 and line.split()[1].isdigit() and not line.split()[0].endswith(":")
     }
     assert counts == {"vllm_engine": 1, "relaxed_perplexity": 1, "total": 2}, out[-3000:]
-    assert "wildcards: model=smollm2-135m-instruct, benchmark=demo_note" in out
+    assert "model=smollm2-135m-instruct, benchmark=demo_note" in out  # after vpath= (the run's own: empty)

@@ -1,4 +1,4 @@
-"""Every analysis figure and table: results/correlations.pdf, results/figures/*.png, results/summary/*.parquet."""
+"""Every analysis figure and table: the report's pages (results/report/pages.pdf), results/figures/*.png, results/summary/*.parquet."""
 
 from careval.warm import offload
 
@@ -32,8 +32,6 @@ with job_log(snakemake.log[0], snakemake.output):
     if "studies" in snakemake.input.keys():  # the studies' tests, and each study's per-sample table
         inputs["studies"] = Path(snakemake.input.studies)
         inputs["study_tables"] = [Path(path) for path in snakemake.input.study_tables]
-    if "manifest" in snakemake.input.keys():  # the run's provenance: the report's first page
-        inputs["manifest"] = Path(snakemake.input.manifest)
     if "table6" in snakemake.input.keys():
         inputs["table6"] = Path(snakemake.input.table6)
     outputs = {

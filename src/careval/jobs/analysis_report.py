@@ -1,12 +1,16 @@
 """The analysis report job: the tables (careval.analysis.tables.report_tables) written as parquet, then every figure
-drawn from them (careval.analysis.figures.report) into one PDF and one PNG each."""
+drawn from them (careval.analysis.figures.report) into one PDF and one PNG each; then the report, its pages after a
+first page that states what made its numbers (the run's manifest)."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import polars as pl
+from pypdf import PdfReader, PdfWriter
 
 from careval.analysis.figures.report import report_pages, save_pages
 from careval.analysis.figures.text_pages import text_page
@@ -29,12 +33,24 @@ def write_analysis_report(
     ):
         outputs[key].parent.mkdir(parents=True, exist_ok=True)
         frame.write_parquet(outputs[key])
-    front = None
-    manifest_path = inputs.get("manifest")
-    if manifest_path is not None:  # the PDF opens with what made its numbers (not a figure: no PNG)
-        manifest = json.loads(Path(manifest_path).read_text())
-        front = text_page("What made these numbers (results/manifest.json)", essentials(manifest))
-    return save_pages(report_pages(tables, job), outputs["pdf"], Path(outputs["figures"]), workers, front)
+    return save_pages(report_pages(tables, job), outputs["pdf"], Path(outputs["figures"]), workers)
+
+
+def write_report(manifest: Path, pages: Path, pdf: Path) -> None:
+    """The report's PDF: a first page stating what made its numbers (the manifest's essentials; not a figure, no PNG),
+    then the drawn pages as they are."""
+    front = text_page("What made these numbers (results/manifest.json)", essentials(json.loads(manifest.read_text())))
+    drawn = io.BytesIO()
+    try:
+        front.savefig(drawn, format="pdf")
+    finally:
+        plt.close(front)
+    writer = PdfWriter()
+    writer.append(PdfReader(drawn))
+    writer.append(PdfReader(pages))
+    pdf.parent.mkdir(parents=True, exist_ok=True)
+    with pdf.open("wb") as out:
+        writer.write(out)
 
 
 def write_figure_index(figures: tuple[FigureSpec, ...], path: Path) -> None:

@@ -1,5 +1,5 @@
 """The report: every page the plan asks for (AnalysisPlan.figures), each drawn by its kind's drawing (DRAW), into
-results/correlations.pdf and one PNG per page."""
+one PDF (results/report/pages.pdf: the report's pages, after its first) and one PNG per page."""
 
 from __future__ import annotations
 
@@ -167,10 +167,9 @@ def report_pages(tables: AnalysisTables, job: ReportJob) -> list[tuple[str, obje
 
 
 def save_pages(
-    pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path, workers: int = 1, front=None
+    pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path, workers: int = 1
 ) -> list[Path]:
-    """One PDF page and one PNG per figure, after `front` (a figure: the PDF's first page only, e.g. the run's
-    provenance) where given. With ``workers`` >= 2 (and fork), a forked copy of this
+    """One PDF page and one PNG per figure. With ``workers`` >= 2 (and fork), a forked copy of this
     process renders the PNGs while this one writes the PDF: drawing is nearly all of the report's time."""
     figures_dir.mkdir(parents=True, exist_ok=True)
     written = [figures_dir / f"{name}.png" for name, _ in pages]
@@ -180,8 +179,6 @@ def save_pages(
             pngs = multiprocessing.get_context("fork").Process(target=_png_process, args=(pages, written), daemon=True)
             pngs.start()
         with PdfPages(pdf_path) as pdf:
-            if front is not None:
-                pdf.savefig(front)
             for _, fig in pages:
                 pdf.savefig(fig)
         if pngs is None:
@@ -199,8 +196,6 @@ def save_pages(
             pngs.terminate()
         for _, fig in pages:
             plt.close(fig)
-        if front is not None:
-            plt.close(front)
     return written
 
 
