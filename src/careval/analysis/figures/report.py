@@ -166,9 +166,7 @@ def report_pages(tables: AnalysisTables, job: ReportJob) -> list[tuple[str, obje
     return [(figure.name, DRAW[figure.kind](tables, job, figure)) for figure in job.figures]
 
 
-def save_pages(
-    pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path, workers: int = 1
-) -> list[Path]:
+def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path, workers: int = 1) -> list[Path]:
     """One PDF page and one PNG per figure. With ``workers`` >= 2 (and fork), a forked copy of this
     process renders the PNGs while this one writes the PDF: drawing is nearly all of the report's time."""
     figures_dir.mkdir(parents=True, exist_ok=True)
