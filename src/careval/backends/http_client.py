@@ -4,7 +4,10 @@ code sends them.
 * Concurrency: a call's requests go ``max_concurrency`` at a time (a pool of threads kept for the job, each with its
   own keep-alive connection; a connection the server closed while idle is reopened, once, without counting a try).
 * Rate limits: at most ``requests_per_minute`` requests and ``tokens_per_minute`` tokens (its prompt and the most it
-  may generate) in any minute of the job (:class:`RateLimit`); a request waits for its turn.
+  may generate) in any minute (:class:`RateLimit`); a request waits for its turn.
+* Across processes: with a limits folder (a model entry's: ``<resources.cache_dir>/limits/``), the concurrency and both
+  rates hold for every process sending to the same endpoint together (careval.backends.limits: flock-held slots, a
+  shared sliding window), each try counted; without one (a test's client), for this process alone.
 * Time: a request's every try is bounded by ``timeout`` seconds from sending it to its reply's last byte, so a server
   that drips its reply a byte at a time is a timeout, not a hang.
 * Retries: a 429, a 408 or 5xx, a timeout, a dropped or refused connection and a malformed reply (not JSON, cut short,
@@ -46,6 +49,7 @@ from careval.request_cache import RequestCache, digest
 
 from .base import Usage
 from .budget import Ledger
+from .limits import SharedLimits
 
 OK, MALFORMED, REFUSED = "ok", "malformed_reply", "endpoint_refused"
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -98,6 +102,7 @@ class Policy:
     max_retries: int = 6
     backoff: float = 1.0
     max_backoff: float = 60.0
+    window: float = 60.0  # the rates' window in seconds (a minute; a test's shorter one)
 
 
 @dataclass
@@ -120,8 +125,14 @@ class RateLimit:
 
     WINDOW = 60.0
 
-    def __init__(self, requests: int | None, tokens: int | None, clock: Callable[[], float] = time.monotonic) -> None:
-        self.requests, self.tokens, self.clock = requests, tokens, clock
+    def __init__(
+        self,
+        requests: int | None,
+        tokens: int | None,
+        clock: Callable[[], float] = time.monotonic,
+        window: float = WINDOW,
+    ) -> None:
+        self.requests, self.tokens, self.clock, self.window = requests, tokens, clock, float(window)
         self._sent: deque[tuple[float, int]] = deque()
         self._lock = threading.Condition()
 
@@ -134,7 +145,7 @@ class RateLimit:
         with self._lock:
             while True:
                 now = self.clock()
-                while self._sent and now - self._sent[0][0] >= self.WINDOW:
+                while self._sent and now - self._sent[0][0] >= self.window:
                     self._sent.popleft()
                 used = sum(n for _, n in self._sent)
                 fits_requests = self.requests is None or len(self._sent) < self.requests
@@ -143,7 +154,7 @@ class RateLimit:
                     self._sent.append((now, tokens))
                     return now - start
                 # a second at most: the clock is checked again (a test's clock moves without a notify)
-                self._lock.wait(timeout=min(1.0, max(0.01, self.WINDOW - (now - self._sent[0][0]))))
+                self._lock.wait(timeout=min(1.0, max(0.01, self.window - (now - self._sent[0][0]))))
 
 
 def retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -197,6 +208,7 @@ class EndpointClient:
         cache: RequestCache | None = None,
         price: tuple[float, float] | None = None,
         ledger: Ledger | None = None,
+        limits: SharedLimits | None = None,
         who: str = "",
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -209,7 +221,8 @@ class EndpointClient:
         self.api_key, self.model, self.policy, self.scope = api_key, model, policy, scope
         self.cache, self.price, self.ledger, self.who = cache, price, ledger, who or model
         self.sleep = sleep
-        self.limit = RateLimit(policy.requests_per_minute, policy.tokens_per_minute)
+        self.limit = RateLimit(policy.requests_per_minute, policy.tokens_per_minute, window=policy.window)
+        self.limits = limits  # the endpoint's, across processes (careval.backends.limits); None: this process's
         self.counts = Counts()
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -294,7 +307,7 @@ class EndpointClient:
     def _tries(self, request: Request) -> tuple[Reply, float]:
         """(the reply: its value is (parsed, payload) when ok; what its tries cost)."""
         data = json.dumps(request.body).encode("utf-8") if request.method == "POST" else None
-        waited = self.limit.acquire(sum(request.tokens))
+        waited = self.limit.acquire(sum(request.tokens)) if self.limits is None else 0.0
         paid = 0.0
         last: _Failure | None = None
         for attempt in range(self.policy.max_retries + 1):
@@ -302,7 +315,7 @@ class EndpointClient:
                 self.counts.sent += 1
                 self.counts.waited += waited
             try:
-                payload = self._exchange(request.path, data, request.method)
+                payload = self._send(request, data)
                 usage = _usage(payload)
                 paid += self._cost(usage)
                 try:
@@ -347,6 +360,16 @@ class EndpointClient:
         raise EndpointError(
             last.message(self._url(request.path), self.model, f" after {self.policy.max_retries} retries")
         )
+
+    def _send(self, request: Request, data: bytes | None) -> dict:
+        """One try, in one of the endpoint's slots and at its rates' turn where they are shared across processes."""
+        if self.limits is None:
+            return self._exchange(request.path, data, request.method)
+        with self.limits.slot() as waited:
+            waited += self.limits.acquire(sum(request.tokens))
+            with self._lock:
+                self.counts.waited += waited
+            return self._exchange(request.path, data, request.method)
 
     def _cost(self, usage: Usage) -> float:
         if self.price is None:

@@ -33,6 +33,7 @@ from careval.request_cache import RequestCache
 from .base import Backend, Capabilities, CapabilityError, Sampling, TopStep, Usage
 from .budget import Ledger
 from .chat import SYSTEM_DELIMITER, maybe_delimit
+from .limits import SharedLimits, endpoint_folder
 from .http_client import OK, EndpointClient, EndpointError, Malformed, Policy, Reply, Request
 from .registry import register_backend
 from .tokenization import (
@@ -128,6 +129,16 @@ class _Endpoint:
         if settings.get("max_cost") is not None and price is not None:
             longest = (policy.max_retries + 1) * (policy.timeout + policy.max_backoff) + 60
             ledger = Ledger(settings["ledger"], float(settings["max_cost"]), where, hold_s=longest)
+        limits = None
+        if settings.get("limits"):  # the endpoint's limits, held with every other process sending it requests
+            limits = SharedLimits(
+                endpoint_folder(settings["limits"], self.base_url, model),
+                policy.max_concurrency,
+                policy.requests_per_minute,
+                policy.tokens_per_minute,
+                window=policy.window,
+                describe={"base_url": self.base_url, "model": model},
+            )
         # what decides an answer: the address, the served model, the API and the ids' tokenizer (not the key)
         scope = {"base_url": self.base_url, "model": model, "api": settings.get("api", "chat")}
         self.client = EndpointClient(
@@ -139,6 +150,7 @@ class _Endpoint:
             cache=RequestCache(cache) if cache else None,
             price=price,
             ledger=ledger,
+            limits=limits,
             who=where,
         )
         self.concurrency = policy.max_concurrency

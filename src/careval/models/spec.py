@@ -246,6 +246,8 @@ def endpoint_spec(
             "max_cost": model.get("max_cost"),
             # the money this model spent, every run sharing the cache folder together (careval.backends.budget)
             "ledger": f"{job['cache_dir']}/spent/{name}.jsonl",
+            # its limits, held with every job and run sending to the same endpoint (careval.backends.limits)
+            "limits": f"{job['cache_dir']}/limits",
         },
     )
 
