@@ -65,7 +65,11 @@ class RecordingServer:
                 with lock:
                     outer.in_flight += 1
                     outer.peak = max(outer.peak, outer.in_flight)
-                    record = {"job": body["job"], "arrived": arrived, "tokens": len(body["prompt"]) + body["max_tokens"]}
+                    record = {
+                        "job": body["job"],
+                        "arrived": arrived,
+                        "tokens": len(body["prompt"]) + body["max_tokens"],
+                    }
                     outer.records.append(record)
                 try:
                     time.sleep(3600 if body.get("hang") else delay)
@@ -193,7 +197,9 @@ def test_a_killed_job_frees_its_slots(server_factory, tmp_path):
     stuck.wait(10)
     began = time.monotonic()
     assert finish(waiting, timeout=30) == ["ok"] * 4
-    print(f"\nkilled job: its 2 slots freed, the waiting job's 4 requests answered {time.monotonic() - began:.2f}s later")
+    print(
+        f"\nkilled job: its 2 slots freed, the waiting job's 4 requests answered {time.monotonic() - began:.2f}s later"
+    )
     assert limits.in_flight() == 0
 
 
