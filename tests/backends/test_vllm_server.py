@@ -193,7 +193,8 @@ def test_generate_sends_careval_token_ids_and_per_prompt_seeds(client, hf, serve
     room = MAX_LENGTH - 6
     ids = [generation_tokens(hf.tokenizer, p, add_bos=None, max_prompt_tokens=room)[0] for p in prompts]
     assert sorted(b["prompt"] for b in bodies[:2]) == sorted(ids) and all("seed" not in b for b in bodies[:2])
-    assert all(b["temperature"] == 0.0 and b["top_p"] == 1.0 for b in bodies[:2])
+    # greedy: temperature 0 and no top_p (the server's default, 1), as any served completions entry sends it
+    assert all(b["temperature"] == 0.0 and "top_p" not in b for b in bodies[:2])
     by_prompt = {tuple(b["prompt"]): b for b in bodies[2:]}
     assert [by_prompt[tuple(i)]["seed"] for i in ids] == request_seeds(5, prompts)
     assert all(b["stop"] == ["\n"] and b["top_p"] == 0.8 and b["temperature"] == 0.7 for b in bodies[2:])

@@ -57,7 +57,11 @@ class Endpoint:
         where = settings.get("config_key") or f"models.{name}"
         self.name, self.model, self.config_key = name, model, where
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self.api_key = read_key(settings.get("api_key_env") or "OPENAI_API_KEY", where)
+        if settings.get("api_key"):  # a key of careval's own making (the shared engine's address file), not a config's
+            self.api_key = str(settings["api_key"])
+            register_secret(self.api_key)
+        else:
+            self.api_key = read_key(settings.get("api_key_env") or "OPENAI_API_KEY", where)
         policy = Policy(
             max_concurrency=max(1, int(settings.get("concurrency") or settings.get("max_concurrency") or 8)),
             requests_per_minute=settings.get("requests_per_minute"),

@@ -1,10 +1,12 @@
 """A stand-in for vLLM's OpenAI-compatible server, for the fast tests of the shared engine
 (tests/backends/test_vllm_server.py): on PYTHONPATH, `python -m vllm.entrypoints.openai.api_server`
-runs this instead of vLLM. It answers what careval.backends.vllm_server sends, from a transformers
-model (the test's tiny Llama) computed directly here (no careval code):
+runs this instead of vLLM. It answers what careval.backends.vllm_server sends (the requests of
+careval.backends.openai_completions), from a transformers model (the test's tiny Llama) computed
+directly here (no careval code):
 
 * ``/v1/models``: the served name (``--served-model-name``), 401 without the key (VLLM_API_KEY);
-* ``/v1/completions`` with ``prompt_logprobs: 0``: each prompt token's log-probability, vLLM's layout;
+* ``/v1/completions`` with ``echo`` and ``logprobs`` (and ``max_tokens: 0``): each prompt token's log-probability and
+  the most likely token's at its position, the OpenAI completions layout (what every served completions entry sends);
 * with ``n``: ``n`` continuations of ``max_tokens`` ids drawn by a ``random.Random(seed)`` (not the
   model: the test checks their ids and log-probabilities travel, not how they were sampled), each
   with the model's log-probability of every drawn token;
@@ -49,13 +51,15 @@ def main() -> None:
 
     def complete(body):
         ids = list(body["prompt"])
-        if body.get("prompt_logprobs") is not None:
+        if body.get("echo"):
             logp = logprobs(ids)
-            prompt = [None] + [
-                {str(ids[j]): {"logprob": float(logp[j - 1, ids[j]]), "rank": 1, "decoded_token": ""}}
-                for j in range(1, len(ids))
+            top = [None] + [
+                {tokenizer.decode([int(logp[j - 1].argmax())]): float(logp[j - 1].max())} for j in range(1, len(ids))
             ]
-            return [{"index": 0, "text": "", "prompt_logprobs": prompt}]
+            values = [None] + [float(logp[j - 1, ids[j]]) for j in range(1, len(ids))]
+            tokens = [tokenizer.decode([i]) for i in ids]
+            logprobs_ = {"tokens": tokens, "token_logprobs": values, "top_logprobs": top}
+            return [{"index": 0, "text": "", "logprobs": logprobs_}]
         if "n" in body:
             rng, choices = random.Random(body["seed"]), []
             for i in range(body["n"]):
@@ -114,7 +118,9 @@ def main() -> None:
                 return
             with LOCK:  # one forward pass at a time: torch in threads would only contend here
                 choices = complete(body)
-            self.reply(200, {"object": "text_completion", "choices": choices})
+            generated = sum(len(tokenizer.encode(c["text"], add_special_tokens=False)) for c in choices)
+            usage = {"prompt_tokens": len(body["prompt"]), "completion_tokens": generated}
+            self.reply(200, {"object": "text_completion", "choices": choices, "usage": usage})
 
     ThreadingHTTPServer((args.host, args.port), Handler).serve_forever()
 
