@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from careval.config import check_duplicate_keys
+from careval.estimate import dry_run, summary as estimate_summary
 from careval.inputs import check_input_files
 from careval.plan import ConfigError, build_plan
 from careval.runlock import check_lock
@@ -43,6 +44,11 @@ if PLAN.elo_warning:
     print(f"careval warning: analysis.elo_csv: {PLAN.elo_warning}", file=sys.stderr)
 for warning in PLAN.warnings:
     print(f"careval warning: {warning}", file=sys.stderr)
+# a dry run says what each served model (endpoint:) will be sent and cost, before anything is: one line per model
+# (careval estimate <config> has it per benchmark)
+if workflow.is_main_process and dry_run(sys.argv):
+    for line in estimate_summary(PLAN):
+        print(f"careval estimate: {line}", file=sys.stderr)
 config.clear()
 config.update(PLAN.config)
 

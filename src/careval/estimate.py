@@ -9,6 +9,9 @@ normalised yet counts its `limit`, else `samples` rows, and `prompt_tokens` per 
 with "~". Tokens are counted as a prompt's characters / 4 (the usual rate of English text under BPE tokenizers):
 an estimate, not the server's count. Requests the request cache already holds are counted too (the estimate sends
 nothing to find out): it is what a run from an empty cache costs, at most.
+
+A dry run (`snakemake -n`) prints one line per served model (:func:`summary`, the Snakefile), the totals of the same
+count with the default `--samples` and `--prompt-tokens`.
 """
 
 from __future__ import annotations
@@ -141,6 +144,43 @@ def _spent(path: str) -> float:
     except OSError:
         return 0.0
     return total
+
+
+def dry_run(argv: list[str]) -> bool:
+    """Whether a snakemake command line is a dry run (-n, --dry-run, --dryrun, or -n among short flags: -np)."""
+    for arg in argv[1:]:
+        if arg in ("--dry-run", "--dryrun", "--dry-run=True", "--dryrun=True"):
+            return True
+        if arg.startswith("-") and not arg.startswith("--") and arg[1:].isalpha() and "n" in arg[1:]:
+            return True
+    return False
+
+
+def summary(plan: Plan, samples: int = 1000, prompt_tokens: int = 300) -> list[str]:
+    """One line per served model: its requests, prompt tokens, most generated tokens and most cost over the plan."""
+    out = []
+    for name, spec in served_models(plan).items():
+        endpoint, price = spec.endpoint, spec.endpoint.get("price")
+        lines = lines_of(plan, name, spec, samples, prompt_tokens)
+        requests, prompt, generated = (
+            sum(getattr(x, k) for x in lines) for k in ("requests", "prompt_tokens", "generated_tokens")
+        )
+        mark = "~" if any(x.assumed for x in lines) else ""
+        money = (
+            f", at most {mark}{(prompt * price['input_per_mtok'] + generated * price['output_per_mtok']) / 1e6:.2f}"
+            if price
+            else ", no price"
+        )
+        budget = (
+            f" (max_cost {endpoint['max_cost']:g}, spent {_spent(endpoint['ledger']):.4f})"
+            if endpoint.get("max_cost")
+            else ""
+        )
+        out.append(
+            f"{name} ({endpoint.get('api', 'chat')} API of {spec.path}): {mark}{requests} requests, {mark}{prompt} prompt "
+            f"tokens, at most {mark}{generated} generated{money}{budget}"
+        )
+    return out
 
 
 def estimate(plan: Plan, samples: int = 1000, prompt_tokens: int = 300) -> list[str]:

@@ -181,3 +181,23 @@ def test_a_study_sweeps_a_served_models_endpoint_settings():
     variants = plan.studies["api"].variants
     served = {name: v.plan.models["ft"].path for name, v in variants.items()}
     assert sorted(set(served.values())) == ["gpt-x", "gpt-y"]  # the baseline (the run's gpt-x) and the two settings
+
+
+def test_a_dry_run_prints_one_line_per_served_model(tmp_path):
+    from careval.estimate import dry_run, summary
+
+    assert dry_run(["snakemake", "-n"]) and dry_run(["snakemake", "--cores", "2", "-np"])
+    assert dry_run(["snakemake", "--dry-run", "all"]) and dry_run(["snakemake", "--dryrun"])
+    assert not dry_run(["snakemake", "--cores", "2", "-p"]) and not dry_run(["snakemake", "-j", "4", "--notemp"])
+    entry = {**CHAT, "price": {"input_per_mtok": 2.5, "output_per_mtok": 10.0}, "max_cost": 40}
+    config = _config({"gpt-x": entry}, benchmarks={"demo_open_qa": {"limit": 5}})
+    config["metrics"]["skip"] += ["perplexity", "relaxed_perplexity"]
+    config["datasets_dir"] = str(tmp_path / "none")
+    config["generation"] = {"max_new_tokens": 100}
+    config["resources"] = {"cache_dir": str(tmp_path / "cache")}
+    # 5 generations (the limit; not normalised) of 200 prompt tokens, at most 100 generated each:
+    # 1000 * 2.5e-6 + 500 * 1e-5 = 0.0075; nothing spent yet
+    assert summary(build_plan(config), prompt_tokens=200) == [
+        "gpt-x (chat API of gpt-x): ~5 requests, ~1000 prompt tokens, at most ~500 generated, at most ~0.01 "
+        "(max_cost 40, spent 0.0000)"
+    ]
