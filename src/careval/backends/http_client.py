@@ -4,7 +4,7 @@ code sends them.
 * Concurrency: a call's requests go ``max_concurrency`` at a time (a pool of threads kept for the job, each with its
   own keep-alive connection; a connection the server closed while idle is reopened, once, without counting a try).
 * Rate limits: at most ``requests_per_minute`` requests and ``tokens_per_minute`` tokens (its prompt and the most it
-  may generate) in any minute (:class:`RateLimit`); a request waits for its turn.
+  may generate) in any minute (careval.backends.limits.RateLimit); a request waits for its turn.
 * Across processes: with a limits folder (a model entry's: ``<resources.cache_dir>/limits/``), the concurrency and both
   rates hold for every process sending to the same endpoint together (careval.backends.limits: flock-held slots, a
   shared sliding window), each try counted; without one (a test's client), for this process alone.
@@ -38,7 +38,7 @@ import ssl
 import threading
 import time
 import urllib.parse
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -49,7 +49,7 @@ from careval.request_cache import RequestCache, digest
 
 from .base import Usage
 from .budget import Ledger
-from .limits import SharedLimits
+from .limits import RateLimit, SharedLimits
 
 OK, MALFORMED, REFUSED = "ok", "malformed_reply", "endpoint_refused"
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -118,43 +118,6 @@ class Counts:
     generated_tokens: int = 0
     cost: float = 0.0  # what the answered requests cost (with a price)
     waited: float = 0.0  # seconds spent backing off
-
-
-class RateLimit:
-    """At most `requests` requests and `tokens` tokens in any 60 seconds (None: no limit); thread-safe."""
-
-    WINDOW = 60.0
-
-    def __init__(
-        self,
-        requests: int | None,
-        tokens: int | None,
-        clock: Callable[[], float] = time.monotonic,
-        window: float = WINDOW,
-    ) -> None:
-        self.requests, self.tokens, self.clock, self.window = requests, tokens, clock, float(window)
-        self._sent: deque[tuple[float, int]] = deque()
-        self._lock = threading.Condition()
-
-    def acquire(self, tokens: int) -> float:
-        """Wait until a request of `tokens` fits the last minute; the seconds waited. A request larger than the whole
-        limit goes alone (an empty minute), else it would wait for ever."""
-        if self.requests is None and self.tokens is None:
-            return 0.0
-        start = self.clock()
-        with self._lock:
-            while True:
-                now = self.clock()
-                while self._sent and now - self._sent[0][0] >= self.window:
-                    self._sent.popleft()
-                used = sum(n for _, n in self._sent)
-                fits_requests = self.requests is None or len(self._sent) < self.requests
-                fits_tokens = self.tokens is None or not self._sent or used + tokens <= self.tokens
-                if fits_requests and fits_tokens:
-                    self._sent.append((now, tokens))
-                    return now - start
-                # a second at most: the clock is checked again (a test's clock moves without a notify)
-                self._lock.wait(timeout=min(1.0, max(0.01, self.window - (now - self._sent[0][0]))))
 
 
 def retry_after(value: str | None, now: float | None = None) -> float | None:

@@ -21,7 +21,8 @@ cluster filesystem must support them, as for the ledger):
   request is let go the moment it is counted.
 
 A process whose entry sets lower limits than another's waits for its own; the folder's ``endpoint.json`` names the
-endpoint for a reader.
+endpoint for a reader. Without a folder (a client built outside a run: a test's, a CareQA step's), :class:`RateLimit`
+holds the rates for the one process.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import random
 import struct
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -154,3 +156,40 @@ class SharedLimits:
                 return None
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class RateLimit:
+    """At most `requests` requests and `tokens` tokens in any 60 seconds (None: no limit); thread-safe."""
+
+    WINDOW = 60.0
+
+    def __init__(
+        self,
+        requests: int | None,
+        tokens: int | None,
+        clock: Callable[[], float] = time.monotonic,
+        window: float = WINDOW,
+    ) -> None:
+        self.requests, self.tokens, self.clock, self.window = requests, tokens, clock, float(window)
+        self._sent: deque[tuple[float, int]] = deque()
+        self._lock = threading.Condition()
+
+    def acquire(self, tokens: int) -> float:
+        """Wait until a request of `tokens` fits the last minute; the seconds waited. A request larger than the whole
+        limit goes alone (an empty minute), else it would wait for ever."""
+        if self.requests is None and self.tokens is None:
+            return 0.0
+        start = self.clock()
+        with self._lock:
+            while True:
+                now = self.clock()
+                while self._sent and now - self._sent[0][0] >= self.window:
+                    self._sent.popleft()
+                used = sum(n for _, n in self._sent)
+                fits_requests = self.requests is None or len(self._sent) < self.requests
+                fits_tokens = self.tokens is None or not self._sent or used + tokens <= self.tokens
+                if fits_requests and fits_tokens:
+                    self._sent.append((now, tokens))
+                    return now - start
+                # a second at most: the clock is checked again (a test's clock moves without a notify)
+                self._lock.wait(timeout=min(1.0, max(0.01, self.window - (now - self._sent[0][0]))))
