@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 RECORD = struct.Struct("<dq")  # when (seconds since the epoch), tokens
-POLL_S = 0.02  # how often a request waiting for a slot looks again
+POLL_S = 0.05  # how often a request waiting for a slot looks again
 MOST_WAIT_S = 1.0  # the longest a request waiting for its rate's turn sleeps before it looks again
 SLACK_S = 1.0  # how much longer than the window a request counts (the spread of its arrival at the server)
 
