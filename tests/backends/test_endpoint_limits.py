@@ -219,3 +219,18 @@ def test_shared_limits_count_in_one_window_across_instances(tmp_path):
     assert waited == pytest.approx(61.0, abs=0.05) and slept
     now[0] += 61.0
     assert b.acquire(150) == 0.0  # larger than the whole token limit: alone, in an empty window
+
+
+def test_a_limits_folder_that_cannot_be_written_leaves_the_job_its_own_limits(tmp_path, monkeypatch, capsys):
+    from careval.backends.openai import OpenAICompatBackend
+
+    monkeypatch.setenv("CAREVAL_TEST_KEY", "EMPTY")
+    (tmp_path / "cache").write_text("a file where the cache folder should be")
+    settings = {"limits": str(tmp_path / "cache" / "limits"), "requests_per_minute": 5}
+    backend = OpenAICompatBackend("gpt", "gpt-x", "http://127.0.0.1:9/v1", "CAREVAL_TEST_KEY", settings=settings)
+    assert backend.client.limits is None and backend.client.limit.requests == 5  # the job's own window
+    assert "limits hold for this job alone" in capsys.readouterr().out
+    settings["limits"] = str(tmp_path / "limits")
+    shared = OpenAICompatBackend("gpt", "gpt-x", "http://127.0.0.1:9/v1", "CAREVAL_TEST_KEY", settings=settings)
+    assert shared.client.limits is not None
+    assert shared.client.limits.folder == endpoint_folder(tmp_path / "limits", "http://127.0.0.1:9/v1", "gpt-x")

@@ -79,14 +79,18 @@ class Endpoint:
             ledger = Ledger(settings["ledger"], float(settings["max_cost"]), where, hold_s=longest)
         limits = None
         if settings.get("limits"):  # the endpoint's limits, held with every other process sending it requests
-            limits = SharedLimits(
-                endpoint_folder(settings["limits"], self.base_url, model),
-                policy.max_concurrency,
-                policy.requests_per_minute,
-                policy.tokens_per_minute,
-                window=policy.window,
-                describe={"base_url": self.base_url, "model": model},
-            )
+            folder = endpoint_folder(settings["limits"], self.base_url, model)
+            try:
+                limits = SharedLimits(
+                    folder,
+                    policy.max_concurrency,
+                    policy.requests_per_minute,
+                    policy.tokens_per_minute,
+                    window=policy.window,
+                    describe={"base_url": self.base_url, "model": model},
+                )
+            except OSError as error:  # a read-only cache folder: the job goes on, its limits its own
+                print(f"careval warning: {folder}: {error}; {where}'s limits hold for this job alone", flush=True)
         # what decides an answer: the address, the served model, the API and the ids' tokenizer (not the key)
         scope = {"base_url": self.base_url, "model": model, "api": settings.get("api", "chat")}
         self.client = EndpointClient(

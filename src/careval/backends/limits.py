@@ -75,6 +75,7 @@ class SharedLimits:
         if describe is not None and not (self.folder / "endpoint.json").exists():
             (self.folder / "endpoint.json").write_text(json.dumps(describe) + "\n")
         self._rate_path = self.folder / "rate.bin"
+        open(self._rate_path, "a+b").close()  # a folder this process cannot write: an OSError here, not mid-request
         self._lock = threading.Lock()  # one reader-writer of rate.bin per process at a time (flock is per file)
 
     # ------------------------------------------------------------------ concurrency
