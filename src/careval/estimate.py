@@ -166,16 +166,14 @@ def summary(plan: Plan, samples: int = 1000, prompt_tokens: int = 300) -> list[s
             sum(getattr(x, k) for x in lines) for k in ("requests", "prompt_tokens", "generated_tokens")
         )
         mark = "~" if any(x.assumed for x in lines) else ""
-        money = (
-            f", at most {mark}{(prompt * price['input_per_mtok'] + generated * price['output_per_mtok']) / 1e6:.2f}"
-            if price
-            else ", no price"
-        )
-        budget = (
-            f" (max_cost {endpoint['max_cost']:g}, spent {_spent(endpoint['ledger']):.4f})"
-            if endpoint.get("max_cost")
-            else ""
-        )
+        most = (prompt * price["input_per_mtok"] + generated * price["output_per_mtok"]) / 1e6 if price else None
+        money = f", at most {mark}{most:.2f}" if most is not None else ", no price"
+        budget = ""
+        if endpoint.get("max_cost"):
+            over = (
+                ": more than max_cost, its jobs stop there" if most is not None and most > endpoint["max_cost"] else ""
+            )
+            budget = f" (max_cost {endpoint['max_cost']:g}, spent {_spent(endpoint['ledger']):.4f}{over})"
         out.append(
             f"{name} ({endpoint.get('api', 'chat')} API of {spec.path}): {mark}{requests} requests, {mark}{prompt} prompt "
             f"tokens, at most {mark}{generated} generated{money}{budget}"

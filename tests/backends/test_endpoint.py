@@ -201,3 +201,7 @@ def test_a_dry_run_prints_one_line_per_served_model(tmp_path):
         "gpt-x (chat API of gpt-x): ~5 requests, ~1000 prompt tokens, at most ~500 generated, at most ~0.01 "
         "(max_cost 40, spent 0.0000)"
     ]
+    config["models"]["gpt-x"]["max_cost"] = 0.005  # less than the 0.0075 it may cost
+    assert summary(build_plan(config), prompt_tokens=200)[0].endswith(
+        "(max_cost 0.005, spent 0.0000: more than max_cost, its jobs stop there)"
+    )
