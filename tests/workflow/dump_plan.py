@@ -34,8 +34,7 @@ def plan_lines(repo: Path, config: Path, target: str = "results/correlations.pdf
                         "params": workflow.persistence._params(job),
                     },
                     sort_keys=True,
-                )
-                .replace(str(repo), "<repo>")
+                ).replace(str(repo), "<repo>")
                 for job in workflow.dag.jobs
             )
 

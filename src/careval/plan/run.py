@@ -8,8 +8,10 @@ A config becomes a Plan in careval.plan.build_run (the run) and careval.plan.stu
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from careval.analysis.cost import CostJob
 from careval.analysis.plan import AnalysisPlan
@@ -46,6 +48,27 @@ from careval.specs import (
 __all__ = ["Plan", "job_prices"]
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def built_once(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A job-spec method of :class:`Plan` whose spec is built once per plan and arguments, then handed out again: the
+    rules' params and input functions and the studies' comparisons ask for the same spec many times over, and a spec,
+    being frozen, writes its identity (careval.canonical) once."""
+
+    @functools.wraps(method)
+    def once(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        plan, *rest = args
+        key = (method.__name__, *(tuple(a) if isinstance(a, list) else a for a in rest), *sorted(kwargs.items()))
+        built = plan._specs  # type: ignore[attr-defined]
+        if key not in built:
+            built[key] = method(*args, **kwargs)
+        return built[key]
+
+    return once
+
+
 @dataclass(frozen=True)
 class Plan:
     """What a validated config asks for. `config` is the config with every schema default filled in."""
@@ -77,6 +100,8 @@ class Plan:
     # (study, variant, run) and its plan: the run's own rules run a variant's jobs under the variant's plan
     variant_of: dict[str, tuple[str, str, int]] = field(default_factory=dict)
     variant_plans: dict[str, Plan] = field(default_factory=dict)
+    # the job specs built so far (built_once); not an argument, so a plan made by replace() starts with none
+    _specs: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def at(self, vpath: str) -> Plan:
         """The plan of the jobs under a variant's folder (`vpath`, e.g. "studies/chat/chat_template=true/"); the
@@ -148,6 +173,7 @@ class Plan:
 
     # --- one spec per job (careval.specs): what each rule passes as `params: job=...`, and all its job reads
 
+    @built_once
     def prepare_job(self, name: str) -> PrepareJob:
         entry = self.entries[name]
         return PrepareJob(
@@ -158,6 +184,7 @@ class Plan:
             cache=f"{self.models_dir}/.cache",
         )
 
+    @built_once
     def normalise_job(self, benchmark: str) -> NormaliseJob:
         entry = self.benchmarks[benchmark]
         return NormaliseJob(benchmark=benchmark, data=entry.facts(DATA_KEYS), limit=self.limits[benchmark], entry=entry)
@@ -171,6 +198,7 @@ class Plan:
             **settings,
         )
 
+    @built_once
     def infer_job(self, model: str, benchmark: str) -> InferJob:
         entry = self.benchmarks[benchmark]
         sampling = sampling_for(entry, self.config["generation"]) if entry.generates else None
@@ -178,11 +206,13 @@ class Plan:
             InferJob, model, benchmark, sampling=sampling, request_batch=self.config["request_batch"]
         )
 
+    @built_once
     def relaxed_perplexity_job(self, model: str, benchmark: str) -> RelaxedPerplexityJob:
         return self._model_job(
             RelaxedPerplexityJob, model, benchmark, options=self.family_options("relaxed_perplexity").options
         )
 
+    @built_once
     def consistency_job(self, model: str, benchmark: str) -> ConsistencyJob:
         settings = self.config["analysis"]["consistency"]
         return self._model_job(
@@ -195,6 +225,7 @@ class Plan:
             request_batch=self.config["request_batch"],
         )
 
+    @built_once
     def rephrase_job(self) -> RephraseJob:
         settings = self.config["analysis"]["resilience"]
         assert self.rephraser is not None, "no rephrasing under this config"
@@ -206,6 +237,7 @@ class Plan:
             request_batch=self.config["request_batch"],
         )
 
+    @built_once
     def family_options(self, family: str) -> FamilyOptions:
         """A family's `metrics.<family>` settings (schema defaults filled), split by the registry into the
         options that change a value and the execution ones."""
@@ -217,12 +249,14 @@ class Plan:
             execution={key: value for key, value in settings.items() if key in registered.execution_options},
         )
 
+    @built_once
     def score_job(self, benchmark: str, families: list[str]) -> ScoreJob:
         return ScoreJob(
             families=tuple(self.family_options(family) for family in families),
             min_chars=self.benchmarks[benchmark].min_chars,
         )
 
+    @built_once
     def judge_job(self, repeats: bool = False, judge: str | None = None) -> JudgeJob:
         """The judge's spec (a jury's `judge`'s); its repeats' jobs are bound by repeats_limit (or limit)."""
         assert self.judge is not None, "no benchmark is judged under this config"
@@ -236,6 +270,7 @@ class Plan:
             request_batch=self.config["request_batch"],
         )
 
+    @built_once
     def jury_job(self) -> JuryJob:
         """The jury's combining job: which judges, in order, and how their grades make the jury's."""
         return JuryJob(judges=tuple(self.judges), aggregate=self.config["metrics"]["judge"]["aggregate"])
