@@ -1,5 +1,6 @@
 """careval: evaluate healthcare LLMs beyond multiple-choice QA (see README.md)."""
 
+import gc
 import sys
 
 from pathlib import Path
@@ -9,6 +10,11 @@ from careval.estimate import dry_run, summary as estimate_summary
 from careval.inputs import check_input_files
 from careval.plan import ConfigError, build_plan
 from careval.runlock import check_lock
+
+# Snakemake keeps every job, file and wildcard of its DAG to the end: at Python's default thresholds the cyclic garbage
+# collector walks that growing heap ~2,500 times while the paper plan is built (a sixth of its CPU) and frees little.
+# Fewer young collections: the same plan, ~1% more memory.
+gc.set_threshold(100_000, 10, 10)
 
 # The demo config is the default; a config given with --configfile replaces it (Snakemake would
 # otherwise merge the two, adding the demo's models and benchmarks to e.g. config/paper.yaml).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 from dataclasses import field
 
@@ -50,6 +51,19 @@ def test_a_job_param_is_a_tuple_snakemake_records_by_the_specs_repr_and_survives
             job = param
 
     assert job_of(_Snakemake) is spec
+
+
+def test_a_spec_writes_its_identity_once_and_pickles_without_it():
+    """repr is the identity as json.dumps writes it (computed here anew), kept on the frozen spec after the first call,
+    and left out of a pickle: the bytes a job receives are those of a spec whose repr was never asked."""
+    spec, fresh = _Spec({"b": 2, "a": 1.0}, None, batch_size=4), _Spec({"b": 2, "a": 1.0}, None, batch_size=4)
+    written = '_Spec{"options":{"a":1,"b":2},"sampling":null}'
+    assert repr(spec) == written and spec.__dict__["_identity"] == written
+    assert repr(spec) is repr(spec)  # the same string, not written again
+    assert pickle.dumps(spec) == pickle.dumps(fresh) and "_identity" not in fresh.__dict__
+    again = pickle.loads(pickle.dumps(spec))
+    assert "_identity" not in again.__dict__ and again == spec and repr(again) == written
+    assert repr(dataclasses.replace(spec, options={"a": 2})) == '_Spec{"options":{"a":2},"sampling":null}'
 
 
 @pytest.fixture

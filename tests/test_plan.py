@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -330,3 +331,19 @@ def test_the_mcqa_style_override_switches_the_prompt(demo_raw):
     demo_raw["benchmarks"]["demo_mcqa"] = {"mcqa_style": "letters"}
     entry = build_plan(demo_raw).benchmarks["demo_mcqa"]
     assert (entry.mcqa_style, entry.prompt) == ("letters", "Question: {question}\nChoices:\n{options}\nAnswer:")
+
+
+def test_a_job_spec_is_built_once_per_plan_and_a_replaced_plan_builds_its_own(demo_raw):
+    """The rules ask the plan for one job's spec many times over: the same spec object each time, equal to the spec a
+    plan built anew gives; a plan made from it by replace() (a study's variant) builds its own."""
+    plan, fresh = build_plan(copy.deepcopy(demo_raw)), build_plan(copy.deepcopy(demo_raw))
+    model, benchmark = next(iter(plan.models)), "demo_open_qa"
+    families = plan.families(benchmark)
+    assert plan.infer_job(model, benchmark) is plan.infer_job(model, benchmark)
+    assert plan.score_job(benchmark, families) is plan.score_job(benchmark, list(families))
+    assert plan.judge_job(repeats=True) is plan.judge_job(repeats=True) is not plan.judge_job()
+    assert repr(plan.infer_job(model, benchmark)) == repr(fresh.infer_job(model, benchmark))
+    assert repr(plan.judge_job(repeats=True)) == repr(fresh.judge_job(repeats=True))
+    other = replace(plan, models={**plan.models, model: replace(plan.models[model], dtype="float16")})
+    assert other.infer_job(model, benchmark).model.dtype == "float16"
+    assert plan.infer_job(model, benchmark).model.dtype == fresh.models[model].dtype != "float16"

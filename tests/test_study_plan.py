@@ -216,9 +216,9 @@ def test_the_studies_add_a_page_each_and_nothing_else_to_the_report(demo_raw):
 
 
 def test_a_study_kind_is_one_registered_entry_the_schema_names(demo_raw, monkeypatch):
-    """careval.plan.studies.STUDY_KINDS decides what a section sweeps and where its values go: a kind registered in a
+    """careval.plan.study_kinds.STUDY_KINDS decides what a section sweeps and where its values go: a kind registered in a
     few lines (here a narrower `generation`) is planned by it, and every registered section is one the schema takes."""
-    from careval.plan.studies import STUDY_KINDS, StudyKind
+    from careval.plan.study_kinds import STUDY_KINDS, StudyKind
 
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     pattern = schema["$defs"]["study"]["properties"]["sweep"]["propertyNames"]["pattern"]

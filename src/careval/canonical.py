@@ -64,7 +64,17 @@ class JobSpec:
         }
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}{json.dumps(self.identity(), sort_keys=True, separators=(',', ':'))}"
+        # a frozen spec's identity never changes: written once (the plan hands one spec to many callers, and the
+        # studies compare specs by their identity many times over)
+        known = self.__dict__.get("_identity")
+        if known is None:
+            known = f"{type(self).__name__}{json.dumps(self.identity(), sort_keys=True, separators=(',', ':'))}"
+            object.__setattr__(self, "_identity", known)
+        return known
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the identity written so far (a pickle holds the fields only)."""
+        return {key: value for key, value in self.__dict__.items() if key != "_identity"}
 
     def loaded_model(self) -> Any:
         """The model the job loads (evaluated, judge, rephraser, CareQA step: a field with `preload_facts`,

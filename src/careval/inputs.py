@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from careval.analysis.jury.human_ratings import HumanRatingsError, read_human_ratings
 from careval.careqa.review import SheetError, read_sheets
 from careval.careqa.statistics import filled_sheets
 from careval.config import ConfigError
@@ -62,6 +61,10 @@ def check_human_ratings(plan, sample_ids: dict[str, set[str]]) -> None:
     given = plan.config["analysis"]["human_ratings"]
     if given is None:
         return
+    # here, not at the top: the ratings' reader pulls in scipy, scikit-learn and pandas, which the Snakefile's process
+    # (this module checks the inputs at plan time) needs only when a config has ratings
+    from careval.analysis.jury.human_ratings import HumanRatingsError, read_human_ratings
+
     path = resolve_input(given, "analysis.human_ratings")
     known = {benchmark: sample_ids.get(benchmark) for benchmark in plan.benchmarks}
     try:

@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from careval.backends.cached import file_digest, folder_digest, hub_revision
+from careval.backends.model_facts import file_digest, folder_digest, hub_revision
 from careval.canonical import EXECUTION, JobSpec, job_spec
 from careval.models.spec import cache_dir
 from careval.request_cache import RequestCache
@@ -95,7 +95,7 @@ def manifest_job(plan: Any) -> ManifestJob:
 
 
 def weights_identity(facts: dict[str, Any], store: RequestCache | None) -> dict[str, Any]:
-    """A model's weights as the request cache knows them (one digest for both, careval.backends.cached): a local
+    """A model's weights as the request cache knows them (one digest for both, careval.backends.model_facts): a local
     folder's content digest (each file hashed once and remembered in `store` under a state no user can set back), a
     hub model's commit; else why there is none."""
     folder = Path(facts["path"])

@@ -1,7 +1,8 @@
 """The request cache's store: one file per entry, named by the digest of what decides its numbers, safe to share.
 
 An entry is the result of one backend call (a batch of requests: careval.backends.cached). Its key is a
-sha256 over the model's facts and the call (careval.backends.cached.call_key); the store only keeps bytes:
+sha256 over the model's facts and the call (careval.backends.model_facts, careval.backends.cached); the store only
+keeps bytes:
 
 * layout: ``<dir>/<key[:2]>/<key>``; a file is one header line ``careval-cache 1 <sha256 of the body>
   <body bytes>`` and a JSON body.

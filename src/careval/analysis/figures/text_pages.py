@@ -6,10 +6,11 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")  # no display on cluster nodes or CI
-import matplotlib.pyplot as plt
 
 
 def empty_page(title: str, message: str):
+    import matplotlib.pyplot as plt  # here: the plan imports this module's text helpers (wrap_to), not pyplot
+
     fig, ax = plt.subplots(figsize=(8, 3))
     ax.axis("off")
     ax.set_title(title, fontsize=11)
@@ -20,6 +21,8 @@ def empty_page(title: str, message: str):
 def text_page(title: str, lines: tuple[str, ...] | list[str]):
     """A page of notes, one paragraph each, wrapped to the page's width."""
     import textwrap
+
+    import matplotlib.pyplot as plt
 
     wrapped = ["\n".join(textwrap.wrap(line, 110)) for line in lines]
     height = 1.5 + 0.22 * sum(text.count("\n") + 2 for text in wrapped)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE
 from careval.metrics.registry import VALUED_STATUSES, metric_spec
@@ -119,6 +118,8 @@ def rowwise_correlation(x: np.ndarray, y: np.ndarray, method: str) -> np.ndarray
     if method == "kendall":
         return _rowwise_kendall(x, y, valid)
     if method == "spearman":
+        from scipy import stats  # here: the plan imports this module's callers for their job specs (~1 s)
+
         x = stats.rankdata(x, axis=1, nan_policy="omit")
         y = stats.rankdata(y, axis=1, nan_policy="omit")
     elif method != "pearson":

@@ -20,8 +20,6 @@ from functools import cache
 
 import numpy as np
 import polars as pl
-from scipy import stats
-from statsmodels.stats.power import TTestPower
 
 from careval.analysis.statistics.multiplicity import adjust
 from careval.canonical import JobSpec, job_spec
@@ -123,11 +121,15 @@ def detectable_effect(n: int, alpha: float, power: float) -> float:
     """The standardized paired effect a two-sided paired t-test of n pairs detects with `power` (statsmodels)."""
     if n < 2:
         return float("nan")
+    from statsmodels.stats.power import TTestPower  # here: the plan imports this module for ComparisonsJob
+
     return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power, alternative="two-sided"))
 
 
 def mcnemar_exact(a: np.ndarray, b: np.ndarray, common: np.ndarray) -> np.ndarray:
     """McNemar's exact two-sided p per pair row of 0/1 values: the binomial test of the discordant counts."""
+    from scipy import stats  # here: the plan imports this module for ComparisonsJob (scipy.stats: ~1 s)
+
     n10 = ((a == 1) & (b == 0) & common).sum(-1)
     n01 = ((a == 0) & (b == 1) & common).sum(-1)
     discordant = n10 + n01

@@ -17,7 +17,6 @@ import warnings
 from functools import cache
 
 import numpy as np
-from scipy import stats
 
 EXACT_BELOW = 10  # fewer pairs than this: all n! pairings (9! = 362,880 at most)
 METHODS = ("pearson", "spearman", "kendall")
@@ -41,6 +40,8 @@ def _signs(x: np.ndarray) -> np.ndarray:
 def statistic(x: np.ndarray, y: np.ndarray, method: str) -> np.ndarray:
     """The correlation of x with every row of y (..., n): Pearson's r, Spearman's rho (Pearson's r of the average
     ranks) or Kendall's tau-b; NaN where a row is constant."""
+    from scipy import stats  # here: the plan imports this module's callers for their job specs (~1 s)
+
     if method == "spearman":
         x, y = stats.rankdata(x), stats.rankdata(y, axis=-1)
     if method in ("pearson", "spearman"):
@@ -57,6 +58,8 @@ def statistic(x: np.ndarray, y: np.ndarray, method: str) -> np.ndarray:
 
 def permutation_p(x: np.ndarray, y: np.ndarray, method: str) -> tuple[float, float]:
     """(statistic, exact two-sided permutation p) over all n! pairings of y with x."""
+    from scipy import stats  # here: the plan imports this module's callers for their job specs (~1 s)
+
     observed = float(statistic(x, y, method))
     perms = pairings(len(y))
     if method == "kendall":  # y's pair signs under each pairing, read off y's sign matrix (no n! x n floats)
@@ -78,6 +81,8 @@ def permutation_p(x: np.ndarray, y: np.ndarray, method: str) -> tuple[float, flo
 def correlation_test(x, y, method: str) -> tuple[float, float, str | None]:
     """(statistic, p, p_method) over the pairs where both are finite; NaNs and None where undefined (fewer than 3
     pairs, or one side constant)."""
+    from scipy import stats  # here: the plan imports this module's callers for their job specs (~1 s)
+
     x, y = np.asarray(x, float), np.asarray(y, float)
     both = np.isfinite(x) & np.isfinite(y)
     x, y = x[both], y[both]

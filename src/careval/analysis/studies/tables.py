@@ -36,7 +36,7 @@ from careval.schemas import REPEAT_SCORE_SCHEMA, STUDY_SAMPLE_SCHEMA, STUDY_SCHE
 
 @job_spec
 class SourceLabel(JobSpec):
-    """Whose per-sample file an input of a study's table is (careval.plan.studies.StudySource without its path)."""
+    """Whose per-sample file an input of a study's table is (careval.plan.study.StudySource without its path)."""
 
     variant: str
     model: str
