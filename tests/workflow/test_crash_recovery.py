@@ -82,9 +82,12 @@ def _outputs(work: Path) -> dict[str, str]:
 
 
 def _untimed_pages(work: Path, pdf: Path) -> list[str]:
-    """The text of each page of the report but the cost page (the figure index gives the pages' order)."""
+    """The text of each page of the report (or of its drawn pages, results/report/pages.pdf) but the cost page (the
+    figure index gives the pages' order)."""
     names = pl.read_csv(work / "results" / "figures" / "index.tsv", separator="\t")["name"].to_list()
-    pages = PdfReader(pdf).pages[1:]  # the first: the manifest's essentials (its dates), not a figure
+    pages = list(PdfReader(pdf).pages)
+    if pdf.name == "correlations.pdf":  # its first: the manifest's essentials (its dates), not a figure
+        pages = pages[1:]
     assert len(pages) == len(names) and TIMED_FIGURE in names
     return [page.extract_text() for name, page in zip(names, pages) if name != TIMED_FIGURE]
 
