@@ -1,4 +1,5 @@
-"""The CareQA build's jobs (careval.careqa): its editions fetched and parsed, translated, rephrased and validated, its review sheets and statistics.
+"""The CareQA build's jobs (careval.careqa): its editions fetched and parsed, translated, rephrased and validated,
+its review sheets and statistics.
 
 Each function is the body of a rule's job (its `body` param: careval.jobs.run), given the job's `snakemake` object;
 it imports what it needs itself, so a job imports only its own body's modules."""

@@ -1,4 +1,5 @@
-"""The jobs of one benchmark, or of one model on one benchmark: normalising it, running the model, judging and scoring what it wrote.
+"""The jobs of one benchmark, or of one model on one benchmark: normalising it, running the model, judging and
+scoring what it wrote.
 
 Each function is the body of a rule's job (its `body` param: careval.jobs.run), given the job's `snakemake` object;
 it imports what it needs itself, so a job imports only its own body's modules."""

@@ -1,4 +1,5 @@
-"""The jobs over every model and benchmark: the summary tables, their analyses, the report and the run's provenance.
+"""The jobs over every model and benchmark: the summary tables, their analyses, the report and the run's
+provenance.
 
 Each function is the body of a rule's job (its `body` param: careval.jobs.run), given the job's `snakemake` object;
 it imports what it needs itself, so a job imports only its own body's modules."""
@@ -107,7 +108,8 @@ def correlations(snakemake: Any) -> None:
     from careval.jobs.analysis_report import write_analysis_report
     from careval.specs import JURY_REPORT_TABLES
 
-    inputs = {
+    # the tables by key, and the studies' per-sample tables as a list (write_analysis_report reads study_tables so)
+    inputs: dict[str, Any] = {
         key: Path(snakemake.input[key]) if key in snakemake.input.keys() else None
         for key in (
             "summary",
