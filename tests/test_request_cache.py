@@ -175,3 +175,29 @@ def test_stats_on_a_missing_folder_says_so(tmp_path, capsys):
         "",
         f"careval cache: {tmp_path / 'nowhere'} does not exist (no request cache there; --dir or --config say which)\n",
     )
+
+
+@pytest.mark.parametrize(
+    "resources, folder",
+    [({}, "resources/cache"), ({"cache_dir": "elsewhere/cache"}, "elsewhere/cache"), ({"cache": False}, None)],
+)
+def test_the_cache_command_reads_the_folder_the_runs_jobs_use(tmp_path, resources, folder):
+    """`careval cache --config` and the run's LLM jobs read one rule (careval.models.spec.cache_dir): the schema's
+    default folder, a set one, or none where the cache is off; the jobs' folder read from the plan's model spec."""
+    import argparse
+
+    from careval.cli import cache_folder
+    from careval.plan import load_plan
+
+    repo = Path(__file__).resolve().parents[1]
+    demo = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({**demo, "resources": {**demo.get("resources", {}), **resources}}))
+    jobs = load_plan(config).infer_job("gemma3-270m", "demo_mcqa").model.cache_dir
+    assert jobs == folder  # the schema's default, the config's folder, none
+    args = argparse.Namespace(dir=None, config=str(config))
+    if jobs is None:
+        with pytest.raises(ValueError, match=r"resources\.cache is false"):
+            cache_folder(args)
+    else:
+        assert cache_folder(args) == Path(jobs)

@@ -20,7 +20,6 @@ from careval.datasets.benchmark import Benchmark
 from careval.models.spec import ModelSpec
 from careval.schemas import GENERATION_SCHEMA, LOGLIK_REQUEST_SCHEMA, LOGLIK_SCHEMA
 from careval.tasks import mcqa, open as open_task
-from careval.tasks.mcqa import TARGET_DELIMITER
 from careval.tasks.prompts import without_instruction
 
 
@@ -59,32 +58,12 @@ def loglik_requests(samples: pl.DataFrame, benchmark: Benchmark) -> pl.DataFrame
     return pl.DataFrame(schema=LOGLIK_REQUEST_SCHEMA)
 
 
-def model_pair(
-    backend: Backend, context: str, continuation: str, chat_template: bool, instruction: str = ""
-) -> tuple[str, str]:
-    """A conditional request as this model is sent it. The context is a prompt, so it becomes what a generation
-    prompt becomes (the model's system prompt, its chat template: lm-eval's --apply_chat_template wraps a
-    multiple-choice context too); under a chat template the continuation loses the target delimiter, as lm-eval's
-    construct_requests drops it (the assistant's turn starts the answer). `instruction`: the benchmark's
-    (Benchmark.instruction), which every context it built starts with: the backend gets it apart from the rest, for
-    the system turn of a chat template, as lm-eval sends its task's description. A served model's template is the
-    server's: its backend's `format` gives the context as it is."""
-    context = (
-        backend.format(without_instruction(context, instruction), instruction)
-        if instruction
-        else backend.format(context)
-    )
-    if chat_template:
-        continuation = continuation.removeprefix(TARGET_DELIMITER)
-    return context, continuation
-
-
-def score_logliks(
-    backend: Backend, requests: pl.DataFrame, chat_template: bool = False, instruction: str = ""
-) -> pl.DataFrame:
-    """Conditional requests go to `loglikelihood` (as :func:`model_pair` sends them, `instruction` the benchmark's),
-    whole-reference ones to `loglikelihood_rolling`, kind greedy (an lm-eval task's is_greedy) to `greedy_flags`. The
-    rows keep each request as the task built it, whatever the model's wrapping."""
+def score_logliks(backend: Backend, requests: pl.DataFrame, instruction: str = "") -> pl.DataFrame:
+    """Conditional requests go to `loglikelihood`, kind greedy (an lm-eval task's is_greedy) to `greedy_flags`, each as
+    the backend sends it (Backend.request_pair: its system prompt and chat template are the backend's), its context
+    less `instruction` (the benchmark's, Benchmark.instruction, which every context it built starts with, given to the
+    backend apart as to `generate`, for a chat template's system turn); whole-reference ones to
+    `loglikelihood_rolling`. The rows keep each request as the task built it, whatever the model's wrapping."""
     start = time.perf_counter()
     values = [float("nan")] * requests.height
     tokens: list[int | None] = [None] * requests.height
@@ -96,7 +75,10 @@ def score_logliks(
 
     def pairs_of(rows: list[int]) -> list[tuple[str, str]]:
         contexts, continuations = requests["context"], requests["continuation"]
-        return [model_pair(backend, contexts[i], continuations[i], chat_template, instruction) for i in rows]
+        return [
+            backend.request_pair(without_instruction(contexts[i], instruction), continuations[i], instruction)
+            for i in rows
+        ]
 
     if greedy:
         for i, value in zip(greedy, backend.greedy_flags(pairs_of(greedy))):
@@ -125,7 +107,7 @@ def _record_tokens(tokens: list[int | None], cut: list[int | None], rows: list[i
 
 
 def batched_logliks(
-    backend: Backend, requests: pl.DataFrame, request_batch: int, label: str, chat_template: bool, instruction: str = ""
+    backend: Backend, requests: pl.DataFrame, request_batch: int, label: str, instruction: str = ""
 ) -> pl.DataFrame:
     """score_logliks over batches of `request_batch` samples (a sample's requests stay together)."""
     ids = requests["id"].unique(maintain_order=True).to_list()
@@ -133,12 +115,13 @@ def batched_logliks(
     frames = []
     for number, batch in enumerate(batches):
         print(f"{label}: batch {number + 1}/{len(batches)}", flush=True)
-        frames.append(score_logliks(backend, requests.filter(pl.col("id").is_in(batch)), chat_template, instruction))
+        frames.append(score_logliks(backend, requests.filter(pl.col("id").is_in(batch)), instruction))
     return pl.concat(frames) if frames else pl.DataFrame(schema=LOGLIK_SCHEMA)
 
 
 def generate(backend: Backend, prompts: list[str], sampling: Sampling, instruction: str) -> list[str]:
-    """The backend's completions of a benchmark's `prompts`, its `instruction` apart (:func:`model_pair`'s way)."""
+    """The backend's completions of a benchmark's `prompts`, its `instruction` apart (as :func:`score_logliks` gives
+    it)."""
     if not instruction:
         return backend.generate(prompts, sampling)
     return backend.generate([without_instruction(p, instruction) for p in prompts], sampling, instruction)
@@ -198,7 +181,6 @@ def run_inference(
                 requests,
                 request_batch,
                 f"{benchmark.name} log-likelihoods",
-                spec.chat_template,
                 benchmark.instruction,
             )
         }

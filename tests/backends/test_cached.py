@@ -177,6 +177,21 @@ def test_a_prompts_instruction_is_part_of_its_formats_key(tmp_path):
         LOADS.clear()
 
 
+def test_a_log_likelihood_request_is_sent_as_the_models_chat_template_wants_without_loading_it(tmp_path):
+    """Backend.request_pair on the job's backend: the context formatted (read from the cache in a second job, no
+    model loaded), the continuation without lm-eval's target delimiter where the spec applies a chat template."""
+    for chat_template, continuation in ((False, " A"), (True, "A")):
+        folder = tmp_path / f"chat_template={chat_template}"
+        folder.mkdir()
+        spec = replace(counting_spec(folder), chat_template=chat_template)
+        LOADS.clear()
+        for _ in ("computed", "read"):
+            with CachedBackend(spec, spec.cache_dir) as cached:
+                assert cached.request_pair("Q:", " A", "Be brief. ") == ("Be brief. Q:", continuation)
+                assert cached.request_pair("Q:", "  Urology")[1] == continuation.replace("A", " Urology")
+        assert LOADS == ["model"]  # by the first job's format calls; the second job read them
+
+
 def test_a_jury_of_one_model_under_two_names_computes_each_grading_prompt_once(tmp_path, capsys):
     """Two judges of the same weights are sent the same prompts: the second judge's are all read."""
     path, entry = samples(tmp_path, "demo_open_qa", 4)

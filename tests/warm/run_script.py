@@ -1,6 +1,6 @@
 """Run a workflow-style script as Snakemake's `script:` directive does: in a fresh interpreter, with a
 `snakemake` object in its globals and `__file__` naming the script. The job is a JSON object of `params`
-(and optionally `threads`, `gpu`, `rule`, `wildcards`); a param `loads` (model_spec's arguments) becomes
+(and optionally `threads`, `gpu`, `rule`, `wildcards`, and `input`, `output`, `log` as lists of paths); a param `loads` (model_spec's arguments) becomes
 the `job` param of a job that loads that model. `--unreadable` adds to it an object of a module on this
 script's path only, which a warm worker cannot unpickle; `--unpicklable` one that cannot be pickled at all."""
 
@@ -27,7 +27,9 @@ if "loads" in job["params"]:
     job["params"]["job"] = JobParam(JudgeJob(judge=model_spec(**loads), options={}, request_batch=8))
 snakemake = SimpleNamespace(
     params=SimpleNamespace(**job["params"]),
-    input=SimpleNamespace(),
+    input=job.get("input", SimpleNamespace()),
+    output=job.get("output", []),
+    log=job.get("log", []),
     threads=job.get("threads", 1),
     resources=SimpleNamespace(gpu=job.get("gpu", 0)),
     rule=job.get("rule", "test_rule"),

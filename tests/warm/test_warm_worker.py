@@ -4,8 +4,10 @@ status, threads, the preloaded model) is checked against the same script run in 
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -436,26 +438,110 @@ def test_the_shelf_keeps_the_models_that_fit_its_budget_dropping_the_least_recen
     )
 
 
-def test_every_workflow_script_hands_its_job_to_the_worker_first():
-    """Each script of workflow/scripts calls offload(snakemake, __file__) before any import but os's: a script
-    without it runs its job in a process of its own, which imports anew what the worker imported ahead."""
-    import ast
+REPO = Path(__file__).resolve().parents[2]
+JOB_SCRIPT = REPO / "workflow" / "scripts" / "job.py"
 
-    scripts = sorted((Path(__file__).resolve().parents[2] / "workflow" / "scripts").glob("*.py"))
-    assert scripts
-    late = {}
-    for path in scripts:
-        before = []
-        for statement in ast.parse(path.read_text()).body:
-            if ast.unparse(statement) == "offload(snakemake, __file__)":
-                break
-            before += [
-                ast.unparse(node) for node in ast.walk(statement) if isinstance(node, (ast.Import, ast.ImportFrom))
-            ]
-        else:
-            before.append("(no offload call)")
-        late[path.name] = [line for line in before if line not in ("import os", "from careval.warm import offload")]
-    assert {name: lines for name, lines in late.items() if lines} == {}
+
+def _rule_scripts_and_bodies() -> tuple[list[str], list[str]]:
+    """Every `script:` of the workflow's rule files, and every `body` param, as written there."""
+    text = "\n".join(path.read_text() for path in sorted((REPO / "workflow" / "rules").glob("*.smk")))
+    scripts = re.findall(r"^\s*script:\s*\n\s*\"([^\"]+)\"", text, re.MULTILINE)
+    return scripts, re.findall(r"^\s*body=\"([^\"]+)\",", text, re.MULTILINE)
+
+
+def test_every_rule_runs_the_one_script_which_names_its_body():
+    """One script, workflow/scripts/job.py, for every rule (the worker is called there, careval.jobs.run); each
+    rule's `body` is a function of careval.jobs.bodies, and every function there is some rule's body."""
+    import inspect
+
+    from careval.jobs import bodies
+    from careval.jobs.run import job_body
+
+    scripts, named = _rule_scripts_and_bodies()
+    assert scripts and set(scripts) == {"../scripts/job.py"}
+    assert len(named) == len(scripts)  # one body per rule (a `use rule` copy keeps its rule's)
+    assert sorted(path.name for path in JOB_SCRIPT.parent.iterdir() if path.suffix == ".py") == ["job.py"]
+    defined = set()
+    for module in (REPO / "src" / "careval" / "jobs" / "bodies").glob("[!_]*.py"):
+        found = __import__(f"{bodies.__name__}.{module.stem}", fromlist=["_"])
+        defined |= {
+            f"{module.stem}.{name}"
+            for name, f in inspect.getmembers(found, inspect.isfunction)
+            if f.__module__ == found.__name__
+        }
+    assert all(callable(job_body(name)) for name in named)
+    assert set(named) == defined
+
+
+def test_the_job_script_imports_nothing_but_the_standard_library_before_the_worker_takes_the_job():
+    """What a job's process imports before offload is imported in every job, worker or not: careval.jobs.run and
+    the worker's client (standard library only), not polars or the body's modules."""
+    code = "import sys, runpy; import careval.jobs.run; print(sorted(m for m in sys.modules if m.startswith(('careval', 'polars', 'torch'))))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert ast.literal_eval(result.stdout) == [
+        "careval",
+        "careval.jobs",
+        "careval.jobs.run",
+        "careval.warm",
+        "careval.warm.client",
+    ]
+
+
+def _consistency_job(tmp_path: Path) -> tuple[dict, Path, Path]:
+    """A real job of rule consistency (body summary.consistency) over one model's repeat scores, and its output."""
+    import polars as pl
+
+    from careval.schemas import REPEAT_SCORE_SCHEMA
+
+    scores = tmp_path / "consistency_scores" / "m" / "b.parquet"
+    scores.parent.mkdir(parents=True)
+    rows = [("s1", 0, "rouge1", 0.2), ("s1", 1, "rouge1", 0.6), ("s2", 0, "rouge1", 0.5), ("s2", 1, "rouge1", 0.5)]
+    pl.DataFrame(
+        [dict(zip(("id", "repeat", "metric", "value", "status"), (*row, "ok"))) for row in rows],
+        schema=REPEAT_SCORE_SCHEMA,
+    ).write_parquet(scores)
+    output, log = tmp_path / "out" / "consistency.parquet", tmp_path / "logs" / "consistency.log"
+    job = {"input": [str(scores)], "output": [str(output)], "log": [str(log)], "rule": "consistency"}
+    return job, output, log
+
+
+def test_the_job_script_runs_its_rules_body_in_the_worker_and_without_one(worker, tmp_path):
+    """workflow/scripts/job.py with a real body: in the worker's fork where there is one, in its own process where
+    not, the same table either way (the body's function called here), and the job's log written."""
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    from careval.analysis.statistics.consistency import consistency_table
+
+    _, socket_path, worker_log = worker
+    for where, socket in (("warm", socket_path), ("cold", None)):
+        job, output, log = _consistency_job(tmp_path / where)
+        env = {**os.environ, "OMP_NUM_THREADS": "0"}  # a served job's: OpenMP takes 1 (careval.jobs.run)
+        command = [
+            sys.executable,
+            str(RUNNER),
+            str(JOB_SCRIPT),
+            json.dumps({**job, "params": {"body": "summary.consistency"}}),
+        ]
+        env.pop(SOCKET_ENV, None)
+        if socket:
+            env[SOCKET_ENV] = socket
+        result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        expected = consistency_table([("m", "b", Path(job["input"][0]))])
+        assert_frame_equal(pl.read_parquet(output), expected)
+        assert log.exists()
+    text = worker_log.read_text()
+    assert text.count("consistency[]: started") == 1 and "consistency[]: ended with status 0" in text
+
+
+def test_a_body_that_is_not_one_is_named():
+    from careval.jobs.run import job_body
+
+    with pytest.raises(ValueError, match=re.escape("'<module>.<function>' of careval.jobs.bodies")):
+        job_body("consistency")
+    with pytest.raises(AttributeError):
+        job_body("summary.no_such_job")
 
 
 def test_the_worker_imports_what_the_runs_jobs_need():

@@ -23,9 +23,10 @@ rule aggregate_scores:
         mem_mb=2000,
         runtime=10,
     params:
+        body="summary.aggregate_scores",
         job=JobParam(PLAN.aggregate_job()),
     script:
-        "../scripts/aggregate_scores.py"
+        "../scripts/job.py"
 
 
 # The report's figures as a table: an input of the report, so that a new figure remakes it (FigureIndexJob).
@@ -41,9 +42,10 @@ rule figure_index:
         mem_mb=1000,
         runtime=5,
     params:
+        body="summary.figure_index",
         job=JobParam(PLAN.analysis.figure_index_job),
     script:
-        "../scripts/figure_index.py"
+        "../scripts/job.py"
 
 
 rule correlations:
@@ -68,12 +70,13 @@ rule correlations:
         mem_mb=4000,
         runtime=30,
     params:
+        body="summary.correlations",
         # the figures and the settings this job reads, and nothing else of the config (careval.analysis.plan)
         job=JobParam(PLAN.analysis.report_job),
         # the folder of the planned figures (scores.png is always one), where figures.py writes them
         figures_dir=lambda wildcards, output: os.path.dirname(output.figures[0]),
     script:
-        "../scripts/correlations.py"
+        "../scripts/job.py"
 
 
 # The report: the run's provenance (its manifest's essentials, manifest.smk) on the first page, then the drawn pages.
@@ -94,5 +97,7 @@ rule report:
     resources:
         mem_mb=1000,
         runtime=5,
+    params:
+        body="summary.report",
     script:
-        "../scripts/report.py"
+        "../scripts/job.py"

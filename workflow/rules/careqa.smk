@@ -46,9 +46,10 @@ rule careqa_acquire:
     resources:
         runtime=30,
     params:
+        body="careqa.acquire",
         job=lambda w: JobParam(PLAN.careqa_editions_job([CAREQA_EDITIONS[w.edition]])),
     script:
-        "../scripts/careqa_acquire.py"
+        "../scripts/job.py"
 
 
 rule careqa_parse:
@@ -63,9 +64,10 @@ rule careqa_parse:
     conda:
         "../envs/careval.yaml"
     params:
+        body="careqa.parse",
         job=JobParam(PLAN.careqa_editions_job()),
     script:
-        "../scripts/careqa_parse.py"
+        "../scripts/job.py"
 
 
 rule careqa_translate:
@@ -84,9 +86,10 @@ rule careqa_translate:
     resources:
         **llm_resources(lambda w: careqa_llm("translator")),
     params:
+        body="careqa.translate",
         job=lambda w: JobParam(careqa_llm_job("translator")),
     script:
-        "../scripts/careqa_translate.py"
+        "../scripts/job.py"
 
 
 rule careqa_filter_negative:
@@ -100,8 +103,10 @@ rule careqa_filter_negative:
         f"{LOGS}/careqa/filter_negative.log",
     conda:
         "../envs/careval.yaml"
+    params:
+        body="careqa.filter_negative",
     script:
-        "../scripts/careqa_filter_negative.py"
+        "../scripts/job.py"
 
 
 rule careqa_rephrase:
@@ -120,9 +125,10 @@ rule careqa_rephrase:
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
     params:
+        body="careqa.rephrase",
         job=lambda w: JobParam(careqa_llm_job("rephraser")),
     script:
-        "../scripts/careqa_rephrase.py"
+        "../scripts/job.py"
 
 
 rule careqa_validate:
@@ -140,9 +146,10 @@ rule careqa_validate:
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
     params:
+        body="careqa.validate",
         job=lambda w: JobParam(careqa_llm_job("rephraser")),
     script:
-        "../scripts/careqa_validate.py"
+        "../scripts/job.py"
 
 
 rule careqa_rephrase_iteration2:
@@ -161,9 +168,10 @@ rule careqa_rephrase_iteration2:
     resources:
         **llm_resources(lambda w: careqa_llm("rephraser")),
     params:
+        body="careqa.rephrase_iteration2",
         job=lambda w: JobParam(careqa_llm_job("rephraser")),
     script:
-        "../scripts/careqa_rephrase_iteration2.py"
+        "../scripts/job.py"
 
 
 rule careqa_open:
@@ -177,8 +185,10 @@ rule careqa_open:
         f"{LOGS}/careqa/open.log",
     conda:
         "../envs/careval.yaml"
+    params:
+        body="careqa.open",
     script:
-        "../scripts/careqa_open.py"
+        "../scripts/job.py"
 
 
 rule careqa_stage_counts:
@@ -190,8 +200,10 @@ rule careqa_stage_counts:
         f"{LOGS}/careqa/stage_counts.log",
     conda:
         "../envs/careval.yaml"
+    params:
+        body="careqa.stage_counts",
     script:
-        "../scripts/careqa_stage_counts.py"
+        "../scripts/job.py"
 
 
 rule careqa_review_sheet:
@@ -207,9 +219,10 @@ rule careqa_review_sheet:
     conda:
         "../envs/careval.yaml"
     params:
+        body="careqa.review_sheet",
         job=JobParam(PLAN.careqa_review_job("confidence", "margin", "seed")),
     script:
-        "../scripts/careqa_review_sheet.py"
+        "../scripts/job.py"
 
 
 rule careqa_review_agreement:
@@ -223,6 +236,7 @@ rule careqa_review_agreement:
     conda:
         "../envs/careval.yaml"
     params:
+        body="careqa.review_agreement",
         job=JobParam(PLAN.careqa_review_job("min_reviewers")),
     script:
-        "../scripts/careqa_review_agreement.py"
+        "../scripts/job.py"

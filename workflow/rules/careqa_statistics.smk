@@ -31,6 +31,7 @@ rule careqa_statistics:
         mem_mb=2000,
         runtime=10,
     params:
+        body="careqa.statistics",
         job=lambda w: JobParam(PLAN.careqa_statistics_job()),
     script:
-        "../scripts/careqa_statistics.py"
+        "../scripts/job.py"

@@ -24,9 +24,10 @@ rule comparisons:
         mem_mb=4000,
         runtime=30,
     params:
+        body="summary.comparisons",
         job=JobParam(PLAN.comparisons_job()),
     script:
-        "../scripts/comparisons.py"
+        "../scripts/job.py"
 
 
 rule cost:
@@ -45,10 +46,11 @@ rule cost:
         mem_mb=3000,
         runtime=15,
     params:
+        body="summary.cost",
         job=JobParam(PLAN.cost_job()),
         # where Snakemake writes every job's time (the rules' `benchmark:` files), and every LLM job its request
         # counts (beside its log: careval.joblog.requests_record)
         benchmarks_dir=f"{RESULTS}/benchmarks",
         logs_dir=LOGS,
     script:
-        "../scripts/cost.py"
+        "../scripts/job.py"

@@ -26,9 +26,10 @@ rule sample_consistency:
     resources:
         **llm_resources(evaluated, served=True),
     params:
+        body="per_model.sample_consistency",
         job=lambda w: JobParam(PLAN.consistency_job(w.model, w.benchmark)),
     script:
-        "../scripts/sample_consistency.py"
+        "../scripts/job.py"
 
 
 use rule score_rephrase as score_consistency with:
@@ -65,5 +66,7 @@ rule consistency:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        body="summary.consistency",
     script:
-        "../scripts/consistency.py"
+        "../scripts/job.py"

@@ -18,6 +18,7 @@ rule normalise_benchmark:
         mem_mb=2000,
         runtime=20,
     params:
+        body="per_model.normalise_benchmark",
         job=lambda w: JobParam(PLAN.normalise_job(w.benchmark)),
     script:
-        "../scripts/normalise_benchmark.py"
+        "../scripts/job.py"

@@ -30,9 +30,10 @@ rule infer_open:
     resources:
         **llm_resources(evaluated, served=True),
     params:
+        body="per_model.infer",
         job=lambda w: JobParam(at(w).infer_job(w.model, w.benchmark)),
     script:
-        "../scripts/infer.py"
+        "../scripts/job.py"
 
 
 use rule infer_open as infer_closed with:

@@ -36,10 +36,11 @@ if PLAN.judge is not None:
         resources:
             **llm_resources(judge_of),
         params:
+            body="per_model.judge",
             # only the judge's own spec: adding or editing an evaluated model must not rerun other models' grades
             job=lambda w: JobParam(at(w).judge_job(judge=w.get("judge"))),
         script:
-            "../scripts/judge.py"
+            "../scripts/job.py"
 
     # Every rephrasing (resilience) and every sampled answer (self-consistency) graded by the judge,
     # the first `limit` samples with all their repeats; resilience/consistency read these beside the text metrics.
@@ -67,9 +68,10 @@ if PLAN.judge is not None:
         resources:
             **llm_resources(judge_of),
         params:
+            body="per_model.judge_repeats",
             job=lambda w: JobParam(at(w).judge_job(repeats=True, judge=w.get("judge"))),
         script:
-            "../scripts/judge_repeats.py"
+            "../scripts/job.py"
 
 
 if PLAN.judges:
@@ -91,9 +93,10 @@ if PLAN.judges:
             mem_mb=1000,
             runtime=5,
         params:
+            body="per_model.jury",
             job=lambda w: JobParam(at(w).jury_job()),
         script:
-            "../scripts/jury.py"
+            "../scripts/job.py"
 
     use rule jury as jury_repeats with:
         input:
@@ -125,6 +128,7 @@ if JURY_REPORT:
             mem_mb=2000,
             runtime=10,
         params:
+            body="summary.jury_report",
             job=JobParam(PLAN.jury_report_job()),
         script:
-            "../scripts/jury_report.py"
+            "../scripts/job.py"

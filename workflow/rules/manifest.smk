@@ -20,6 +20,7 @@ rule manifest:
         mem_mb=1000,
         runtime=10,
     params:
+        body="summary.manifest",
         job=JobParam(manifest_job(PLAN)),
     script:
-        "../scripts/manifest.py"
+        "../scripts/job.py"

@@ -28,6 +28,7 @@ rule relaxed_perplexity:
     resources:
         **llm_resources(evaluated, served=True),
     params:
+        body="per_model.relaxed_perplexity",
         job=lambda w: JobParam(at(w).relaxed_perplexity_job(w.model, w.benchmark)),
     script:
-        "../scripts/relaxed_perplexity.py"
+        "../scripts/job.py"

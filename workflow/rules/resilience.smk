@@ -23,9 +23,10 @@ if PLAN.rephraser is not None:
         resources:
             **llm_resources(lambda w: at(w).rephraser),
         params:
+            body="per_model.rephrase",
             job=lambda w: JobParam(at(w).rephrase_job()),
         script:
-            "../scripts/rephrase.py"
+            "../scripts/job.py"
 
 
 rule score_rephrase:
@@ -45,9 +46,10 @@ rule score_rephrase:
         mem_mb=RES["scoring_mem_mb"],
         runtime=RES["scoring_runtime"],
     params:
+        body="per_model.score_repeats",
         job=lambda w: JobParam(at(w).score_job(w.benchmark, at(w).repeat_families())),
     script:
-        "../scripts/score_repeats.py"
+        "../scripts/job.py"
 
 
 rule resilience:
@@ -73,5 +75,7 @@ rule resilience:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        body="summary.resilience",
     script:
-        "../scripts/resilience.py"
+        "../scripts/job.py"

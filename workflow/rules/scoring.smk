@@ -27,9 +27,10 @@ for _task in [*TASKS, *LM_EVAL_SCORING]:
             mem_mb=RES["scoring_mem_mb"],
             runtime=RES["scoring_runtime"],
         params:
+            body="per_model.score",
             job=lambda w, task=_task: JobParam(PLAN.score_job(w.benchmark, PLAN.score_job_families(task))),
         script:
-            "../scripts/score.py"
+            "../scripts/job.py"
 
 
 # One metric family of one model on one benchmark: the families only some benchmarks carry (an entry's
@@ -51,9 +52,10 @@ rule score_family:
         mem_mb=RES["scoring_mem_mb"],
         runtime=RES["scoring_runtime"],
     params:
+        body="per_model.score",
         job=lambda w: JobParam(at(w).score_job(w.benchmark, [w.family])),
     script:
-        "../scripts/score.py"
+        "../scripts/job.py"
 
 
 # a family's file of the run is its task's job's; one of the run's extra families, or a variant's, this rule's

@@ -23,9 +23,10 @@ if STUDIES:
             mem_mb=2000,
             runtime=10,
         params:
+            body="studies.study_sample_scores",
             job=lambda w: JobParam(STUDIES[w.study].table_job()),
         script:
-            "../scripts/study_sample_scores.py"
+            "../scripts/job.py"
 
     rule studies_summary:
         input:
@@ -43,9 +44,10 @@ if STUDIES:
             mem_mb=4000,
             runtime=30,
         params:
+            body="studies.studies_summary",
             job=JobParam(studies_job(PLAN)),
         script:
-            "../scripts/studies_summary.py"
+            "../scripts/job.py"
 
     # --- the blind review sheet of a study of rephrasers (appendix C.1's manual inspection)
     rule study_review_sheet:
@@ -65,9 +67,10 @@ if STUDIES:
             mem_mb=1000,
             runtime=5,
         params:
+            body="studies.study_review_sheet",
             job=lambda w: JobParam(STUDIES[w.study].review_inputs()[1]),
         script:
-            "../scripts/study_review_sheet.py"
+            "../scripts/job.py"
 
 
 if STUDY_EXAMPLES is not None:
@@ -91,9 +94,10 @@ if STUDY_EXAMPLES is not None:
         resources:
             **llm_resources(evaluated),
         params:
+            body="studies.relaxed_perplexity_examples",
             job=lambda w: JobParam(variant_study(w)[0].examples_job(variant_study(w)[1], w.model)),
         script:
-            "../scripts/relaxed_perplexity_examples.py"
+            "../scripts/job.py"
 
     rule table6:
         input:
@@ -109,6 +113,7 @@ if STUDY_EXAMPLES is not None:
             mem_mb=1000,
             runtime=5,
         params:
+            body="studies.table6",
             job=JobParam(STUDY_EXAMPLES.table6_job()),
         script:
-            "../scripts/table6.py"
+            "../scripts/job.py"

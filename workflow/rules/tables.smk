@@ -25,8 +25,9 @@ if PLAN.analysis.paper_tables:
             mem_mb=4000,
             runtime=20,
         params:
+            body="summary.paper_tables",
             job=JobParam(PLAN.analysis.paper_tables_job),
             # the folder of the tables, where the job writes them
             tables_dir=lambda wildcards, output: os.path.dirname(output.csv[0]),
         script:
-            "../scripts/paper_tables.py"
+            "../scripts/job.py"

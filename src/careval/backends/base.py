@@ -5,8 +5,10 @@ and nothing else: it asks the backend's declared :class:`Capabilities` what it c
 private attributes (tests/test_import_graph.py holds every caller to that). What a caller uses:
 
 * ``format(prompt, instruction)``: the text a prompt becomes for this model (system prompt, the task's
-  instruction, chat template); ``prompt_tokens(prompt, room, instruction)``: those as token ids for generation;
-  ``encode(text)``: a continuation's ids.
+  instruction, chat template); ``request_pair(context, continuation, instruction)``: a log-likelihood request as
+  the model is sent it (its context formatted, its continuation as a chat template wants it);
+  ``prompt_tokens(prompt, room, instruction)``: those as token ids for generation; ``encode(text)``: a continuation's
+  ids.
 * ``generate``, ``loglikelihood``, ``loglikelihood_rolling``: lm-eval's three requests.
 * ``sample_continuations`` and ``target_logprobs``: the token-level pair Relaxed Perplexity is written over
   (careval.metrics.relaxed_perplexity): sampled continuations of a prompt, then the log-probability of each
@@ -24,6 +26,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from .chat import TARGET_DELIMITER
 
 Prefix = tuple[int, ...]
 
@@ -169,6 +173,9 @@ class Backend(ABC):
     # keeps each request as it arrives), and the tokens it paid for (None: all of last_usage): careval.backends.cached
     last_reused: int = 0
     last_paid: Sequence[Usage] | None = None
+    # this model's prompts are wrapped in its chat template (its spec's `chat_template`; false where the runtime applies
+    # none of its own, a chat API's server applies its own)
+    chat_template: bool = False
 
     @property
     def gpus(self) -> int:
@@ -180,6 +187,16 @@ class Backend(ABC):
         the task's (lm-eval's `description`), which precedes the prompt: under a chat template in the system turn,
         after the system prompt (careval.backends.chat.format_prompt), else as text."""
         return (instruction or "") + prompt
+
+    def request_pair(self, context: str, continuation: str, instruction: str | None = None) -> tuple[str, str]:
+        """A conditional request (for ``loglikelihood`` or ``greedy_flags``) as this model is sent it. `context`, a
+        prompt the task built, less its `instruction` (the task's, apart as for ``generate``), becomes what ``format``
+        makes of a prompt (the system prompt, the instruction, the chat template: lm-eval's --apply_chat_template
+        wraps a multiple-choice context too); under a chat template the continuation loses lm-eval's target delimiter
+        (careval.backends.chat.TARGET_DELIMITER), as lm-eval's construct_requests drops it."""
+        if self.chat_template:
+            continuation = continuation.removeprefix(TARGET_DELIMITER)
+        return self.format(context, instruction or None), continuation
 
     def encode(self, text: str) -> list[int]:
         """The token ids of `text` as a continuation of running text (no special tokens)."""

@@ -61,6 +61,7 @@ class CachedBackend(Backend):
         entry = registered(spec.backend)
         self.spec, self.store, self.record = spec, RequestCache(directory) if directory else None, record
         self.name, self.backend, self.capabilities = spec.name, spec.backend, spec_capabilities(spec)
+        self.chat_template = bool(spec.chat_template)  # as the real backend has it (Backend.request_pair)
         self._load = load or entry.load
         self._inner: Backend | None = None
         self._facts: dict[str, Any] | None = None  # model_facts, on the first call (a folder's digest takes time)

@@ -26,6 +26,12 @@ def require_chat_template(tokenizer: Any) -> None:
         )
 
 
+# lm-eval's default target_delimiter: put between a conditional request's context and its continuation (a choice), so
+# the choice is tokenised as running text; under a chat template lm-eval's construct_requests drops it (the assistant's
+# turn starts the answer), and so does Backend.request_pair. The tasks build their continuations with it
+# (careval.tasks.mcqa).
+TARGET_DELIMITER = " "
+
 # lm-eval's fewshot delimiter (TaskConfig's default; the tasks careval gives an instruction keep it), which joins the
 # system instruction and the task's description into the system turn
 SYSTEM_DELIMITER = "\n\n"

@@ -121,7 +121,7 @@ class Benchmark:
     paper_dataset: str | None
     # the text `prompt` starts with, as written: lm-eval's task `description` (MMLU's "The following are ... about
     # anatomy.\n\n", the authors' "Instructions: ..."), which lm-eval sends as the system turn under a chat template
-    # (careval.inference.model_pair); "": none
+    # (careval.backends.base.Backend.request_pair); "": none
     instruction: str = ""
 
     @property

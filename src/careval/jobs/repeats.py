@@ -83,15 +83,11 @@ def consistency_samples(
     return sample_repeats(backend, samples["id"].to_list(), prompts, r, sampling, benchmark.instruction)
 
 
-def consistency_logliks(
-    backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int, chat_template: bool = False
-) -> pl.DataFrame:
+def consistency_logliks(backend: Backend, samples: pl.DataFrame, benchmark: Benchmark, r: int) -> pl.DataFrame:
     """The reference log-likelihoods once per repeat, so perplexity's self-consistency is measured, not assumed."""
     requests = open_task.loglik_requests(samples, benchmark.prompt)
     frames = [
-        score_logliks(backend, requests, chat_template, benchmark.instruction).with_columns(
-            repeat=pl.lit(repeat, dtype=pl.Int64)
-        )
+        score_logliks(backend, requests, benchmark.instruction).with_columns(repeat=pl.lit(repeat, dtype=pl.Int64))
         for repeat in range(r)
     ]
     return pl.concat(frames)
@@ -171,7 +167,7 @@ def run_consistency(
         )
         logliks = _batched(
             contiguous_batches(samples.height, request_batch),
-            lambda batch: consistency_logliks(backend, samples[batch], benchmark, r, spec.chat_template),
+            lambda batch: consistency_logliks(backend, samples[batch], benchmark, r),
             CONSISTENCY_LOGLIK_SCHEMA,
         )
     write_atomic(answers[input_order(batches, rows_per_item=r)], output)

@@ -13,12 +13,11 @@ import string
 
 import polars as pl
 
+# lm-eval's default target_delimiter, between context and choice (a backend drops it under a chat template)
+from careval.backends.chat import TARGET_DELIMITER
 from careval.metrics.accuracy import mcqa_predictions
 from careval.schemas import LOGLIK_REQUEST_SCHEMA
 from careval.tasks.prompts import fill_prompt
-
-# lm-eval's default target_delimiter: put between context and choice, so the choice is tokenised as running text.
-TARGET_DELIMITER = " "
 
 
 def option_continuation(option: str) -> str:

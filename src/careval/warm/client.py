@@ -28,9 +28,9 @@ in_worker = False
 
 
 def offload(snakemake: Any, script: str) -> None:
-    """At the top of a workflow script: run the job in the run's warm worker, if there is one, and exit with
-    its status. Returns (the script then runs in this process) where there is no worker to take it: none was
-    started, it has ended, or this is the worker's fork of the job."""
+    """Before a job's body (careval.jobs.run, at the top of every job): run the job in the run's warm worker, if
+    there is one, and exit with its status. Returns (the job then runs in this process) where there is no worker to
+    take it: none was started, it has ended, or this is the worker's fork of the job."""
     path = os.environ.get(SOCKET_ENV)
     if in_worker or not path:
         return

@@ -1,0 +1,1 @@
+"""The bodies of the workflow's jobs, one function each, named by their rule's `body` param (careval.jobs.run)."""
