@@ -68,7 +68,7 @@ if PLAN.judge is not None:
         resources:
             **llm_resources(judge_of),
         params:
-            body="per_model.judge_repeats",
+            body="per_model.judge",
             job=lambda w: JobParam(at(w).judge_job(repeats=True, judge=w.get("judge"))),
         script:
             "../scripts/job.py"

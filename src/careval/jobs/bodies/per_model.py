@@ -96,7 +96,8 @@ def rephrase(snakemake: Any) -> None:
 
 
 def judge(snakemake: Any) -> None:
-    """Grade one model's generations on one benchmark with the Prometheus judge."""
+    """Grade one model's generations on one benchmark with the Prometheus judge, or (an input `repeats`: rule
+    judge_repeats) their rephrasings or sampled answers."""
     from careval.jobs.judge import run_judge
 
     job = job_of(snakemake)
@@ -108,23 +109,7 @@ def judge(snakemake: Any) -> None:
         job.options,
         request_batch=job.request_batch,
         record=requests_record(snakemake.log[0]),
-    )
-
-
-def judge_repeats(snakemake: Any) -> None:
-    """Grade one model's rephrasings or sampled answers on one benchmark with the Prometheus judge."""
-    from careval.jobs.judge import run_judge
-
-    job = job_of(snakemake)
-    run_judge(
-        Path(snakemake.input.samples),
-        Path(snakemake.input.generations),
-        Path(snakemake.output[0]),
-        job.judge.for_job(snakemake.threads, snakemake.resources.gpu),
-        job.options,
-        request_batch=job.request_batch,
-        record=requests_record(snakemake.log[0]),
-        repeats_path=Path(snakemake.input.repeats),
+        repeats_path=Path(snakemake.input.repeats) if "repeats" in snakemake.input.keys() else None,
     )
 
 
