@@ -1,6 +1,6 @@
 """The column types of every parquet table the pipeline writes, one name per table, grouped by stage.
 
-Each name says which stage's table it is (README "Outputs" gives the paths). This module imports
+Each name says which stage's table it is (docs/outputs.md gives the paths). This module imports
 nothing of careval, so any layer may read a schema without pulling in the code that writes it.
 """
 

@@ -91,7 +91,7 @@ class CachedBackend(Backend):
             self._inner = self._load(self.spec)
             if str(self.spec.weights).startswith("hf:"):
                 self._facts = None  # the load may have fetched another commit of the hub model: resolved again
-            # one line per load: the logs count how often a model was loaded (README, cluster section)
+            # one line per load: the logs count how often a model was loaded (docs/slurm.md)
             print(
                 f"loaded model {self.spec.name} ({self.spec.backend}, gpus={self.spec.gpus}, dtype={self.spec.dtype}) "
                 f"in {time.perf_counter() - start:.1f}s",

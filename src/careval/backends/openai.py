@@ -1,5 +1,5 @@
 """Backend ``openai``: a model served behind an OpenAI-compatible API (vLLM serve, SGLang, TGI, llama.cpp's server, a
-hosted API), as a model entry's ``endpoint:`` or a CareQA step's (README, "Evaluate a served or API model").
+hosted API), as a model entry's ``endpoint:`` or a CareQA step's (docs/served.md).
 
 Two APIs, by the endpoint's ``api``:
 

@@ -4,7 +4,7 @@ A model entry's ``backend: <name>`` (an enum of the config schema) is the module
 imported on first use: it calls :func:`register_backend` with the name, its :class:`Capabilities` and a loader
 that builds the backend from the typed spec (careval.models.spec.ModelSpec, its defaults the schema's). A module
 registers cheaply (no torch, no vLLM at import): the plan reads the capabilities of every model's backend before
-any job runs. Adding a backend is its module and its name in the schema's enum (README, "Adding a backend").
+any job runs. Adding a backend is its module and its name in the schema's enum (docs/backends.md).
 """
 
 from __future__ import annotations

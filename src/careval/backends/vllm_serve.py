@@ -180,7 +180,7 @@ def serve(spec: dict, url_file: Path, start_timeout: float) -> int:
                             "pid": process.pid,
                         },
                     )
-                    # one line per engine start: the logs count them (README, cluster section)
+                    # one line per engine start: the logs count them (docs/slurm.md)
                     print(
                         f"engine: started vLLM server for {spec['name']} at {url} in "
                         f"{time.perf_counter() - start:.1f}s (max_model_len {engine_len}, "

@@ -118,7 +118,7 @@ def model_spec(
     """The spec of one config model entry (defaults filled from the schema; `key` names it in errors,
     e.g. `models.<name>` or `metrics.judge.model`)."""
     key = key or f"models.{name}"
-    if "endpoint" in entry:  # a served model: no weights here (README, "Evaluate a served or API model")
+    if "endpoint" in entry:  # a served model: no weights here (docs/served.md)
         return endpoint_spec(name, entry["endpoint"], entry.get("system_prompt"), resources, key, entry=entry)
     entry = with_schema_defaults(entry, "model")
     size_name = entry.get("size")

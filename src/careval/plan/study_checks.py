@@ -5,7 +5,7 @@ valid under any of the given schemas" after the whole sweep, or the study would 
 * a sweep's section that is none (`modle`): named, with the sections there are;
 * a section with no setting (`sweep: {model: {}}`), a setting with no values (`chat_template: []`), values that are
   neither a list nor a mapping name -> value;
-* a setting that changes no value (README, "Studies"): the generation's `seed` or `top_p` where every variant decodes
+* a setting that changes no value (docs/studies.md): the generation's `seed` or `top_p` where every variant decodes
   greedily (temperature 0), which runs the baseline's jobs again under other names;
 * a sweep whose every value is the run's own setting: no variant to compare with the baseline.
 

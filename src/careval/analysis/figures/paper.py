@@ -158,8 +158,8 @@ def relaxed_perplexity_figure(
         methods,
         f"{marked(anchor, additions)} Relaxed Perplexity vs every other benchmark x metric ({models})",
         joined_notes(
-            f"Relaxed Perplexity (lower is better) of {anchor}, scored against the target named in the "
-            "README (OLAPH: the Must_have statements; other benchmarks: the full reference).",
+            f"Relaxed Perplexity (lower is better) of {anchor}, scored against its benchmark's "
+            "target (OLAPH: the Must_have statements; other benchmarks: the full reference).",
             addition_note([anchor, *benchmarks], additions),
         ),
         f"no Relaxed Perplexity on {anchor}",
