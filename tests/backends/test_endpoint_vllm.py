@@ -141,18 +141,25 @@ def argmax(values: list[float], k: int = 4) -> list[int]:
     return [max(range(k), key=lambda i: values[j + i]) for j in range(0, len(values), k)]
 
 
-@pytest.mark.parametrize("tokenizer", ["local", "server"])
-def test_mcqa_per_document_equals_hf(server, hf, shared_data, tmp_path, tokenizer):
-    """Both protocols on real MedQA and MedMCQA rows: every option's log-likelihood within LOGLIK_TOL, and each
-    document's prediction (the most likely option) the hf backend's; with the named tokenizer and the server's."""
+@pytest.fixture(scope="module")
+def mcqa_on_hf(hf, shared_data):
+    """Both protocols' requests on 10 real MedQA and 10 MedMCQA rows, and the hf backend's log-likelihoods and greedy
+    flags of them (computed once for both tokenizers' cases)."""
     items = questions(shared_data, "medqa", 10) + questions(shared_data, "medmcqa", 10)
     pairs = cloze(items) + letters(items)
+    return pairs, hf.loglikelihood(pairs), hf.greedy_flags(pairs)
+
+
+@pytest.mark.parametrize("tokenizer", ["local", "server"])
+def test_mcqa_per_document_equals_hf(server, mcqa_on_hf, tmp_path, tokenizer):
+    """Both protocols on real MedQA and MedMCQA rows: every option's log-likelihood within LOGLIK_TOL, and each
+    document's prediction (the most likely option) the hf backend's; with the named tokenizer and the server's."""
+    pairs, want, want_flags = mcqa_on_hf
     with CachedBackend(
         served_spec(server, tmp_path, tokenizer=None if tokenizer == "server" else "local"), None
     ) as api:
         got = api.loglikelihood(pairs)
         flags = api.greedy_flags(pairs)
-    want, want_flags = hf.loglikelihood(pairs), hf.greedy_flags(pairs)
     diff = max(abs(a - b) for a, b in zip(got, want))
     print(f"\nMCQA via the completions API ({tokenizer} tokenizer): max |loglik diff| {diff:.2e} over {len(pairs)}")
     assert diff < LOGLIK_TOL

@@ -131,12 +131,13 @@ def _wait_for(process: subprocess.Popen, started: Path) -> None:
 def test_after_kill_9_the_same_command_finishes_the_run(repo_root, tmp_path, uninterrupted, during, started):
     config, expected, whole = uninterrupted
     if during == "figures":
-        # what a run holds when it is killed at its last job, the report (every other output done): a copy of the
-        # finished run without the report (and its log, whose appearance marks the job's start), so the DAG before
-        # it does not run a third time
+        # what a run holds when it is killed drawing the report, its longest job (every other output done but the
+        # report, which puts the provenance page in front of the drawn pages): a copy of the finished run without
+        # both PDFs (and the drawing's log, whose appearance marks the job's start), so the DAG before it does not
+        # run a third time
         work = tmp_path / "careval"
         shutil.copytree(whole, work, symlinks=True)
-        for name in (TARGET, started):
+        for name in (TARGET, "results/report/pages.pdf", started):
             (work / name).unlink()
     else:
         work = make_workdir(repo_root, tmp_path / "careval", config)
