@@ -438,6 +438,30 @@ def test_the_shelf_keeps_the_models_that_fit_its_budget_dropping_the_least_recen
     )
 
 
+def test_the_shelf_returns_once_the_loading_pool_s_threads_have_ended(tiny_llama_dir, tmp_path, monkeypatch):
+    """transformers ends its weight-loading pool without waiting for its threads; a job forked while one is still
+    ending would copy it (the CI log of e8b55c2: "warning: 3 thread(s) ... before forking jobs")."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from careval.backends.hf import loading as hf
+    from careval.warm.preload import ModelShelf
+
+    monkeypatch.setattr(hf, "_PRELOADED", {})
+    loaded = hf.preload
+
+    def preload_as_transformers_does(folder, dtype):
+        pool = ThreadPoolExecutor(max_workers=2)
+        for _ in range(2):
+            pool.submit(time.sleep, 0.5)
+        pool.shutdown(wait=False)  # as transformers' core_model_loading does
+        loaded(folder, dtype)
+
+    monkeypatch.setattr(hf, "preload", preload_as_transformers_does)
+    assert "ready" in ModelShelf(2**40).load_for(_job_naming(tiny_llama_dir, "float32", tmp_path))
+    assert [t.name for t in threading.enumerate() if t.name.startswith("ThreadPoolExecutor")] == []
+
+
 REPO = Path(__file__).resolve().parents[2]
 JOB_SCRIPT = REPO / "workflow" / "scripts" / "job.py"
 

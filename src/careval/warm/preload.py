@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
@@ -104,8 +105,18 @@ class ModelShelf:
         finally:
             if bars:
                 transformers_logging.enable_progress_bar()
+        join_pool_threads()
         self.kept[key] = size
         return f"{described} ready"
+
+
+def join_pool_threads(timeout: float = 30.0) -> None:
+    """Wait for the threads of thread pools shut down without waiting: transformers loads weights in a pool it
+    ends with `shutdown(wait=False)` (core_model_loading.py), so its threads still exist for moments after the
+    load, and a job forked then would copy a process with threads it cannot have."""
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and thread.name.startswith("ThreadPoolExecutor"):
+            thread.join(timeout)
 
 
 def weights_bytes(folder: str, dtype: str) -> int:
