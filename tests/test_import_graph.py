@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "careval.runlock": 0,  # a working directory's Snakemake lock after a crash
     "careval.latex": 0,  # LaTeX escapes of the tables' writers
     "careval.results_check": 0,  # a results folder's files cut short, deleted since read, or left by another config
+    "careval.plugins": 0,  # a config's own modules (a metric family, a study kind), imported by plan and jobs
     # 1 engines and model specs
     "careval.backends": 1,
     "careval.models": 1,

@@ -217,14 +217,17 @@ def test_the_studies_add_a_page_each_and_nothing_else_to_the_report(demo_raw):
 
 def test_a_study_kind_is_one_registered_entry_the_schema_names(demo_raw, monkeypatch):
     """careval.plan.study_kinds.STUDY_KINDS decides what a section sweeps and where its values go: a kind registered in a
-    few lines (here a narrower `generation`) is planned by it, and every registered section is one the schema takes."""
+    few lines (here a narrower `generation`) is planned by it; the schema takes every registered section (and any
+    name of that shape: a plugin's kind, careval.plugins), and the plan refuses a section no kind registered."""
     from careval.plan.study_kinds import STUDY_KINDS, StudyKind
 
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     pattern = schema["$defs"]["study"]["properties"]["sweep"]["propertyNames"]["pattern"]
     sections = [s if s != "metrics" else "metrics.rouge" for s in STUDY_KINDS]
     assert sorted(s for s in sections if re.match(pattern, s)) == sorted(sections)
-    assert not re.match(pattern, "tokenizer")
+    assert re.match(pattern, "tokenizer")
+    with pytest.raises(ConfigError, match=r"studies\.toy\.sweep: 'tokenizer' is not a section a study sweeps"):
+        plan_with(demo_raw, toy={"models": [SMOL], "sweep": {"tokenizer": {"x": [1, 2]}}})
 
     monkeypatch.setitem(STUDY_KINDS, "generation", StudyKind("generation", "model", ("temperature",), "section"))
     sweep = {"generation": {"temperature": [0.0, 0.7]}}

@@ -92,8 +92,9 @@ _SCHEMA_CACHE: dict = {}
 
 
 def _default_schema() -> dict:
-    if "schema" not in _SCHEMA_CACHE:
-        _SCHEMA_CACHE["schema"] = load_schema()
+    # read again once a plugin has registered a metric family (careval.plugins): `metrics.skip` takes it then
+    if _SCHEMA_CACHE.get("families") != tuple(FAMILIES):
+        _SCHEMA_CACHE.update(schema=load_schema(), families=tuple(FAMILIES))
     return _SCHEMA_CACHE["schema"]
 
 

@@ -30,6 +30,9 @@ def run(snakemake: Any, script: str) -> None:
         os.environ["OMP_NUM_THREADS"] = "1"
     offload(snakemake, script)
     from careval.joblog import job_log
+    from careval.plugins import load_environment_plugins
+
+    load_environment_plugins()  # the config's plugins, as the plan saw them (a family, a study kind of its own)
 
     body = job_body(snakemake.params.body)
     with job_log(snakemake.log[0], snakemake.output):

@@ -19,6 +19,7 @@ from careval.plan.roles import inline_model_name
 from careval.plan.run import Plan
 from careval.plan.studies import build_studies
 from careval.plan.study_checks import check_studies
+from careval.plugins import PluginError, load_plugins
 
 __all__ = [
     "EXTRA_FAMILIES",
@@ -36,9 +37,14 @@ __all__ = [
 def build_plan(config: dict, schema: dict | None = None) -> Plan:
     """Validate `config` (raw, as read from YAML) and build its plan, its studies' variants included; ConfigError
     names the key."""
-    check_studies(
-        config
-    )  # the studies' mistakes the schema would name vaguely, or not at all (careval.plan.study_checks)
+    # the user's own registrations first: a study of a plugin's kind, a benchmark scored with its family
+    if isinstance(config.get("plugins"), list):
+        try:
+            load_plugins(str(entry) for entry in config["plugins"])
+        except PluginError as error:
+            raise ConfigError(str(error)) from error
+    # the studies' mistakes the schema would name vaguely, or not at all (careval.plan.study_checks)
+    check_studies(config)
     plan = build_run_plan(config, schema)
     if not plan.config["studies"]:
         return plan

@@ -22,8 +22,6 @@ from typing import Any
 from careval.config import ConfigError, prepare_config
 from careval.plan.study_kinds import STUDY_KINDS
 
-# the sections a study sweeps: the registered study kinds' (a metric family's as metrics.<family>)
-SECTIONS = tuple("metrics.<family>" if section == "metrics" else section for section in STUDY_KINDS)
 # what each section's settings are, for the example in a line
 EXAMPLES = {
     "model": "chat_template: [false, true]",
@@ -57,12 +55,18 @@ def check_studies(config: dict) -> None:
         _check_changes(f"{key}.{section}", section, settings, study, filled)
 
 
+def sections() -> tuple[str, ...]:
+    """The sections a study sweeps: the registered study kinds' (a metric family's as metrics.<family>), a
+    plugin's among them (careval.plugins)."""
+    return tuple("metrics.<family>" if section == "metrics" else section for section in STUDY_KINDS)
+
+
 def _check_section(key: str, section: str) -> None:
     if section in STUDY_KINDS or section.startswith("metrics."):
         return
-    close = difflib.get_close_matches(section, [s for s in SECTIONS if "<" not in s], n=1)
+    close = difflib.get_close_matches(section, [s for s in sections() if "<" not in s], n=1)
     hint = f"did you mean '{close[0]}'? " if close else ""
-    raise ConfigError(f"{key}: '{section}' is not a section a study sweeps ({hint}sections: {', '.join(SECTIONS)})")
+    raise ConfigError(f"{key}: '{section}' is not a section a study sweeps ({hint}sections: {', '.join(sections())})")
 
 
 def _settings(key: str, section: str, sweep: Any) -> dict[str, list]:
