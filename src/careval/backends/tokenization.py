@@ -30,6 +30,7 @@ The rules follow lm-evaluation-harness's HFLM / TemplateLM as of lm-eval 0.4.13:
 from __future__ import annotations
 
 import hashlib
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -274,7 +275,7 @@ def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
 # ---------------------------------------------------------------------------------------
 # a backend's prompts
 # ---------------------------------------------------------------------------------------
-class TokenizerRequests:
+class TokenizerRequests(ABC):
     """What a backend that tokenizes with a transformers tokenizer (hf, vllm) does by the rules above: Backend's
     ``format``, ``encode`` and ``prompt_tokens``, and its log-likelihood requests over its own ``score_tokens``
     (log P(continuation | context) per pair of token-id lists, on the scoring window)."""
@@ -291,9 +292,9 @@ class TokenizerRequests:
     # cache adds them to each request's Usage: careval.backends.cached)
     last_cut: list[int]
 
+    @abstractmethod
     def score_tokens(self, requests: list[tuple[list[int], list[int]]]) -> list[float]:
-        # an abstract hook: each backend built on TokenizerRequests (hf, the vLLM ones) defines it
-        raise NotImplementedError(f"{type(self).__name__} defines no score_tokens (TokenizerRequests' scoring hook)")
+        """log P(continuation | context) per pair of token-id lists: each backend built on this (hf, the vLLM ones)."""
 
     def format(self, prompt: str, instruction: str | None = None) -> str:
         return format_prompt(self.tokenizer, prompt, self.chat_template, self.system_prompt, instruction)

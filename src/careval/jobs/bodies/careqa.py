@@ -37,9 +37,10 @@ def translate(snakemake: Any) -> None:
     """Translate CareQA-close from Spanish to English with the configured translator."""
     from careval.backends.cached import job_backend
     from careval.careqa.translate import translate_careqa
+    from careval.models.spec import model_for_job
 
     job = job_of(snakemake)
-    with job_backend(job.model.for_job(snakemake.threads, snakemake.resources.gpu)) as backend:
+    with job_backend(model_for_job(job.model, snakemake)) as backend:
         translate_careqa(
             snakemake.input.spanish,
             backend,
@@ -61,9 +62,10 @@ def rephrase(snakemake: Any) -> None:
     """Rephrase each kept question with two prompts and let the rephraser select one or neither (iteration 1)."""
     from careval.backends.cached import job_backend
     from careval.careqa.rephrase import build_iteration1
+    from careval.models.spec import model_for_job
 
     job = job_of(snakemake)
-    with job_backend(job.model.for_job(snakemake.threads, snakemake.resources.gpu)) as backend:
+    with job_backend(model_for_job(job.model, snakemake)) as backend:
         build_iteration1(
             snakemake.input.english,
             snakemake.input.screened,
@@ -78,9 +80,10 @@ def validate(snakemake: Any) -> None:
     """Ask, for each rephrased pair of one iteration, whether the ground truth is its only valid answer."""
     from careval.backends.cached import job_backend
     from careval.careqa.rephrase import build_validation
+    from careval.models.spec import model_for_job
 
     job = job_of(snakemake)
-    with job_backend(job.model.for_job(snakemake.threads, snakemake.resources.gpu)) as backend:
+    with job_backend(model_for_job(job.model, snakemake)) as backend:
         build_validation(
             snakemake.input.candidates,
             backend,
@@ -95,9 +98,10 @@ def rephrase_iteration2(snakemake: Any) -> None:
     """Rephrase again, for a single valid answer, the pairs iteration 1's validator did not accept (iteration 2)."""
     from careval.backends.cached import job_backend
     from careval.careqa.rephrase import build_iteration2
+    from careval.models.spec import model_for_job
 
     job = job_of(snakemake)
-    with job_backend(job.model.for_job(snakemake.threads, snakemake.resources.gpu)) as backend:
+    with job_backend(model_for_job(job.model, snakemake)) as backend:
         build_iteration2(
             snakemake.input.english,
             snakemake.input.validation,
