@@ -92,6 +92,14 @@ class RelaxedPerplexityJob(ModelJob):
 
 
 @job_spec
+class FamilyJob(ModelJob):
+    """llm_family: an LLM-run metric family its registry entry's runner computes with the evaluated model."""
+
+    family: str
+    options: dict[str, Any]  # metrics.<family>'s value options (none for a family without a config section)
+
+
+@job_spec
 class Example(JobSpec):
     """One question of paper Table 6 (config studies.<study>.examples): a sample of an open-ended benchmark, by id or
     by its question text, with the statements it is scored against where its own are missing (None: its own)."""

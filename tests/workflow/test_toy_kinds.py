@@ -28,19 +28,20 @@ SHORT = "Answer in one line.\n\nQuestion: {question}\nAnswer:"
 VARIANT = "prompt=short"
 VPATH = f"studies/toy/{VARIANT}/"
 TABLE = "results/studies/toy/sample_scores.parquet"
+TOYS = ("toy_length", "toy_reference_loglik")  # scored from the answers (score_family); run by the model (llm_family)
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def toy_run(demo_model_dirs, tmp_path_factory):
-    config = reduced_config(REPO, [SMOL], {BENCHMARK: {"limit": 2, "extra_metrics": ["toy_length"]}})
+    config = reduced_config(REPO, [SMOL], {BENCHMARK: {"limit": 2, "extra_metrics": list(TOYS)}})
     config["plugins"] = ["toy_kinds.py"]  # a file beside the config, relative to the working directory
     config["studies"] = {
         "toy": {"models": [SMOL], "benchmarks": [BENCHMARK], "sweep": {"prompting": {"prompt": {"short": SHORT}}}}
     }
-    # only the toy family is scored (every other family the registry has, the plugin's aside, is skipped)
-    config["metrics"]["skip"] = [family for family in FAMILIES if family != "toy_length"]
+    # only the toy families are scored (every other family the registry has is skipped)
+    config["metrics"]["skip"] = [family for family in FAMILIES if family not in TOYS]
     config["analysis"]["relaxed_perplexity_anchor"] = None
     work = make_workdir(REPO, tmp_path_factory.mktemp("toy") / "careval", config)
     shutil.copy(PLUGIN, work / "toy_kinds.py")
@@ -57,8 +58,9 @@ def test_a_toy_study_kind_over_a_toy_job_kind_runs_through_the_runs_own_rules(to
     kinds = {(rule, w.get("vpath", ""), w.get("family", "")) for rule, w in jobs}
     # the variant's inference and its toy scoring are the run's own rules under the variant's folder, the baseline's
     # the same rules outside any study folder
-    assert {("infer_open", VPATH, ""), ("score_family", VPATH, "toy_length")} <= kinds
-    assert {("infer_open", "", ""), ("score_family", "", "toy_length")} <= kinds
+    for vpath in (VPATH, ""):
+        assert {("infer_open", vpath, ""), ("score_family", vpath, "toy_length")} <= kinds
+        assert ("llm_family", vpath, "toy_reference_loglik") in kinds
     assert not [rule for rule, _ in jobs if re.search("toy|prompting", rule)]  # no rule named after either toy
 
     # the variant answered the toy study's prompt, the baseline the benchmark's own
@@ -79,3 +81,22 @@ def test_a_toy_study_kind_over_a_toy_job_kind_runs_through_the_runs_own_rules(to
         assert dict(zip(scores["id"], scores["value"])) == lengths
         rows = table.filter(pl.col("variant") == variant)
         assert dict(zip(rows["id"], rows["value"])) == lengths, variant
+
+
+def test_a_toy_llm_run_family_is_the_models_log_likelihood_of_the_reference_after_each_variants_prompt(toy_run):
+    """The runner's values in each variant's file are the log-likelihoods the variant's inference job computed for
+    the same requests (the reference after the variant's prompt: its `reference_given_question` rows), and the
+    study's table holds them per variant."""
+    work, _ = toy_run
+    table = pl.read_parquet(work / TABLE).filter(pl.col("metric") == "toy_reference_loglik")
+    for variant, folder in ((VARIANT, VPATH), ("baseline", "")):
+        logliks = pl.read_parquet(work / f"results/{folder}loglik/{SMOL}/{BENCHMARK}.parquet")
+        expected = dict(logliks.filter(pl.col("kind") == "reference_given_question").select("id", "loglik").rows())
+        scores = pl.read_parquet(work / f"results/{folder}scores/{SMOL}/{BENCHMARK}/toy_reference_loglik.parquet")
+        assert len(expected) == 2 and dict(zip(scores["id"], scores["value"])) == pytest.approx(expected, abs=1e-3)
+        rows = table.filter(pl.col("variant") == variant)
+        assert dict(zip(rows["id"], rows["value"])) == dict(zip(scores["id"], scores["value"])), variant
+    # the variant's prompt changed the values (a job of the variant's own, not the run's file)
+    assert not table.filter(pl.col("variant") == VARIANT)["value"].equals(
+        table.filter(pl.col("variant") == "baseline")["value"]
+    )

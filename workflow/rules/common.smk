@@ -304,6 +304,12 @@ SCORED_FAMILIES = sorted(
 ) or ["(?!)"]
 
 
+# the LLM-run families their runners compute (llm_family.smk): a plugin's, where the run or a variant scores one
+RUNNER_FAMILIES = sorted(
+    {family for plan in (PLAN, *PLAN.variant_plans.values()) for family in plan.runner_families()}
+) or ["(?!)"]
+
+
 # --- judge.smk
 # the judges' folder part: a jury's judge by name (wildcard judge), a single judge's files are the family's
 JUDGE = "jury/{judge}/" if PLAN.judges else ""

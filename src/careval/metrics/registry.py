@@ -82,6 +82,12 @@ class MetricFamily:
     ``scorer`` is the family's scoring function as "module:function", imported when scoring runs (the
     registry is layer 0, the scorers live above it); every scorer has the signature of :meth:`score`.
     None for the "llm" families: a job of their own computes them (careval.jobs).
+
+    ``runner`` ("module:function") is an "llm" family's computation where its job is the generic rule
+    `llm_family` (workflow/rules/llm_family.smk): the evaluated model's backend computes it on a benchmark an entry
+    lists it for (``extra_metrics``), with the signature of :meth:`run`. A new LLM-run family is its entry and its
+    runner (careval.plugins: both in a module of the user's own); the judge and Relaxed Perplexity have rules of their
+    own (runner None).
     """
 
     name: str
@@ -93,6 +99,7 @@ class MetricFamily:
     execution_options: tuple[str, ...] = ()
     plan_options: tuple[str, ...] = ()
     scorer: str | None = None
+    runner: str | None = None
     # its values come from the evaluated model's log-probabilities (its inference's log-likelihoods, or its own
     # job's): a backend without them is refused at plan time (careval.plan, the backend's declared capabilities)
     logprobs: bool = False
@@ -105,6 +112,8 @@ class MetricFamily:
             raise ValueError(f"family '{self.name}': job '{self.job}' is not one of {JOBS}")
         if (self.scorer is None) != (self.job == "llm"):
             raise ValueError(f"family '{self.name}': a scorer is needed exactly when job is not 'llm'")
+        if self.runner is not None and self.job != "llm":
+            raise ValueError(f"family '{self.name}': a runner computes an 'llm' family (a scorer the others)")
         strays = [spec.name for spec in self.metrics if spec.family != self.name]
         if strays:
             raise ValueError(f"family '{self.name}' lists metrics of another family: {strays}")
@@ -126,6 +135,15 @@ class MetricFamily:
             )
         module, _, function = self.scorer.partition(":")
         return getattr(importlib.import_module(module), function)
+
+    def run(self, samples: Any, backend: Any, entry: Any, options: dict) -> Any:
+        """Compute an "llm" family with a runner: score rows (careval.schemas.SCORE_SCHEMA) of the benchmark's
+        ``samples`` by the evaluated model's ``backend`` (careval.backends.Backend), ``entry`` the benchmark
+        (careval.datasets.benchmark.Benchmark: its prompt, instruction, task), ``options`` the family's value options."""
+        if self.runner is None:
+            raise ValueError(f"metric family '{self.name}' has no runner (its rule computes it, job '{self.job}')")
+        module, _, function = self.runner.partition(":")
+        return getattr(importlib.import_module(module), function)(samples, backend, entry, options)
 
     def score(self, samples: Any, generations: Any, logliks: Any, options: dict, min_chars: int = 1) -> Any:
         """Score rows (careval.schemas.SCORE_SCHEMA) of one model x benchmark: ``samples``, its

@@ -32,6 +32,7 @@ from careval.specs import (
     ConsistencyJob,
     EditionsJob,
     EngineJob,
+    FamilyJob,
     FamilyOptions,
     InferJob,
     JudgeJob,
@@ -213,6 +214,28 @@ class Plan:
         )
 
     @built_once
+    def family_job(self, model: str, benchmark: str, family: str) -> FamilyJob:
+        """An LLM-run family computed by its registry entry's runner (rule llm_family)."""
+        return self._model_job(FamilyJob, model, benchmark, family=family, options=self.family_options(family).options)
+
+    def runner_families(self) -> list[str]:
+        """The LLM-run families computed by their runners (rule llm_family) on some benchmark of this plan."""
+        scored = {family for benchmark in self.benchmarks for family in self.families(benchmark)}
+        return sorted(family for family in scored if FAMILIES[family].runner is not None)
+
+    def family_jobs(self, model: str, benchmark: str, family: str) -> tuple:
+        """The specs of the jobs behind one family's file of a model on a benchmark, what a study compares: the
+        judge's (a jury's: every judge's and the jury's), Relaxed Perplexity's or a runner family's own LLM job, or
+        the family's scoring job (careval.plan.study)."""
+        if family == "judge":
+            return self.judging()
+        if family == "relaxed_perplexity":
+            return (self.relaxed_perplexity_job(model, benchmark),)
+        if FAMILIES[family].runner is not None:
+            return (self.family_job(model, benchmark, family),)
+        return (self.score_job(benchmark, [family]),)
+
+    @built_once
     def consistency_job(self, model: str, benchmark: str) -> ConsistencyJob:
         settings = self.config["analysis"]["consistency"]
         return self._model_job(
@@ -270,6 +293,12 @@ class Plan:
             request_batch=self.config["request_batch"],
         )
 
+    def judging(self, repeats: bool = False) -> tuple:
+        """The judge's job spec, or a jury's: every judge's and how they combine."""
+        if self.judges:
+            return (self.jury_job(), *(self.judge_job(repeats, judge) for judge in self.judges))
+        return (self.judge_job(repeats),)
+
     @built_once
     def jury_job(self) -> JuryJob:
         """The jury's combining job: which judges, in order, and how their grades make the jury's."""
@@ -315,6 +344,7 @@ class Plan:
         the judge's jobs and the rephraser's on the rephrasings."""
         own = {name: spec.gpus for name, spec in self.models.items()}
         model_kinds = ("infer_open", "infer_closed", "relaxed_perplexity", "sample_consistency")
+        model_kinds += ("llm_family",) if self.runner_families() else ()  # a plugin's LLM-run families (llm_family)
         gpus: dict[str, dict[str, int]] = dict.fromkeys(model_kinds, own)
         for kinds, spec in ((("judge", "judge_repeats"), self.judge), (("rephrase",), self.rephraser)):
             for kind in kinds:

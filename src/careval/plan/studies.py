@@ -31,7 +31,7 @@ from careval.analysis.studies.tables import StudiesJob
 from careval.config import ConfigError
 from careval.metrics.registry import FAMILIES
 from careval.plan.run import Plan
-from careval.plan.study import BASELINE, Study, Variant, judging
+from careval.plan.study import BASELINE, Study, Variant
 from careval.plan.study_kinds import study_kind
 from careval.plan.variants import grid, variant_plans
 from careval.specs import Example
@@ -184,16 +184,10 @@ def _signature(study: Study, variant: str, model: str, benchmarks: tuple[str, ..
             if study.kind == "analysis":
                 out += [repr(plan.rephrase_job()), repr(plan.score_job(b, plan.repeat_families()))]
                 if plan.repeats_judged(b):
-                    out.append(repr(judging(plan, repeats=True)))
+                    out.append(repr(plan.judging(repeats=True)))
                 continue
             out.append(repr(plan.infer_job(model, b)))
-            for family in study.families(variant, b):
-                if family == "relaxed_perplexity":
-                    out.append(repr(plan.relaxed_perplexity_job(model, b)))
-                elif family == "judge":
-                    out.append(repr(judging(plan)))
-                else:
-                    out.append(repr(plan.score_job(b, [family])))
+            out += [repr(plan.family_jobs(model, b, family)) for family in study.families(variant, b)]
     return tuple(out)
 
 

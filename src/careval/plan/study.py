@@ -126,25 +126,19 @@ class Study:
 
     def _scores(self, variant: str, model: str, benchmark: str, family: str) -> Stage:
         plan, main = self.variants[variant].plan, self.main
-        job = FAMILIES[family].job
-        if family == "relaxed_perplexity":
-            name = self.main_model(variant, model)
-            same = (
-                name is not None
-                and family in main.families(benchmark)
-                and repr(plan.relaxed_perplexity_job(model, benchmark))
-                == repr(main.relaxed_perplexity_job(name, benchmark))
-            )
-            return Stage(name if same else None)
-        answers = self.infer(variant, model, benchmark)
-        if not answers.shared or family not in main.families(benchmark):
+        if family not in main.families(benchmark):
             return Stage(None)
+        if FAMILIES[family].job == "llm" and family != "judge":  # the evaluated model's own job computes it
+            name = self.main_model(variant, model)
+        else:  # scored (or judged) from the model's answers: the run's file where its answers are the run's
+            name = self.infer(variant, model, benchmark).main
         if family == "judge":
             same = _samejudging(plan, main)
         else:
-            assert job in ("score", "extra"), family
-            same = repr(plan.score_job(benchmark, [family])) == repr(main.score_job(benchmark, [family]))
-        return Stage(answers.main if same else None)
+            same = name is not None and repr(plan.family_jobs(model, benchmark, family)) == repr(
+                main.family_jobs(name, benchmark, family)
+            )
+        return Stage(name if name is not None and same else None)
 
     def rephrase(self, variant: str, run: int, model: str, benchmark: str, stage: str) -> Stage:
         """A rephrasing output of one run ("rephrase", "rephrase_scores" or "rephrase_judge")."""
@@ -322,11 +316,4 @@ def _samejudging(plan: Plan, main: Plan, repeats: bool = False) -> bool:
     """The same judge (or jury: the same judges, each grading alike, combined alike) in the two plans."""
     if (plan.judge is None) or (main.judge is None):
         return plan.judge is None and main.judge is None
-    return repr(judging(plan, repeats)) == repr(judging(main, repeats))
-
-
-def judging(plan: Plan, repeats: bool = False) -> tuple:
-    """The judge's job spec, or a jury's: every judge's and how they combine."""
-    if plan.judges:
-        return (plan.jury_job(), *(plan.judge_job(repeats, judge) for judge in plan.judges))
-    return (plan.judge_job(repeats),)
+    return repr(plan.judging(repeats)) == repr(main.judging(repeats))

@@ -33,7 +33,7 @@ def register_study_kind(kind: StudyKind) -> StudyKind:
     return kind
 
 
-_MODEL_JOBS = ("infer_open", "infer_closed", "relaxed_perplexity", "score_family", "judge")
+_MODEL_JOBS = ("infer_open", "infer_closed", "relaxed_perplexity", "llm_family", "score_family", "judge")
 # the keys of a model entry a study may sweep: what changes a model's outputs, its weights aside (section `models`)
 register_study_kind(
     StudyKind(
@@ -75,7 +75,9 @@ register_study_kind(
     )
 )
 # a metric family's options (its registry entry's): that family's scoring jobs
-register_study_kind(StudyKind("metrics", "metric", (), "section", ("score_family", "relaxed_perplexity", "judge")))
+register_study_kind(
+    StudyKind("metrics", "metric", (), "section", ("score_family", "relaxed_perplexity", "llm_family", "judge"))
+)
 
 
 def study_kind(section: str) -> StudyKind:

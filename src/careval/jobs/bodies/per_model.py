@@ -58,6 +58,26 @@ def relaxed_perplexity(snakemake: Any) -> None:
     )
 
 
+def llm_family(snakemake: Any) -> None:
+    """An LLM-run metric family (its registry entry's runner: a plugin's) of one model on one benchmark."""
+    import polars as pl
+
+    from careval.backends.cached import job_backend
+    from careval.metrics.registry import FAMILIES
+    from careval.models.spec import model_for_job
+    from careval.schemas import SCORE_SCHEMA
+
+    job = job_of(snakemake)
+    samples = pl.read_parquet(snakemake.input.samples)
+    with job_backend(model_for_job(job.model, snakemake), requests_record(snakemake.log[0])) as backend:
+        scores = FAMILIES[job.family].run(samples, backend, job.entry, job.options)
+    if not isinstance(scores, pl.DataFrame) or dict(scores.schema) != SCORE_SCHEMA:
+        got = dict(scores.schema) if isinstance(scores, pl.DataFrame) else type(scores).__name__
+        raise TypeError(f"metric family '{job.family}': its runner returned {got}, not the columns {SCORE_SCHEMA}")
+    Path(snakemake.output[0]).parent.mkdir(parents=True, exist_ok=True)
+    scores.write_parquet(snakemake.output[0])
+
+
 def sample_consistency(snakemake: Any) -> None:
     """Sample r answers per prompt from one model on one benchmark, with r passes of reference log-likelihoods."""
     from careval.jobs.repeats import run_consistency
