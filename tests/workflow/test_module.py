@@ -61,6 +61,9 @@ def _results(work: Path) -> dict[str, pl.DataFrame]:
 
 def test_a_workflow_uses_careval_as_a_module(repo_root, tmp_path, demo_model_dirs, two_model_run):
     config = two_model_config(repo_root, (MODEL,))
+    # the shared run's request cache: the module's jobs are the same calls, answered from it (a cached rerun's files
+    # equal a computed run's, byte for byte: tests/backends/test_cached.py), so the module's plumbing is what runs
+    config["resources"]["cache_dir"] = str(two_model_run.work / "resources" / "cache")
     host = tmp_path / "my-evaluation"
     (host / "workflow").mkdir(parents=True)
     (host / "config").mkdir()
