@@ -150,6 +150,9 @@ CASES = [
         ("benchmarks", OPEN, "on_bad_row"), "skip", {"normalise_benchmark"}, ALL_RULES - {"infer_closed", "score_mcqa"}
     ),
     Case(("limit",), 2, NOTHING),  # every benchmark of the slice already sets its own
+    # a plugin that registers nothing (a module careval imports anyway): what a plugin registers is named in the job
+    # specs that use it (a family, a study kind's variants), so adding one replans no job of its own
+    Case(("plugins",), ["careval.metrics.registry"], NOTHING),
     # --- decoding of the evaluated answers; the repeats' own sampling keys override all but seed and stop
     Case(("generation", "max_new_tokens"), 5, {"infer_open"}, AFTER_ANSWERS),
     Case(("generation", "temperature"), 0.5, {"infer_open"}, AFTER_ANSWERS),

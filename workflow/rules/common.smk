@@ -15,7 +15,6 @@ from careval.canonical import JobParam
 from careval.careqa.acquire import edition_name, is_url
 from careval.datasets.benchmark import TASKS, LmEvalSource, LocalSource
 from careval.models.prepare import weights_digest
-from careval.metrics.registry import FAMILIES
 from careval.plan import LM_EVAL_SCORING
 from careval.plan.studies import studies_job
 from careval.specs import JURY_REPORT_TABLES
@@ -293,23 +292,10 @@ def score_inputs(wildcards):
     return inputs
 
 
-# the families one job scores one at a time (score_family in scoring.smk): an entry's extra ones, and any under a variant;
-# only those the run or a variant scores, so that a family's file no job of this config makes (a skipped one) is stale
-SCORED_FAMILIES = sorted(
-    {
-        family
-        for plan in (PLAN, *PLAN.variant_plans.values())
-        for benchmark in plan.benchmarks
-        for family in plan.families(benchmark)
-        if FAMILIES[family].job in ("score", "extra")
-    }
-) or ["(?!)"]
-
-
-# the LLM-run families their runners compute (llm_family.smk): a plugin's, where the run or a variant scores one
-RUNNER_FAMILIES = sorted(
-    {family for plan in (PLAN, *PLAN.variant_plans.values()) for family in plan.runner_families()}
-) or ["(?!)"]
+# the families score_family scores one at a time, and those llm_family runs (careval.plan.run.Plan); none: a
+# pattern no family matches
+SCORED_FAMILIES = PLAN.one_family_scoring() or ["(?!)"]
+RUNNER_FAMILIES = PLAN.runner_families() or ["(?!)"]
 
 
 # --- judge.smk

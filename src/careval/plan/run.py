@@ -218,10 +218,19 @@ class Plan:
         """An LLM-run family computed by its registry entry's runner (rule llm_family)."""
         return self._model_job(FamilyJob, model, benchmark, family=family, options=self.family_options(family).options)
 
+    def scored_families(self) -> set[str]:
+        """Every family the run or one of its studies' variants scores on some benchmark."""
+        plans = (self, *self.variant_plans.values())
+        return {family for plan in plans for benchmark in plan.benchmarks for family in plan.families(benchmark)}
+
+    def one_family_scoring(self) -> list[str]:
+        """The families the rule score_family scores one at a time: an entry's extra ones, and any under a variant;
+        only those scored here, so that a family's file no job of this config makes (a skipped one) is stale."""
+        return sorted(family for family in self.scored_families() if FAMILIES[family].job in ("score", "extra"))
+
     def runner_families(self) -> list[str]:
-        """The LLM-run families computed by their runners (rule llm_family) on some benchmark of this plan."""
-        scored = {family for benchmark in self.benchmarks for family in self.families(benchmark)}
-        return sorted(family for family in scored if FAMILIES[family].runner is not None)
+        """The LLM-run families their registry entries' runners compute (rule llm_family), scored here."""
+        return sorted(family for family in self.scored_families() if FAMILIES[family].runner is not None)
 
     def family_jobs(self, model: str, benchmark: str, family: str) -> tuple:
         """The specs of the jobs behind one family's file of a model on a benchmark, what a study compares: the
