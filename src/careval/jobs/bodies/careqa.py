@@ -6,6 +6,8 @@ it imports what it needs itself, so a job imports only its own body's modules.""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +37,9 @@ def parse(snakemake: Any) -> None:
 
 def translate(snakemake: Any) -> None:
     """Translate CareQA-close from Spanish to English with the configured translator."""
-    from careval.backends.cached import job_backend
     from careval.careqa.translate import translate_careqa
-    from careval.models.spec import model_for_job
 
-    job = job_of(snakemake)
-    with job_backend(model_for_job(job.model, snakemake)) as backend:
+    with _step_model(snakemake) as (job, backend):
         translate_careqa(
             snakemake.input.spanish,
             backend,
@@ -60,12 +59,9 @@ def filter_negative(snakemake: Any) -> None:
 
 def rephrase(snakemake: Any) -> None:
     """Rephrase each kept question with two prompts and let the rephraser select one or neither (iteration 1)."""
-    from careval.backends.cached import job_backend
     from careval.careqa.rephrase import build_iteration1
-    from careval.models.spec import model_for_job
 
-    job = job_of(snakemake)
-    with job_backend(model_for_job(job.model, snakemake)) as backend:
+    with _step_model(snakemake) as (job, backend):
         build_iteration1(
             snakemake.input.english,
             snakemake.input.screened,
@@ -78,12 +74,9 @@ def rephrase(snakemake: Any) -> None:
 
 def validate(snakemake: Any) -> None:
     """Ask, for each rephrased pair of one iteration, whether the ground truth is its only valid answer."""
-    from careval.backends.cached import job_backend
     from careval.careqa.rephrase import build_validation
-    from careval.models.spec import model_for_job
 
-    job = job_of(snakemake)
-    with job_backend(model_for_job(job.model, snakemake)) as backend:
+    with _step_model(snakemake) as (job, backend):
         build_validation(
             snakemake.input.candidates,
             backend,
@@ -96,12 +89,9 @@ def validate(snakemake: Any) -> None:
 
 def rephrase_iteration2(snakemake: Any) -> None:
     """Rephrase again, for a single valid answer, the pairs iteration 1's validator did not accept (iteration 2)."""
-    from careval.backends.cached import job_backend
     from careval.careqa.rephrase import build_iteration2
-    from careval.models.spec import model_for_job
 
-    job = job_of(snakemake)
-    with job_backend(model_for_job(job.model, snakemake)) as backend:
+    with _step_model(snakemake) as (job, backend):
         build_iteration2(
             snakemake.input.english,
             snakemake.input.validation,
@@ -167,3 +157,15 @@ def statistics(snakemake: Any) -> None:
         job.min_reviewers,
         snakemake.output,
     )
+
+
+@contextmanager
+def _step_model(snakemake: Any) -> Iterator[tuple[Any, Any]]:
+    """The job's spec and its LLM step's model (translator, rephraser or validator) as every job takes its model
+    (careval.models.spec.model_for_job), behind the request cache."""
+    from careval.backends.cached import job_backend
+    from careval.models.spec import model_for_job
+
+    job = job_of(snakemake)
+    with job_backend(model_for_job(job.model, snakemake)) as backend:
+        yield job, backend
