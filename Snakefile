@@ -87,9 +87,10 @@ include: "workflow/rules/studies.smk"
 
 # files cut short are named and remade, files an earlier config left are named (common.smk, check_results)
 check_results()
-# Snakemake reads the signature of the input functions, params and resources anew for every job
-# (inspect.signature, ~19 times a job): each function's own, computed once here, is what it finds then
+# Snakemake reads the parameters of the input functions, params and resources anew for every job
+# (inspect.signature, ~19 times a job), and checks the script of every job: each once (common.smk)
 sign_rule_functions(workflow.rules)
+check_each_script_once()
 
 
 onstart:

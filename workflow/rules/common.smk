@@ -460,12 +460,39 @@ STUDY_EXAMPLES = next((study for study in STUDIES.values() if study.examples), N
 
 
 def sign_rule_functions(rules):
-    """The functions Snakemake calls for each job (input functions, params, resources), each with its
-    inspect.signature stored as `__signature__`, which inspect then returns at once (the paper's plan asks ~45,000
-    times)."""
+    """The functions Snakemake calls for each job (input functions, params, resources), each with its parameters
+    given once (snakemake.common.overwrite_function_params), which Snakemake then reads instead of asking
+    inspect.signature anew (the paper's plan asked ~80,000 times, 5 to 10% of its time)."""
+
+    def sign(func, parameters):
+        if not hasattr(func, "_overwrite_params"):
+            snakemake.common.overwrite_function_params(func, parameters)
+
     for each in rules:
         for item in (*each.input, *each.params, *each.resources.values()):
             # an input function as Snakemake keeps it (in a file object or a string), a resource's function
             func = getattr(getattr(item, "_file", item), "callable", getattr(item, "_evaluator", item))
-            if isinstance(func, types.FunctionType) and "__signature__" not in vars(func):
-                func.__signature__ = inspect.signature(func)
+            if isinstance(func, types.FunctionType):
+                sign(func, inspect.signature(func).parameters)
+    # Snakemake calls each resource through its Resource.evaluate(*args, **kwargs), a bound method: the same once
+    evaluate = snakemake.resources.Resource.evaluate
+    sign(evaluate, {name: p for name, p in inspect.signature(evaluate).parameters.items() if name != "self"})
+
+
+def check_each_script_once():
+    """Snakemake opens, reads and checks the script of every job of a plan (dag.ScriptProcessor; a script's path may
+    hold wildcards), parsing its path as a URI three times a job: a tenth of the paper plan. A rule here names one
+    script, no wildcard in it: checked once a rule."""
+    processor = snakemake.dag.ScriptProcessor
+    if hasattr(processor.process_job, "checked"):
+        return
+    check = processor.process_job
+
+    def process_job(self, job):
+        key = (job.rule.script, job.rule.basedir)
+        if not job.is_script or "{" in str(job.rule.script) or key not in process_job.checked:
+            check(self, job)
+            process_job.checked.add(key)
+
+    process_job.checked = set()
+    processor.process_job = process_job

@@ -36,6 +36,15 @@ for _task in [*TASKS, *LM_EVAL_SCORING]:
 # One metric family of one model on one benchmark: the families only some benchmarks carry (an entry's
 # extra_metrics, e.g. F1-RadGraph on MIMIC-III), and under a study's variant (common.smk, `vpath`) each family
 # whose files the variant's own answers or options change. The run's other families are its task's job above.
+# Its `vpath`: any variant's folder, and the run's ("") only where the rest of the path (a regex lookahead) is one
+# of the run's extra families' files; the run's other files are their task's job's alone, so Snakemake neither makes
+# nor drops a candidate job of this rule for each (1,596 in the paper's plan).
+_RUN_EXTRAS = "|".join(f"{re.escape(b)}/(?:{'|'.join(fams)})" for b, fams in PLAN.extra_scoring().items())
+SCORE_FAMILY_VPATHS = "|".join(
+    [*(re.escape(vpath) for vpath in PLAN.variant_of), rf"(?=scores/[^/]+/(?:{_RUN_EXTRAS or '(?!)'})\.parquet$)"]
+)
+
+
 rule score_family:
     input:
         unpack(score_inputs),
@@ -45,6 +54,7 @@ rule score_family:
         f"{LOGS}/{{vpath}}score_{{family}}/{{model}}/{{benchmark}}.log",
     wildcard_constraints:
         family="|".join(SCORED_FAMILIES),
+        vpath=SCORE_FAMILY_VPATHS,
     conda:
         "../envs/careval.yaml"
     threads: RES["scoring_threads"]
@@ -56,7 +66,3 @@ rule score_family:
         job=lambda w: JobParam(at(w).score_job(w.benchmark, [w.family])),
     script:
         "../scripts/job.py"
-
-
-# a family's file of the run is its task's job's; one of the run's extra families, or a variant's, this rule's
-workflow.ruleorder(*[f"score_{task}" for task in [*TASKS, *LM_EVAL_SCORING]], "score_family")

@@ -17,11 +17,16 @@ EXTRA_FAMILIES = tuple(name for name, family in FAMILIES.items() if family.job =
 LM_EVAL_SCORING = {"lm_eval": ("lm_eval",), "lm_eval_open": ("lm_eval", *TASK_FAMILIES["open"])}
 
 
-def benchmark_families(entry: Benchmark) -> tuple[str, ...]:
-    """Every family a benchmark can be scored with: its task's (an lm-eval task: LM_EVAL_SCORING) and its extra ones."""
+def task_families(entry: Benchmark) -> tuple[str, ...]:
+    """The families of a benchmark's task (an lm-eval task's: LM_EVAL_SCORING)."""
     if entry.lm_eval is not None:
-        return LM_EVAL_SCORING["lm_eval_open" if entry.generates else "lm_eval"] + entry.extra_metrics
-    return TASK_FAMILIES[entry.task] + entry.extra_metrics
+        return LM_EVAL_SCORING["lm_eval_open" if entry.generates else "lm_eval"]
+    return TASK_FAMILIES[entry.task]
+
+
+def benchmark_families(entry: Benchmark) -> tuple[str, ...]:
+    """Every family a benchmark can be scored with: its task's and its extra ones."""
+    return task_families(entry) + entry.extra_metrics
 
 
 def scored_families(

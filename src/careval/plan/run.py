@@ -23,7 +23,7 @@ from careval.inference import sampling_for
 from careval.jobs.repeats import repeat_sampling
 from careval.metrics.registry import FAMILIES, TASK_FAMILIES
 from careval.models.spec import ModelSpec, cache_dir
-from careval.plan.families import LM_EVAL_SCORING, scored_families
+from careval.plan.families import LM_EVAL_SCORING, scored_families, task_families
 from careval.specs import (
     DATA_KEYS,
     PROMPT_KEYS,
@@ -227,6 +227,19 @@ class Plan:
         """The families the rule score_family scores one at a time: an entry's extra ones, and any under a variant;
         only those scored here, so that a family's file no job of this config makes (a skipped one) is stale."""
         return sorted(family for family in self.scored_families() if FAMILIES[family].job in ("score", "extra"))
+
+    def extra_scoring(self) -> dict[str, list[str]]:
+        """The run's own families the rule score_family scores, by benchmark: its entry's extra ones (its task's
+        scoring job writes the others)."""
+        extras = {
+            benchmark: [
+                family
+                for family in self.families(benchmark)
+                if family not in task_families(entry) and FAMILIES[family].job in ("score", "extra")
+            ]
+            for benchmark, entry in self.benchmarks.items()
+        }
+        return {benchmark: families for benchmark, families in extras.items() if families}
 
     def runner_families(self) -> list[str]:
         """The LLM-run families their registry entries' runners compute (rule llm_family), scored here."""

@@ -3,14 +3,20 @@ for every figure module)."""
 
 from __future__ import annotations
 
-import matplotlib
 
-matplotlib.use("Agg")  # no display on cluster nodes or CI
+def _pyplot():
+    """pyplot, on the Agg backend (no display on cluster nodes or CI); imported when a page is drawn, not with the
+    module: the plan imports its text helpers (wrap_to), and matplotlib is a tenth of a second of every plan."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def empty_page(title: str, message: str):
-    import matplotlib.pyplot as plt  # here: the plan imports this module's text helpers (wrap_to), not pyplot
-
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 3))
     ax.axis("off")
     ax.set_title(title, fontsize=11)
@@ -22,8 +28,7 @@ def text_page(title: str, lines: tuple[str, ...] | list[str]):
     """A page of notes, one paragraph each, wrapped to the page's width."""
     import textwrap
 
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     wrapped = ["\n".join(textwrap.wrap(line, 110)) for line in lines]
     height = 1.5 + 0.22 * sum(text.count("\n") + 2 for text in wrapped)
     fig, ax = plt.subplots(figsize=(8.5, height))
