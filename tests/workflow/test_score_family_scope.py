@@ -22,7 +22,9 @@ def test_score_family_makes_the_run_s_extra_families_and_the_variants_files_only
         [job] = [job for job in workflow.dag.jobs if EXTRA in job.output]
         assert job.rule.name == "score_family"
 
-        run_files = [f"results/scores/{MODEL}/{b}/{family}.parquet" for b in plan.benchmarks for family in plan.families(b)]
+        run_files = [
+            f"results/scores/{MODEL}/{b}/{family}.parquet" for b in plan.benchmarks for family in plan.families(b)
+        ]
         extras = {path for path in run_files if path.endswith("/radgraph.parquet")}
         assert extras == {EXTRA}
         assert {path for path in run_files if score_family.is_producer(path)} == extras
