@@ -17,6 +17,8 @@ import yaml
 from statsmodels.stats.contingency_tables import mcnemar
 from workflow_runs import jobs_run, make_workdir, snakemake
 
+from careval.plan.study_kinds import study_kind
+
 pytestmark = pytest.mark.slow
 
 SMOL, GEMMA = "smollm2-135m-instruct", "gemma3-270m"
@@ -68,13 +70,18 @@ def test_every_baseline_row_is_the_run_s_own_value(studies_run):
 def test_each_variant_runs_exactly_the_jobs_its_setting_reaches(studies_run):
     """A variant's own jobs are the run's rules under its folder (wildcard vpath); a one-family scoring job is named
     by its family (score_<family>)."""
-    _, _, log = studies_run
+    _, config, log = studies_run
     own = set()
+    rules: dict[str, set[str]] = {}
     for rule, wildcards in jobs_run(log):
         values = dict(part.split("=", 1) for part in wildcards.split(", ") if "=" in part)
         if values.get("vpath") and rule != "relaxed_perplexity_examples":  # Table 6's job: the study's own table
             kind = f"score_{values['family']}" if rule == "score_family" else rule
             own.add((kind, wildcards))
+            rules.setdefault(values["vpath"].split("/")[1], set()).add(rule)
+    # each a rule its study kind's registered entry names as reading the swept settings (StudyKind.jobs)
+    for study, ran in rules.items():
+        assert ran <= {job for section in config["studies"][study]["sweep"] for job in study_kind(section).jobs}, study
     by_study: dict[str, set[str]] = {}
     for rule, wildcards in own:
         study = dict(part.split("=", 1) for part in wildcards.split(", ") if "=" in part)["vpath"].split("/")[1]

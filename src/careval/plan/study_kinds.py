@@ -21,6 +21,8 @@ class StudyKind:
     # where a variant's values go: "models" (each of the study's models' entries), "benchmarks" (each of its
     # benchmarks' entries), "section" (the config section itself), "swap" (section models: other models in place)
     target: str
+    # the rules whose jobs read the swept settings: every job a variant runs is one of them (tests/workflow/
+    # test_studies_dag.py holds a run's to it)
     jobs: tuple[str, ...] = ()
 
 
