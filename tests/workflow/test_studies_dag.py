@@ -71,29 +71,27 @@ def test_each_variant_runs_exactly_the_jobs_its_setting_reaches(studies_run):
     """A variant's own jobs are the run's rules under its folder (wildcard vpath); a one-family scoring job is named
     by its family (score_<family>)."""
     _, config, log = studies_run
-    own = set()
-    rules: dict[str, set[str]] = {}
+    by_study: dict[str, set[str]] = {}  # study -> its variants' job kinds
+    rules: dict[str, set[str]] = {}  # study -> the rules those jobs are of
+    relaxed = []
     for rule, wildcards in jobs_run(log):
         values = dict(part.split("=", 1) for part in wildcards.split(", ") if "=" in part)
         if values.get("vpath") and rule != "relaxed_perplexity_examples":  # Table 6's job: the study's own table
-            kind = f"score_{values['family']}" if rule == "score_family" else rule
-            own.add((kind, wildcards))
-            rules.setdefault(values["vpath"].split("/")[1], set()).add(rule)
+            study = values["vpath"].split("/")[1]
+            by_study.setdefault(study, set()).add(f"score_{values['family']}" if rule == "score_family" else rule)
+            rules.setdefault(study, set()).add(rule)
+            if rule == "relaxed_perplexity" and study == "relaxed_perplexity_grid":
+                relaxed.append(wildcards)
     # each a rule its study kind's registered entry names as reading the swept settings (StudyKind.jobs)
     for study, ran in rules.items():
         assert ran <= {job for section in config["studies"][study]["sweep"] for job in study_kind(section).jobs}, study
-    by_study: dict[str, set[str]] = {}
-    for rule, wildcards in own:
-        study = dict(part.split("=", 1) for part in wildcards.split(", ") if "=" in part)["vpath"].split("/")[1]
-        by_study.setdefault(study, set()).add(rule)
     chat = {"infer_open", "infer_closed", "relaxed_perplexity", "judge", "score_accuracy"}
     chat |= {f"score_{f}" for f in ("rouge", "bleu", "bertscore", "moverscore", "perplexity")}
     assert by_study["chat_template"] == chat
     assert by_study["relaxed_perplexity_grid"] == {"relaxed_perplexity"}
     assert by_study["rephraser"] == {"rephrase", "score_rephrase", "judge_repeats"}
     assert by_study["general_vs_other"] == chat - {"infer_closed", "score_accuracy"}
-    # the grid's variants other than the baseline: one Relaxed Perplexity job each; the chat variant: its own too
-    relaxed = [w for rule, w in own if rule == "relaxed_perplexity" and "relaxed_perplexity_grid" in w]
+    # the grid's variants other than the baseline: one Relaxed Perplexity job each
     assert len(relaxed) == 3
 
 

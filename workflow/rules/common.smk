@@ -52,10 +52,13 @@ TASK_PATTERNS["lm_eval_open"] = benchmark_pattern(lambda e: e.lm_eval is not Non
 # A study's variant runs the run's own rules under its folder: the `vpath` wildcard is "" for the run's files and
 # "studies/<study>/<variant>/" (with "run<r>/" below it for a study with runs) for a variant's (careval.plan.studies).
 # A variant's job whose spec and inputs are the run's is the run's: its file is read, never made again.
+VARIANT_FOLDERS = [re.escape(vpath) for vpath in PLAN.variant_of]
+
+
 wildcard_constraints:
     model="|".join(re.escape(m) for m in MODELS) or "(?!)",
     benchmark="|".join(re.escape(b) for b in BENCHMARKS),
-    vpath="(?:" + "|".join(["", *(re.escape(vpath) for vpath in PLAN.variant_of)]) + ")",
+    vpath="(?:" + "|".join(["", *VARIANT_FOLDERS]) + ")",
 
 
 def at(wildcards):

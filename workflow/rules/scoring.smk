@@ -40,9 +40,7 @@ for _task in [*TASKS, *LM_EVAL_SCORING]:
 # of the run's extra families' files; the run's other files are their task's job's alone, so Snakemake neither makes
 # nor drops a candidate job of this rule for each (1,596 in the paper's plan).
 _RUN_EXTRAS = "|".join(f"{re.escape(b)}/(?:{'|'.join(fams)})" for b, fams in PLAN.extra_scoring().items())
-SCORE_FAMILY_VPATHS = "|".join(
-    [*(re.escape(vpath) for vpath in PLAN.variant_of), rf"(?=scores/[^/]+/(?:{_RUN_EXTRAS or '(?!)'})\.parquet$)"]
-)
+SCORE_FAMILY_VPATHS = "|".join([*VARIANT_FOLDERS, rf"(?=scores/[^/]+/(?:{_RUN_EXTRAS or '(?!)'})\.parquet$)"])
 
 
 rule score_family:
