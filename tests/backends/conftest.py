@@ -1,5 +1,5 @@
 """Fixtures for the backend tests: a tiny random Llama with a byte-level BPE tokenizer built
-offline (no hub), and the path of the real SmolLM2 folder when it exists."""
+offline (no hub), the path of the real SmolLM2 folder when it exists, and vLLM's OpenAI-compatible server on it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from openai_server import MODEL, OpenAIServer
 
 from support.tiny_models import CHATML, build_llama
+from vllm_worker.client import vllm_python
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -71,3 +73,36 @@ def smollm2_dir(demo_model_dirs) -> Path:
 @pytest.fixture(scope="session")
 def gemma_dir(demo_model_dirs) -> Path:
     return demo_model_dirs["gemma3-270m"]
+
+
+@pytest.fixture(scope="session")
+def openai_server(demo_model_dirs, tmp_path_factory):
+    """The vLLM server test_endpoint_vllm.py and test_endpoint_run.py send to (tests/backends/openai_server.py);
+    not started yet. Skips where the vllm venv is missing, saying why (fails with CAREVAL_VLLM_REQUIRED=1)."""
+    python, why = vllm_python()
+    if python is None:
+        if os.environ.get("CAREVAL_VLLM_REQUIRED") == "1":
+            pytest.fail(f"CAREVAL_VLLM_REQUIRED=1 but {why}")
+        pytest.skip(why)
+    server = OpenAIServer(python, demo_model_dirs[MODEL], tmp_path_factory.getbasetemp() / "vllm-openai-server.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def server(openai_server, demo_model_dirs):
+    """{"url", "folder"} of the server, up (CAREVAL_TEST_VLLM_URL: one of these settings already up, while
+    developing)."""
+    running = os.environ.get("CAREVAL_TEST_VLLM_URL")
+    if running:
+        return {"url": running.rstrip("/"), "folder": demo_model_dirs[MODEL]}
+    return openai_server.running()
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """The server stops after the last test of a row that uses it: the next test does not ask for it, or none comes
+    (pytest-xdist runs a test once it knows the next, so `nextitem` is the worker's own next test)."""
+    if "server" in item.fixturenames and (nextitem is None or "server" not in nextitem.fixturenames):
+        server = item.funcargs.get("openai_server")
+        if server is not None:
+            server.stop()

@@ -4,7 +4,7 @@ environment on the demo's SmolLM2 weights, beside the same weights run locally b
 
 Per document: the MCQA predictions (the option of highest log-likelihood, in each of the task's request kinds) and the
 accuracies equal, the log-likelihoods within test_vllm_engine.py's tolerances (two float32 engines), the greedy
-generations equal. The server is test_endpoint_vllm.py's (module fixture `server`); both models' jobs run in one
+generations equal. The server is the one test_endpoint_vllm.py sends to (the fixture `server`, tests/backends/conftest.py); both models' jobs run in one
 snakemake, the served one's concurrently with the local one's (its jobs ask for no GPU and one thread).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from test_endpoint_vllm import KEY_ENV, MAX_LENGTH, MODEL, SERVED, server  # noqa: F401  (the module's server)
+from openai_server import KEY_ENV, MAX_LENGTH, MODEL, SERVED
 from test_vllm_engine import LOGLIK_TOL, SUM_REL
 from test_vllm_service import _run, _workdir
 
@@ -69,7 +69,7 @@ def targets() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def run(server, tmp_path_factory):  # noqa: F811  (the imported fixture)
+def run(server, tmp_path_factory):
     work = _workdir(tmp_path_factory.mktemp("endpoint_run"), slice_config(server))
     os.environ[KEY_ENV] = "EMPTY"  # a server without a key takes any (the jobs read it from their environment)
     dry = _run(["-n", *targets()], work, timeout=600)  # before anything is sent: the estimate from the limits

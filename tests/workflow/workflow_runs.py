@@ -3,6 +3,7 @@ snakemake call, the jobs a run executed and a fingerprint of result files."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import re
@@ -181,3 +182,6 @@ def planned_dag(snakefile: Path, workdir: Path, configfile: Path, target: str, f
             yield workflow
     finally:
         os.chdir(cwd)
+        # the Snakefile froze the DAG's objects out of garbage collection (common.smk, build_dag_without_collecting):
+        # this process plans again and again, so they go back to the collector
+        gc.unfreeze()

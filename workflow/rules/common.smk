@@ -1,5 +1,7 @@
 # Names, paths and input functions of the rule modules, all read from the plan (Snakefile). No science here.
 # Every function a rule file uses is defined here, so the rule files hold rules only (snakemake --lint).
+import functools
+import gc
 import inspect
 import json
 import os
@@ -499,3 +501,30 @@ def check_each_script_once():
 
     process_job.checked = set()
     processor.process_job = process_job
+
+
+def build_dag_without_collecting():
+    """Snakemake keeps every job, file and wildcard of its DAG to the end of a run, and while it builds the DAG the
+    cyclic garbage collector walks that growing heap again and again to free next to nothing: in the paper config
+    with each model five times (21,466 jobs), ~1.8 s of its ~32 s of CPU, the same peak memory without it. So no
+    collection while the DAG is built, and its objects frozen out of every later one (gc.freeze: the run keeps
+    them anyway); a run's own garbage is collected as before. A caller that plans in its own process and then goes
+    on (tests/workflow/workflow_runs.py) calls gc.unfreeze() after."""
+    workflow_class = snakemake.workflow.Workflow
+    if hasattr(workflow_class._build_dag, "without_collecting"):
+        return
+    build = workflow_class._build_dag
+
+    @functools.wraps(build)
+    def _build_dag(self):
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return build(self)
+        finally:
+            gc.freeze()
+            if enabled:
+                gc.enable()
+
+    _build_dag.without_collecting = True
+    workflow_class._build_dag = _build_dag
