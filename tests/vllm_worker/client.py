@@ -28,9 +28,11 @@ def vllm_cpu_env() -> dict[str, str]:
         # demo models need far less
         "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
         # the engine core and its model in one process: by default the core waits for its worker process in a busy
-        # loop, a core of the 2 spent waiting (60 echo requests to the OpenAI server on SmolLM2: 79 s wall and 158
-        # CPU-s so, 42 s and 99 CPU-s in one process, the same log-probabilities)
+        # loop, a core of the 2 spent waiting (docs/tests.md has the numbers)
         "VLLM_ENABLE_V1_MULTIPROCESSING": os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0"),
+        # and on one thread, as vLLM's own worker process binds itself to one core of two: on two threads the
+        # model's OpenMP threads wait for the cores the other test worker holds
+        "OMP_NUM_THREADS": os.environ.get("CAREVAL_TEST_VLLM_THREADS", "1"),
     }
 
 
