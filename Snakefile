@@ -13,7 +13,7 @@ from careval.runlock import check_lock
 
 # Snakemake keeps every job, file and wildcard of its DAG to the end: at Python's default thresholds the cyclic garbage
 # collector walked that growing heap ~2,500 times while the paper plan was built (a sixth of its CPU) and freed little.
-# Fewer young collections here (~1% more memory), and none while the DAG is built (build_dag_without_collecting below).
+# Fewer young collections (~1% more memory); while the DAG is built, none (below).
 gc.set_threshold(100_000, 10, 10)
 
 # The demo config is the default; a config given with --configfile replaces it (Snakemake would

