@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ from careval.analysis.statistics.comparisons import (
     model_sums,
 )
 from careval.analysis.statistics.multiplicity import adjust
-from careval.analysis.statistics.significance_groups import compact_letter_display
+from careval.analysis.statistics.significance_groups import compact_letter_display, outcome
 from careval.analysis.statistics.two_level import GenerationNoise
 from careval.schemas import COMPARISON_SCHEMA
 
@@ -270,6 +271,30 @@ def test_compact_letter_display_separates_exactly_the_significant_pairs():
             assert share == (frozenset((a, b)) not in different), (a, b, letters, different)
     # a chain: m0 > m1 > m2 with only m0-m2 significant is the textbook "a, ab, b"
     assert compact_letter_display(["x", "y", "z"], {frozenset(("x", "z"))}) == {"x": "a", "y": "ab", "z": "b"}
+
+
+def test_outcome_by_hand_and_a_comparison_without_a_difference_is_a_tie():
+    """Win / loss follows the metric's direction and the adjusted p; a NaN or missing difference or p (a model with
+    nothing finite there) is a tie: once cast from NaN it was -2**63, drawn as a significant loss beside "n/a"."""
+    nan = float("nan")
+    rows = [  # metric, diff (a - b), p_holm, the outcome for a by hand
+        ("acc", 0.2, 0.01, 1),
+        ("acc", -0.2, 0.01, -1),
+        ("acc", 0.2, 0.2, 0),
+        ("word_perplexity", 3.0, 0.01, -1),  # lower is better: a's higher perplexity is a loss
+        ("word_perplexity", -3.0, 0.01, 1),
+        ("acc", nan, nan, 0),
+        ("acc", nan, 0.01, 0),
+        ("rouge1", 0.1, nan, 0),
+        ("rouge1", None, None, 0),
+    ]
+    frame = pl.DataFrame(
+        [r[:3] for r in rows], schema={"metric": pl.String, "diff": pl.Float64, "p_holm": pl.Float64}, orient="row"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "invalid value encountered in cast" fails the test
+        result = outcome(frame, 0.05, "holm")
+    assert result["outcome"].dtype == pl.Int64 and result["outcome"].to_list() == [r[3] for r in rows]
 
 
 def test_two_level_bootstrap_equals_a_loop_over_the_same_draws():

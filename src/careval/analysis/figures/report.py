@@ -162,8 +162,11 @@ def _of_set(table: pl.DataFrame | None, figure: FigureSpec) -> pl.DataFrame:
 
 def report_pages(tables: AnalysisTables, job: ReportJob) -> list[tuple[str, object]]:
     """Every page of the report, drawn from tables computed before (careval.analysis.tables.report_tables): exactly the
-    job's figures (the plan's, AnalysisPlan.figures), in their order, each by its kind's drawing (DRAW)."""
-    return [(figure.name, DRAW[figure.kind](tables, job, figure)) for figure in job.figures]
+    job's figures (the plan's, AnalysisPlan.figures), in their order, each by its kind's drawing (DRAW). Every page
+    stays open until save_pages has written the PDF and the PNGs (a forked process draws the PNGs from the same
+    figures), so pyplot's warning about more than 20 open figures says nothing here."""
+    with plt.rc_context({"figure.max_open_warning": 0}):
+        return [(figure.name, DRAW[figure.kind](tables, job, figure)) for figure in job.figures]
 
 
 def save_pages(pages: list[tuple[str, object]], pdf_path: Path, figures_dir: Path, workers: int = 1) -> list[Path]:

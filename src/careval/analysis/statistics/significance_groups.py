@@ -45,12 +45,14 @@ def compact_letter_display(models: list[str], different: set[frozenset[str]]) ->
 
 def outcome(comparisons: pl.DataFrame, alpha: float, adjust: str) -> pl.DataFrame:
     """Each comparison's outcome for model_a: 1 a significantly better (after `adjust`), -1 significantly worse, 0 tie
-    (direction from the metric registry)."""
+    (direction from the metric registry). A comparison without a difference or a p (NaN: a model scored nothing
+    finite there) is a tie, not a number cast from NaN."""
     column = ADJUSTED[adjust]
     better = [1 if higher_is_better(m) else -1 for m in comparisons["metric"]]
-    sign = np.sign(comparisons["diff"].fill_null(0).to_numpy()) * np.array(better, float)
-    significant = (comparisons[column].fill_null(1.0).to_numpy() < alpha).astype(float)
-    return comparisons.with_columns(outcome=pl.Series((sign * significant).astype(np.int64)))
+    diff = comparisons["diff"].cast(pl.Float64).fill_nan(None).fill_null(0.0).to_numpy()
+    p = comparisons[column].cast(pl.Float64).fill_nan(None).fill_null(1.0).to_numpy()
+    sign = np.sign(diff).astype(np.int64) * np.array(better, np.int64)
+    return comparisons.with_columns(outcome=pl.Series(sign * (p < alpha), dtype=pl.Int64))
 
 
 def ranking_groups(
