@@ -25,6 +25,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -138,7 +139,7 @@ def _data_files(shared_data: Path, folder: Path) -> dict[str, Path]:
 @dataclass
 class Setup:
     files: dict[str, Path]  # the local file of each benchmark, read by careval and lm-eval alike
-    manager: object  # lm-eval's TaskManager over the local task YAMLs
+    manager: Any  # lm-eval's TaskManager over the local task YAMLs
 
 
 @pytest.fixture(scope="module")
@@ -172,10 +173,8 @@ def _careval(benchmark: str, setup: Setup):
 @pytest.mark.parametrize("benchmark", list(CASES))
 def test_same_requests_and_gold_as_lm_eval(setup, benchmark):
     """Without a model: lm-eval's requests (context, continuation) and targets, as its evaluator builds them."""
-    from lm_eval.tasks import get_task_dict
-
     _, samples, requests = _careval(benchmark, setup)
-    task = get_task_dict([f"careval_parity_{benchmark}"], setup.manager)[f"careval_parity_{benchmark}"]
+    task = setup.manager.load(f"careval_parity_{benchmark}")["tasks"][f"careval_parity_{benchmark}"]
     task.build_all_requests(limit=None, rank=0, world_size=1)
     theirs = [instance.args for instance in sorted(task.instances, key=lambda i: (i.doc_id, i.idx))]
     assert theirs == list(zip(requests["context"], requests["continuation"]))
