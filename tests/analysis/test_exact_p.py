@@ -11,7 +11,7 @@ from scipy import stats
 
 from careval.analysis.statistics.bootstrap import rowwise_correlation
 from careval.analysis.statistics.correlations import correlate
-from careval.analysis.statistics.exact import EXACT_BELOW, PERMUTATION_EXACT, correlation_test
+from careval.analysis.statistics.exact import EXACT_BELOW, PERMUTATION_EXACT, correlation, correlation_test
 from careval.analysis.studies.tables import kendall
 
 
@@ -106,3 +106,19 @@ def test_a_studys_kendall_needs_three_ranked_models_and_one_changed():
     tau, p, ranked = kendall({"a": 2.5, "b": 2.0, "c": 3.0}, same)
     assert (tau, ranked) == (pytest.approx(stats.kendalltau([2.5, 2, 3], [1, 2, 3]).statistic), 3)
     assert p == pytest.approx(_brute_force_p(np.array([2.5, 2, 3]), np.array([1.0, 2, 3]), "kendall"))
+
+
+@pytest.mark.parametrize("method", ["pearson", "spearman", "kendall"])
+def test_the_statistic_alone_is_the_tests_own_below_and_from_ten_pairs(method):
+    """correlation (a bootstrap resample's: no p) is exactly correlation_test's statistic, NaN pairs dropped alike,
+    on both sides of EXACT_BELOW (scipy's statistic from there), and NaN where the test has none."""
+    rng = np.random.default_rng(4)
+    for n in (4, EXACT_BELOW, EXACT_BELOW + 1, 25):  # one pair dropped: 3, 9, 10 and 24 pairs
+        x, y = rng.integers(0, 4, n).astype(float), rng.normal(size=n)
+        x[0], x[1] = 0.0, 5.0  # never constant
+        y[-1] = np.nan
+        assert correlation(x, y, method) == correlation_test(x, y, method)[0]
+    expected = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}[method]
+    assert correlation(x[:-1], y[:-1], method) == pytest.approx(expected(x[:-1], y[:-1]).statistic)
+    assert math.isnan(correlation([1.0, 1.0, 1.0], [3.0, 4.0, 5.0], method))
+    assert math.isnan(correlation([1.0, 2.0, np.nan], [3.0, 4.0, 5.0], method))  # two finite pairs

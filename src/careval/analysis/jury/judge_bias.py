@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from careval.analysis.jury.judge_agreement import GRADE_SCALE, bootstrap_intervals, judge_grades, rater_matrix
-from careval.analysis.statistics.exact import correlation_test
+from careval.analysis.statistics.exact import correlation, correlation_test
 from careval.schemas import JUDGE_BIAS_SCHEMA
 
 P_LEVEL = 0.05
@@ -42,14 +42,6 @@ def answer_lengths(generations: dict[tuple[str, str], pl.DataFrame]) -> pl.DataF
     ]
     schema = {"model": pl.String, "benchmark": pl.String, "id": pl.String, "tokens": pl.Int64}
     return pl.concat(frames).cast(schema) if frames else pl.DataFrame(schema=schema)
-
-
-def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    both = np.isfinite(x) & np.isfinite(y)
-    if both.sum() < 3 or np.unique(x[both]).size < 2 or np.unique(y[both]).size < 2:
-        return math.nan, math.nan
-    rho, p, _ = correlation_test(x[both], y[both], "spearman")  # exact p over fewer than 10 answers
-    return rho, p
 
 
 def self_preference(matrix: np.ndarray, judge: int, own: np.ndarray) -> tuple[float, int]:
@@ -109,7 +101,8 @@ def judge_bias(
         def statistics(columns: np.ndarray, matrix=matrix, tokens=tokens, models=models) -> dict:
             out = {}
             for j, judge in enumerate(judges):
-                out[(judge, "length_spearman", None)] = _spearman(matrix[j, columns], tokens[columns])[0]
+                # rho alone: a resample's exact p (all n! pairings below 10 answers) would go unread
+                out[(judge, "length_spearman", None)] = correlation(matrix[j, columns], tokens[columns], "spearman")
                 for model in own_models.get(judge, []):
                     mask = models[columns] == model
                     out[(judge, "self_preference", model)] = self_preference(matrix[:, columns], j, mask)[0]
@@ -122,7 +115,7 @@ def judge_bias(
         )
         for j, judge in enumerate(judges):
             grades_j = matrix[j][np.isfinite(matrix[j])]
-            rho, p = _spearman(matrix[j], tokens)
+            rho, p, _ = correlation_test(matrix[j], tokens, "spearman")  # exact p below 10 answers
             n_length = int((np.isfinite(matrix[j]) & np.isfinite(tokens)).sum())
             flagged = bool(math.isfinite(rho) and abs(rho) >= length_bias_flag and p < P_LEVEL)
             row(

@@ -78,20 +78,44 @@ def permutation_p(x: np.ndarray, y: np.ndarray, method: str) -> tuple[float, flo
     return observed, float(min(1.0, 2 * min(less, greater)))
 
 
-def correlation_test(x, y, method: str) -> tuple[float, float, str | None]:
-    """(statistic, p, p_method) over the pairs where both are finite; NaNs and None where undefined (fewer than 3
-    pairs, or one side constant)."""
-    from scipy import stats  # here: the plan imports this module's callers for their job specs (~1 s)
-
+def _defined(x, y) -> tuple[np.ndarray, np.ndarray] | None:
+    """The pairs where both are finite; None where a correlation is undefined (fewer than 3 pairs, or one side
+    constant)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     both = np.isfinite(x) & np.isfinite(y)
     x, y = x[both], y[both]
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return math.nan, math.nan, None
-    if len(x) < EXACT_BELOW:
-        return *permutation_p(x, y, method), PERMUTATION_EXACT
+        return None
+    return x, y
+
+
+def _scipy_test(x: np.ndarray, y: np.ndarray, method: str) -> tuple[float, float]:
+    from scipy import stats  # here: the plan imports this module's callers for their job specs (~1 s)
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         test = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}[method]
         result = test(x, y)
-    return float(result.statistic), float(result.pvalue), P_METHODS[method]  # pyright: ignore[reportAttributeAccessIssue]
+    return float(result.statistic), float(result.pvalue)  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def correlation_test(x, y, method: str) -> tuple[float, float, str | None]:
+    """(statistic, p, p_method) over the pairs where both are finite; NaNs and None where undefined (fewer than 3
+    pairs, or one side constant)."""
+    pairs = _defined(x, y)
+    if pairs is None:
+        return math.nan, math.nan, None
+    if len(pairs[0]) < EXACT_BELOW:
+        return *permutation_p(*pairs, method), PERMUTATION_EXACT
+    return *_scipy_test(*pairs, method), P_METHODS[method]
+
+
+def correlation(x, y, method: str) -> float:
+    """correlation_test's statistic alone: a bootstrap's resamples read no p, and the exact p of a small sample costs
+    all n! pairings (9!: 362,880) for each."""
+    pairs = _defined(x, y)
+    if pairs is None:
+        return math.nan
+    if len(pairs[0]) < EXACT_BELOW:
+        return float(statistic(*pairs, method))
+    return _scipy_test(*pairs, method)[0]
