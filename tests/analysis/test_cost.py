@@ -18,6 +18,7 @@ from careval.backends.base import Usage
 from careval.backends.cached import CachedBackend
 from careval.backends.registry import register_backend
 from careval.request_cache import RequestCache
+from careval.schemas import COST_SCHEMA
 from support.specs import local_model_spec
 
 
@@ -179,3 +180,57 @@ def test_a_result_remade_from_the_cache_costs_what_it_cost(tmp_path):
     assert (m1["needed_gpu_seconds"], m1["uncosted_requests"], m1["cut_requests"]) == (0.0, 0, 0)
     m2 = table.filter(pl.col("model") == "m2").row(0, named=True)
     assert m2["prompt_tokens"] == 26 and m2["needed_prompt_tokens"] is None  # an older record: not known
+
+
+def _cost_rows(rows) -> pl.DataFrame:
+    """A cost table (COST_SCHEMA) of (model, benchmark, wall_seconds, needed_seconds, computed_requests) rows."""
+    keys = ("model", "benchmark", "wall_seconds", "needed_seconds", "computed_requests")
+    return (
+        pl.DataFrame([dict(zip(keys, row)) for row in rows])
+        .with_columns(pl.lit(None).alias(column) for column in COST_SCHEMA if column not in keys)
+        .select(list(COST_SCHEMA))
+        .cast(COST_SCHEMA)
+    )
+
+
+def test_a_model_whose_records_predate_the_needed_seconds_is_not_drawn_at_zero():
+    """A result made before careval kept the engine's seconds leaves its model's total unknown: the cost page names it
+    under the plot instead of drawing it at 0 (as if it cost nothing); a result no LLM job made needed none. With
+    every model unknown, the page plots this run's wall seconds and says so."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from careval.analysis.cost import model_totals
+    from careval.analysis.figures.comparisons import cost_figure
+
+    cost = _cost_rows(
+        [
+            ("m1", "qa", 10.0, 4.0, 2),
+            ("m1", "mcqa", 5.0, 1.0, 2),
+            ("m2", "qa", 20.0, None, 2),  # its LLM job's record predates the needed seconds
+            ("m2", "mcqa", 7.0, 3.0, 2),
+            ("m3", "qa", 8.0, 2.0, 2),
+            ("m3", "mcqa", 1.0, None, None),  # no LLM job made it
+        ]
+    )
+    totals = dict(model_totals(cost).select("model", "needed_seconds").iter_rows())
+    assert totals == {"m1": 5.0, "m2": None, "m3": 2.0}
+    summary = pl.DataFrame({"model": ["m1", "m2", "m3"], "benchmark": "qa", "metric": "acc", "value": [0.5, 0.7, 0.4]})
+
+    def drawn(fig) -> tuple[list[tuple[float, float]], str, str]:
+        ax = fig.axes[0]
+        points = [tuple(p) for c in ax.collections for p in c.get_offsets() if np.isfinite(p).all()]
+        texts = " ".join(t.get_text() for t in fig.texts)
+        label = ax.get_xlabel()
+        plt.close(fig)
+        return sorted(points), label, texts
+
+    points, label, texts = drawn(cost_figure(summary, cost, "qa", "acc", "gpu_seconds", ("m1", "m2", "m3")))
+    assert points == [(2.0, 0.4), (5.0, 0.5)] and label.startswith("engine seconds the results needed")
+    assert "unknown" in texts and "m2" in texts and "m1" not in texts
+    old = cost.with_columns(pl.lit(None, pl.Float64).alias("needed_seconds"))  # a run from before: none known
+    points, label, texts = drawn(cost_figure(summary, old, "qa", "acc", "gpu_seconds", ("m1", "m2", "m3")))
+    assert points == [(9.0, 0.4), (15.0, 0.5), (27.0, 0.7)] and label.startswith("wall seconds of this run")
+    assert "unknown" not in texts

@@ -174,15 +174,23 @@ def write_cost(
 def model_totals(cost: pl.DataFrame) -> pl.DataFrame:
     """Per model: every result's cost summed (the cost page's x axis): this run's wall seconds and GPU-seconds, and
     what the results needed (read or computed: comparable whatever the cache answered): tokens, the engine's
-    GPU-seconds and seconds (this run's computed tokens where a record predates the needed counts)."""
+    GPU-seconds and seconds (this run's computed tokens where a record predates the needed counts). The needed
+    seconds of a model with an LLM job's record that predates them are null, unknown: not the sum of the others, nor
+    0 (a result no LLM job made needed none)."""
     spent = pl.col("prompt_tokens").fill_null(0) + pl.col("generated_tokens").fill_null(0)
     needed = pl.col("needed_prompt_tokens") + pl.col("needed_generated_tokens")
+    known = [
+        pl.when((pl.col(column).is_null() & pl.col("computed_requests").is_not_null()).any())
+        .then(None)
+        .otherwise(pl.col(column).fill_null(0).sum())
+        .alias(column)
+        for column in ("needed_gpu_seconds", "needed_seconds")
+    ]
     return cost.group_by("model").agg(
         pl.col("wall_seconds").sum(),
         pl.col("gpu_seconds").sum(),
         pl.when(needed.is_null()).then(spent).otherwise(needed).sum().alias("tokens"),
-        pl.col("needed_gpu_seconds").fill_null(0).sum(),
-        pl.col("needed_seconds").fill_null(0).sum(),
+        *known,
     )
 
 

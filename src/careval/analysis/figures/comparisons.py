@@ -178,6 +178,9 @@ def cost_figure(
         axis = "needed_gpu_seconds"
         if not (totals["needed_gpu_seconds"].fill_null(0) > 0).any():
             axis, note = "needed_seconds", " (no engine used a GPU: its seconds instead)"
+    if axis.startswith("needed_") and totals[axis].null_count() == totals.height:
+        # results of a careval that kept no engine seconds: what this run spent is the one time known
+        axis, note = "wall_seconds", " (the jobs' records keep no engine seconds: this run's instead)"
     quality = summary.filter((pl.col("benchmark") == benchmark) & (pl.col("metric") == metric))
     table = totals.join(quality.select("model", "value"), on="model", how="left").sort("model")
     title = f"Quality against cost: {metric} on {benchmark}\nvs {label[axis]} (all the model's jobs)"
@@ -211,7 +214,13 @@ def cost_figure(
     ax.margins(x=0.2, y=0.1)  # room for the names beside the points
     ax.legend(fontsize=7)
     ax.set_title(title, fontsize=9)
-    fig.text(0.01, 0.01, cache_line(cost, request_cache), fontsize=7, color="dimgrey", wrap=True)
+    footer = cache_line(cost, request_cache)
+    unknown = table.filter(pl.col(axis).is_null() & pl.col("value").is_not_null())["model"].to_list()
+    if unknown:  # a point at 0 would say they cost nothing
+        footer = f"not drawn, their {label[axis]} unknown (records from before careval kept them): " + (
+            f"{', '.join(unknown)}\n{footer}"
+        )
+    fig.text(0.01, 0.01, footer, fontsize=7, color="dimgrey", wrap=True)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
