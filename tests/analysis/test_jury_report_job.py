@@ -116,3 +116,26 @@ def test_the_self_preference_panel_says_why_it_is_empty(tmp_path, inputs, judges
     figure = judge_bias_figure(bias, "demo")
     texts = [text.get_text() for text in figure.axes[1].texts]
     assert len(texts) == 1 and says in texts[0]
+
+
+def test_a_bias_check_without_a_value_is_marked_n_a_not_drawn_as_zero():
+    """Judge p's grades are all one grade (no rank correlation with length) and it has no other judge's grades of its
+    model beside its own: both bars are "n/a" at their row; q's values of 0 are bars of 0, unmarked."""
+    from careval.analysis.figures.jury import judge_bias_figure
+    from careval.schemas import JUDGE_BIAS_SCHEMA
+
+    nan = float("nan")
+    rows = [  # judge, check, model, value
+        ("p", "length_spearman", None, nan),
+        ("q", "length_spearman", None, 0.0),
+        ("p", "self_preference", "m1", nan),
+        ("q", "self_preference", "m2", 0.0),
+    ]
+    keys = ("judge", "check", "model", "value")
+    table = pl.DataFrame(
+        [{"benchmark": "demo", "rubric": "help", "n": 3, **dict(zip(keys, row))} for row in rows],
+        schema=JUDGE_BIAS_SCHEMA,
+    )
+    figure = judge_bias_figure(table, "demo")
+    for ax in figure.axes[:2]:
+        assert [(t.get_text().strip(), t.get_position()[1]) for t in ax.texts] == [("n/a", 0)]

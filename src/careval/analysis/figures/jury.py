@@ -29,6 +29,13 @@ def _ci(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return np.nan_to_num(below), np.nan_to_num(above)
 
 
+def _undefined(ax, values: np.ndarray) -> None:
+    """ "n/a" at the axis of a bar without a value (constant grades have no rank correlation; a judge without another
+    judge's grades beside its own has no self-preference), so that an empty bar never reads as 0."""
+    for i in np.flatnonzero(~np.isfinite(values)):
+        ax.text(0, i, " n/a", va="center", ha="left", fontsize=6.5, color="dimgrey")
+
+
 def _rubrics_of(metrics: list[str]) -> list[str]:
     names = {split_judge(m)[0] for m in metrics if m.startswith(JUDGE_PREFIX)}
     return sorted(n[len(JUDGE_PREFIX) :] for n in names if not n.endswith(JUDGE_EXPECTED_SUFFIX))
@@ -119,6 +126,7 @@ def judge_bias_figure(table: pl.DataFrame, benchmark: str):
     values = length["value"].fill_null(float("nan")).to_numpy().astype(float)
     colours = ["tab:red" if f else "tab:blue" for f in length["flagged"].fill_null(False).to_list()]
     axes[0].barh(range(length.height), np.nan_to_num(values), xerr=[below, above], color=colours, capsize=3)
+    _undefined(axes[0], values)
     axes[0].set_yticks(range(length.height), labels, fontsize=6.5)
     axes[0].set_xlim(-1.05, 1.05)
     axes[0].axvline(0, color="grey", lw=0.6)
@@ -137,13 +145,11 @@ def judge_bias_figure(table: pl.DataFrame, benchmark: str):
     else:
         labels = [f"{j} on {m}\n{r}" for j, m, r in preference.select("judge", "model", "rubric").iter_rows()]
         below, above = _ci(preference)
+        values = preference["value"].fill_null(float("nan")).to_numpy().astype(float)
         axes[1].barh(
-            range(preference.height),
-            np.nan_to_num(preference["value"].fill_null(float("nan")).to_numpy().astype(float)),
-            xerr=[below, above],
-            color="tab:purple",
-            capsize=3,
+            range(preference.height), np.nan_to_num(values), xerr=[below, above], color="tab:purple", capsize=3
         )
+        _undefined(axes[1], values)
         axes[1].set_yticks(range(preference.height), labels, fontsize=6.5)
         axes[1].axvline(0, color="grey", lw=0.6)
         axes[1].set_xlabel("own grade - other judges' grade (points)", fontsize=7)
