@@ -2,9 +2,10 @@
 SmolLM2, on loopback: what test_endpoint_vllm.py and test_endpoint_run.py send their served model's requests to.
 
 One server serves both files (the fixture `server`, tests/backends/conftest.py): a start is minutes of a shared
-machine (START_S), and the two files run one after the other (both in the xdist group vllm_cpu). It is started by the first test
-that asks for it and stopped after the last module in a row that uses it (conftest's pytest_runtest_teardown), so it
-does not stay up, idle, through the rest of the run; a later module that asks again starts it anew."""
+machine (START_S), and the two files run one after the other (both in the xdist group vllm_cpu). It is started by the
+first test that asks for it and stopped after the last module in a row that uses it (conftest's
+pytest_runtest_teardown), so it does not stay up, idle, through the rest of the run; a later module that asks again
+starts it anew."""
 
 from __future__ import annotations
 

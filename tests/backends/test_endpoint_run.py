@@ -5,7 +5,8 @@ environment on the demo's SmolLM2 weights, beside the same weights run locally b
 Per document: the MCQA predictions (the option of highest log-likelihood, in each of the task's request kinds) and the
 accuracies equal, the log-likelihoods within test_vllm_engine.py's tolerances (two float32 engines), the greedy
 generations equal. The server is the one test_endpoint_vllm.py sends to (the fixture `server`,
-tests/backends/conftest.py); both models' jobs run in one snakemake, the served one's concurrently with the local one's (its jobs ask for no GPU and one thread).
+tests/backends/conftest.py); both models' jobs run in one snakemake, the served one's concurrently with the local
+one's (its jobs ask for no GPU and one thread).
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ def _ci(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _undefined(ax, values: np.ndarray) -> None:
-    """ "n/a" at the axis of a bar without a value (constant grades have no rank correlation; a judge without another
-    judge's grades beside its own has no self-preference), so that an empty bar never reads as 0."""
+    """Marks each bar without a value "n/a" at the axis (constant grades have no rank correlation; a judge without
+    another judge's grades beside its own has no self-preference), so that an empty bar never reads as 0."""
     for i in np.flatnonzero(~np.isfinite(values)):
         ax.text(0, i, " n/a", va="center", ha="left", fontsize=6.5, color="dimgrey")
 
