@@ -20,17 +20,12 @@ LM_EVAL_OUTPUT_TASKS = {
 # Tasks whose gold is an index into `options` (the others have a text `reference`).
 CHOICE_TASKS = ("mcqa", "classification", "prescription")
 
-# Demo data ships with the repository (resources/demo), found from the package so that a run
-# in any working directory reads it.
+# The repository's root, found from the package, so that a run in any working directory reads the files it
+# ships (the demo data under resources/demo, the Elo ratings).
 REPO_ROOT = Path(__file__).resolve().parents[3]
-DEMO_DIR = REPO_ROOT / "resources" / "demo"
 
 # Tasks whose every benchmark generates text; classification generates only in `mode: generate`.
 GENERATING_TASKS: tuple[str, ...] = ("open", "extraction")
-# How an MCQA benchmark is scored: "letters" lists the options as "A. ..." in the prompt and scores
-# the letters (lm-eval's medqa_4options, medmcqa, mmlu, careqa); "cloze" scores each option's text
-# (lm-eval's pubmedqa, headqa).
-MCQA_STYLES: tuple[str, ...] = ("letters", "cloze")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from careval.analysis.figures.text_pages import empty_page
-from careval.metrics.jury import split_judge
+from careval.metrics.jury import judge_metric, split_judge
 from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX
 
 JURY_COLOUR = "black"
@@ -54,7 +54,7 @@ def jury_figure(summary: pl.DataFrame, benchmark: str):
     width = 0.8 / len(raters)
     for ax, rubric in zip(axes[0], rubrics):
         for r, rater in enumerate(raters):
-            metric = f"judge_{rubric}" if rater == "jury" else f"judge_{rubric}@{rater}"
+            metric = f"judge_{rubric}" if rater == "jury" else judge_metric(f"judge_{rubric}", rater)
             values = dict(block.filter(pl.col("metric") == metric).select("model", "value").iter_rows())
             ax.bar(
                 np.arange(len(models)) + (r - (len(raters) - 1) / 2) * width,

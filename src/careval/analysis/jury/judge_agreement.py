@@ -18,7 +18,7 @@ import polars as pl
 
 from careval.analysis.statistics.reliability import icc, kendall_tau, krippendorff_alpha, quadratic_kappa
 from careval.metrics.jury import split_judge
-from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, VALUED_STATUSES
+from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, JUDGE_SEPARATOR, VALUED_STATUSES
 from careval.schemas import JUDGE_AGREEMENT_SCHEMA
 
 GRADE_SCALE = [1, 2, 3, 4, 5]
@@ -27,7 +27,9 @@ GRADE_SCALE = [1, 2, 3, 4, 5]
 def judge_grades(samples: pl.DataFrame) -> pl.DataFrame:
     """The per-judge grades of a per-sample table: benchmark, rubric, judge, model, id, value (valued rows only,
     NaN elsewhere), one row per judge grade judge_<rubric>@<judge> (not the _expected scores)."""
-    rows = samples.filter(pl.col("metric").str.starts_with(JUDGE_PREFIX) & pl.col("metric").str.contains("@"))
+    rows = samples.filter(
+        pl.col("metric").str.starts_with(JUDGE_PREFIX) & pl.col("metric").str.contains(JUDGE_SEPARATOR, literal=True)
+    )
     split = [split_judge(m) for m in rows["metric"].to_list()]
     rows = rows.with_columns(
         base=pl.Series([base for base, _ in split], dtype=pl.String),

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from careval.canonical import JobSpec, job_spec
-from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, METRICS, metric_spec
+from careval.metrics.registry import JUDGE_EXPECTED_SUFFIX, JUDGE_PREFIX, JUDGE_SEPARATOR, METRICS, metric_spec
 from careval.specs import Bootstrap
 
 # The paper's tasks (Table 1), in its order: four close-ended, then six open-ended.
@@ -53,7 +53,6 @@ KIND_FAMILIES = {
     "prometheus": ("judge",),
     "results": ("rouge", "bleu", "bertscore", "bleurt", "moverscore", "radgraph"),
 }
-JURY_SEPARATOR = "@"  # judge_<rubric>@<judge>: one judge of a jury (the jury's own column is judge_<rubric>)
 
 
 @dataclass(frozen=True)
@@ -229,7 +228,7 @@ def table_metric(kind: str, task: str, metric: str) -> bool:
     """Whether `metric` (of a benchmark of careval task `task`) is a column of a table of `kind`."""
     if kind == "close_ended":
         return metric in CLOSE_ENDED_METRICS.get(task, ())
-    if JURY_SEPARATOR in metric or (metric.startswith(JUDGE_PREFIX) and metric.endswith(JUDGE_EXPECTED_SUFFIX)):
+    if JUDGE_SEPARATOR in metric or (metric.startswith(JUDGE_PREFIX) and metric.endswith(JUDGE_EXPECTED_SUFFIX)):
         return False  # one judge of a jury, or the expected grade: the tables show the jury's (or judge's) grade
     if kind == "other":
         return True

@@ -18,13 +18,11 @@ from careval.canonical import JobSpec, job_spec
 from careval.latex import latex_escape
 from careval.metrics.relaxed_perplexity import NICE_TO_HAVE
 
-NAME = "table6_relaxed_perplexity_examples"
 CAPTION = (
     "Table 6: Open-ended evaluation using Relaxed Perplexity on example questions. Relaxed-CrossEntropy "
     "-sum_i log P(A_i | B_i), [Must_have, Nice_to_have]; lower values indicate the model is more likely to output the "
     "correct answer at some time in the completion."
 )
-SETS = ("must_have", NICE_TO_HAVE)
 
 
 @job_spec
