@@ -1,4 +1,5 @@
-"""Backend.greedy_flags against lm-eval's is_greedy (HFLM.loglikelihood's second value) on the tiny model."""
+"""Backend.greedy_flags against lm-eval's is_greedy (HFLM.loglikelihood's second value) on the tiny model, on each
+of the hf backend's scoring paths (the flags come from the log-likelihoods' passes: careval.backends.hf.scoring)."""
 
 from __future__ import annotations
 
@@ -39,14 +40,23 @@ def _greedy_continuations(backend, n_tokens: int = 2) -> list[tuple[str, str]]:
     return pairs
 
 
-def test_greedy_flags_are_lm_evals_is_greedy(tiny_model_dir):
+# a shared context and its continuations in one forward, in two forwards (the context's cache, then the
+# continuations), and each request whole (the plain path, lm-eval's own)
+PATHS = ["packed", "two forwards", "plain"]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_greedy_flags_are_lm_evals_is_greedy(tiny_model_dir, path):
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
 
     ours = load_backend(local_model_spec("tiny", tiny_model_dir, dtype="float32", batch_size=2))
+    assert ours.shared_prefix and ours.packed  # the defaults for a Llama on CPU
+    ours.packed = path == "packed"
+    ours.shared_prefix = path != "plain"
     greedy = _greedy_continuations(ours)
     assert len(greedy) >= 2
-    # each context's own greedy continuation (is_greedy), and another context's (is not)
+    # each context's own greedy continuation (is_greedy), and another context's (is not): two requests a context
     pairs = greedy + [(context, other) for (context, _), (_, other) in zip(greedy, greedy[1:] + greedy[:1])]
     theirs = HFLM(pretrained=str(tiny_model_dir), backend="causal", device="cpu", dtype="float32", batch_size=2)
     requests = [Instance(request_type="loglikelihood", doc={}, arguments=p, idx=i) for i, p in enumerate(pairs)]

@@ -34,6 +34,12 @@ remembered keys/values runs only the rest of its context (``_score_remembered``)
 score tokens right after its own prompt and feedback (judge_distribution.py), so its second pass costs a
 few tokens, not a second prefill; the same log-likelihoods up to float rounding
 (tests/backends/test_prefix_memo.py).
+
+lm-eval's is_greedy (``greedy_flags``) comes from the same passes: at each scored position, whether the argmax of
+the log-probabilities is the continuation's token, as HFLM computes it. So it costs what the log-likelihoods cost
+(160 MedQA/MedMCQA options on SmolLM2, one thread: 9.8 s, against 41 s as one whole request per forward); a flag
+can differ from the unshared forward's only where two tokens tie to float rounding (tests/backends/test_greedy.py:
+lm-eval's flags on every path).
 """
 
 from __future__ import annotations
@@ -76,44 +82,41 @@ class ScoringMixin:
     _has_logits_to_keep: bool
     _cache_arg: str
 
-    @torch.inference_mode()
     def greedy_flags(self, pairs: list[tuple[str, str]]) -> list[float]:
-        """Backend.greedy_flags as lm-eval's HFLM computes is_greedy: the argmax of the logits at each continuation
-        position against the continuation's tokens, one request per forward (an lm-eval loglikelihood task has one
-        short continuation per document)."""
-        flags = []
-        for context, continuation in pairs:
-            tokens, n_cont = scoring_window(
-                *encode_pair(self.tokenizer, context, continuation, add_bos=self.add_bos), self.max_length
-            )
-            inputs = torch.tensor([tokens[:-1]], dtype=torch.long, device=self.device)
-            logits = self.model(input_ids=inputs, use_cache=False).logits[0, -n_cont:]
-            flags.append(float(logits.argmax(-1).tolist() == tokens[-n_cont:]))
-        return flags
+        """Backend.greedy_flags as lm-eval's HFLM computes is_greedy (1.0 where the argmax of the log-probabilities
+        at every continuation position is the continuation's token), from the log-likelihoods' own passes."""
+        return self._scored([encode_pair(self.tokenizer, c, x, add_bos=self.add_bos) for c, x in pairs])[1]
 
-    @torch.inference_mode()
     def score_tokens(self, requests: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[float]:
         """Log-likelihood of each continuation token list given its context token list."""
+        return self._scored(requests)[0]
+
+    @torch.inference_mode()
+    def _scored(self, requests: Sequence[tuple[Sequence[int], Sequence[int]]]) -> tuple[list[float], list[float]]:
+        """Each request's log-likelihood and its greedy flag (1.0 or 0.0)."""
         items = [scoring_window(c, x, self.max_length) for c, x in requests]  # raises on bad input first
         groups, rest = (
             shared_prefix_groups(requests, self.max_length) if self.shared_prefix else ([], range(len(items)))
         )
         results = [math.nan] * len(items)
+        greedy = [math.nan] * len(items)
         bar = tqdm(total=len(items), desc=f"{self.name}: score", unit="req", dynamic_ncols=True)
         for members in self._context_batches([len(requests[g[0]][0]) for g in groups], groups):
             batch = [(list(requests[g[0]][0]), [(i, list(requests[i][1])) for i in g]) for g in members]
             if self.shared_prefix and self._memo:
-                batch = self._score_remembered(batch, results, bar)
+                batch = self._score_remembered(batch, results, greedy, bar)
             if not batch:
                 continue
-            if self.shared_prefix and (self._score_packed(batch, results) or self._score_shared(batch, results)):
+            if self.shared_prefix and (
+                self._score_packed(batch, results, greedy) or self._score_shared(batch, results, greedy)
+            ):
                 bar.update(sum(len(conts) for _, conts in batch))
             else:  # the model keeps no DynamicCache to continue from: plain path from now on
                 self.shared_prefix = False
                 rest = [*rest, *(i for _, conts in batch for i, _ in conts)]
-        self._score_plain(items, sorted(rest), results, bar)
+        self._score_plain(items, sorted(rest), results, greedy, bar)
         bar.close()
-        return results
+        return results, greedy
 
     def _context_batches(self, lengths: list[int], groups: list[list[int]]) -> list[list[list[int]]]:
         """Groups in batches of at most ``batch_size`` contexts, longest first (as the plain path).
@@ -140,12 +143,16 @@ class ScoringMixin:
         # float32 at least (lm-eval), float64 kept for a float64 model
         return torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
 
-    def _target_logprobs(self, logits: torch.Tensor, targets: Sequence[int]) -> torch.Tensor:
-        """The log-probability of ``targets[k]`` under ``logits[k]``, for each k."""
+    def _target_logprobs(self, logits: torch.Tensor, targets: Sequence[int]) -> tuple[torch.Tensor, bool]:
+        """The log-probability of ``targets[k]`` under ``logits[k]``, for each k, and whether every ``targets[k]``
+        is the argmax of its row (lm-eval's is_greedy; the first of tied maxima, as torch.argmax)."""
         target = torch.tensor(list(targets), dtype=torch.long, device=logits.device)
-        return self._logprobs(logits).gather(-1, target[:, None])[:, 0]
+        logprobs = self._logprobs(logits)
+        return logprobs.gather(-1, target[:, None])[:, 0], bool((logprobs.argmax(-1) == target).all())
 
-    def _score_packed(self, batch: list[tuple[list[int], list[tuple[int, list[int]]]]], results: list[float]) -> bool:
+    def _score_packed(
+        self, batch: list[tuple[list[int], list[tuple[int, list[int]]]]], results: list[float], greedy: list[float]
+    ) -> bool:
         """Score groups of continuations, each sharing its context, in one forward: a row holds its context and
         then every continuation but its last token, each continuation attending to the context and to itself
         only (a 4D mask), its positions continuing the context's. The same attention as the context's forward
@@ -193,12 +200,18 @@ class ScoringMixin:
         ).logits
         for row, (n_ctx, _, _, segments) in enumerate(rows):
             firsts = self._logprobs(logits[row, n_ctx - 1 - offset])
+            best = int(firsts.argmax())
             for i, start, x in segments:  # logits at p predict p + 1: a continuation's own positions predict x[1:]
-                rest = self._target_logprobs(logits[row, start - offset : start - offset + len(x) - 1], x[1:])
+                rest, rest_greedy = self._target_logprobs(
+                    logits[row, start - offset : start - offset + len(x) - 1], x[1:]
+                )
                 results[i] = float(firsts[x[0]] + rest.sum())
+                greedy[i] = float(best == x[0] and rest_greedy)
         return True
 
-    def _score_shared(self, batch: list[tuple[list[int], list[tuple[int, list[int]]]]], results: list[float]) -> bool:
+    def _score_shared(
+        self, batch: list[tuple[list[int], list[tuple[int, list[int]]]]], results: list[float], greedy: list[float]
+    ) -> bool:
         """Score groups of continuations, each sharing its (untruncated) context; see the module docstring.
 
         The contexts run as one left-padded batch, so every context ends at the same cache index
@@ -225,7 +238,7 @@ class ScoringMixin:
         cache = out.get("cache", out.get("past_key_values"))
         if any(len(x) > 1 for _, conts in batch for _, x in conts) and not isinstance(cache, DynamicCache):
             return False
-        self._score_continuations(batch, lengths, attention, cache, out.logits[:, -1], results)
+        self._score_continuations(batch, lengths, attention, cache, out.logits[:, -1], results, greedy)
         return True
 
     def _score_continuations(
@@ -236,12 +249,15 @@ class ScoringMixin:
         cache: Any,
         last: torch.Tensor,
         results: list[float],
+        greedy: list[float],
     ) -> None:
         """Every continuation of the batch's contexts, from the contexts' last logits (``last``, one row per
         context) and their cache (``attention``: its mask, ``lengths``: each context's real tokens)."""
         more = [(row, i, x) for row, (_, conts) in enumerate(batch) for i, x in conts if len(x) > 1]
         first = self._logprobs(last)  # each context's last position: the first tokens
+        best = first.argmax(-1).tolist()
         scores = {i: [first[row, x[0]]] for row, (_, conts) in enumerate(batch) for i, x in conts}
+        flags = {i: best[row] == x[0] for row, (_, conts) in enumerate(batch) for i, x in conts}
         more.sort(key=lambda item: -len(item[2]))  # little padding per continuation batch
         chunks = [more[k : k + self.batch_size] for k in range(0, len(more), self.batch_size)]
         for k, chunk in enumerate(chunks):
@@ -262,9 +278,12 @@ class ScoringMixin:
                 **{self._cache_arg: past},
             ).logits
             for j, (_, i, x) in enumerate(chunk):
-                scores[i].extend(self._target_logprobs(logits[j, : len(x) - 1], x[1:]))
+                rest, rest_greedy = self._target_logprobs(logits[j, : len(x) - 1], x[1:])
+                scores[i].extend(rest)
+                flags[i] = flags[i] and rest_greedy
         for i, parts in scores.items():
             results[i] = float(torch.stack(parts).sum())
+            greedy[i] = float(flags[i])
 
     def _run_on_prefix(self, tokens: list[int], shared: int, kv: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
         """One unpadded row: ``tokens[shared:]`` run on top of the first ``shared`` positions of a row's
@@ -280,7 +299,11 @@ class ScoringMixin:
         )
 
     def _score_remembered(
-        self, batch: list[tuple[list[int], list[tuple[int, list[int]]]]], results: list[float], bar: Any
+        self,
+        batch: list[tuple[list[int], list[tuple[int, list[int]]]]],
+        results: list[float],
+        greedy: list[float],
+        bar: Any,
     ) -> list[tuple[list[int], list[tuple[int, list[int]]]]]:
         """Score the groups whose context starts with a remembered prefix (a quarter of the context at
         least) from that prefix's keys/values, one group per forward; returns the other groups. On CPU
@@ -295,12 +318,14 @@ class ScoringMixin:
             out = self._run_on_prefix(ctx, shared, kv)
             cache = out.get("cache", out.get("past_key_values"))
             lengths, attention = torch.tensor([len(ctx)]), torch.ones((1, len(ctx)), dtype=torch.long)
-            self._score_continuations([(ctx, conts)], lengths, attention, cache, out.logits[:, -1], results)
+            self._score_continuations([(ctx, conts)], lengths, attention, cache, out.logits[:, -1], results, greedy)
             self.memo_hits += 1
             bar.update(len(conts))
         return rest
 
-    def _score_plain(self, items: list[tuple[list[int], int]], todo: list[int], results: list[float], bar: Any) -> None:
+    def _score_plain(
+        self, items: list[tuple[list[int], int]], todo: list[int], results: list[float], greedy: list[float], bar: Any
+    ) -> None:
         """Each request of ``todo`` run whole (context and continuation), in right-padded batches."""
         # longest first (as lm-eval): the first batch shows the peak memory, batches pad little
         order = sorted(todo, key=lambda i: (-len(items[i][0]), tuple(items[i][0])))
@@ -329,7 +354,9 @@ class ScoringMixin:
             for row, i in enumerate(batch):
                 tokens, n_cont = items[i]
                 end = len(inputs[row]) - offset  # logits at p predict token p + 1
-                results[i] = float(self._target_logprobs(logits[row, end - n_cont : end], tokens[-n_cont:]).sum())
+                scores, all_greedy = self._target_logprobs(logits[row, end - n_cont : end], tokens[-n_cont:])
+                results[i] = float(scores.sum())
+                greedy[i] = float(all_greedy)
             bar.update(len(batch))
 
 
