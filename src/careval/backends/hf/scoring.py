@@ -143,7 +143,7 @@ class ScoringMixin:
         # float32 at least (lm-eval), float64 kept for a float64 model
         return torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
 
-    def _target_logprobs(self, logits: torch.Tensor, targets: Sequence[int]) -> tuple[torch.Tensor, bool]:
+    def _target_scores(self, logits: torch.Tensor, targets: Sequence[int]) -> tuple[torch.Tensor, bool]:
         """The log-probability of ``targets[k]`` under ``logits[k]``, for each k, and whether every ``targets[k]``
         is the argmax of its row (lm-eval's is_greedy; the first of tied maxima, as torch.argmax)."""
         target = torch.tensor(list(targets), dtype=torch.long, device=logits.device)
@@ -202,7 +202,7 @@ class ScoringMixin:
             firsts = self._logprobs(logits[row, n_ctx - 1 - offset])
             best = int(firsts.argmax())
             for i, start, x in segments:  # logits at p predict p + 1: a continuation's own positions predict x[1:]
-                rest, rest_greedy = self._target_logprobs(
+                rest, rest_greedy = self._target_scores(
                     logits[row, start - offset : start - offset + len(x) - 1], x[1:]
                 )
                 results[i] = float(firsts[x[0]] + rest.sum())
@@ -278,7 +278,7 @@ class ScoringMixin:
                 **{self._cache_arg: past},
             ).logits
             for j, (_, i, x) in enumerate(chunk):
-                rest, rest_greedy = self._target_logprobs(logits[j, : len(x) - 1], x[1:])
+                rest, rest_greedy = self._target_scores(logits[j, : len(x) - 1], x[1:])
                 scores[i].extend(rest)
                 flags[i] = flags[i] and rest_greedy
         for i, parts in scores.items():
@@ -354,7 +354,7 @@ class ScoringMixin:
             for row, i in enumerate(batch):
                 tokens, n_cont = items[i]
                 end = len(inputs[row]) - offset  # logits at p predict token p + 1
-                scores, all_greedy = self._target_logprobs(logits[row, end - n_cont : end], tokens[-n_cont:])
+                scores, all_greedy = self._target_scores(logits[row, end - n_cont : end], tokens[-n_cont:])
                 results[i] = float(scores.sum())
                 greedy[i] = float(all_greedy)
             bar.update(len(batch))
