@@ -54,7 +54,8 @@ def jury_figure(summary: pl.DataFrame, benchmark: str):
     width = 0.8 / len(raters)
     for ax, rubric in zip(axes[0], rubrics):
         for r, rater in enumerate(raters):
-            metric = f"judge_{rubric}" if rater == "jury" else judge_metric(f"judge_{rubric}", rater)
+            jury_metric = JUDGE_PREFIX + rubric
+            metric = jury_metric if rater == "jury" else judge_metric(jury_metric, rater)
             values = dict(block.filter(pl.col("metric") == metric).select("model", "value").iter_rows())
             ax.bar(
                 np.arange(len(models)) + (r - (len(raters) - 1) / 2) * width,

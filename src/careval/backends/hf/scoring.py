@@ -85,38 +85,43 @@ class ScoringMixin:
     def greedy_flags(self, pairs: list[tuple[str, str]]) -> list[float]:
         """Backend.greedy_flags as lm-eval's HFLM computes is_greedy (1.0 where the argmax of the log-probabilities
         at every continuation position is the continuation's token), from the log-likelihoods' own passes."""
-        return self._scored([encode_pair(self.tokenizer, c, x, add_bos=self.add_bos) for c, x in pairs])[1]
+        requests = [encode_pair(self.tokenizer, c, x, add_bos=self.add_bos) for c, x in pairs]
+        _, flags = self._scored(requests, greedy=True)
+        return flags or []  # a list whenever greedy
 
     def score_tokens(self, requests: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[float]:
         """Log-likelihood of each continuation token list given its context token list."""
-        return self._scored(requests)[0]
+        return self._scored(requests, greedy=False)[0]
 
     @torch.inference_mode()
-    def _scored(self, requests: Sequence[tuple[Sequence[int], Sequence[int]]]) -> tuple[list[float], list[float]]:
-        """Each request's log-likelihood and its greedy flag (1.0 or 0.0)."""
+    def _scored(
+        self, requests: Sequence[tuple[Sequence[int], Sequence[int]]], greedy: bool
+    ) -> tuple[list[float], list[float] | None]:
+        """Each request's log-likelihood and, with `greedy`, its greedy flag (1.0 or 0.0). The flags cost an argmax
+        over the vocabulary at every scored position (rolling perplexity on Gemma's 262k: ~10%), so only when asked."""
         items = [scoring_window(c, x, self.max_length) for c, x in requests]  # raises on bad input first
         groups, rest = (
             shared_prefix_groups(requests, self.max_length) if self.shared_prefix else ([], range(len(items)))
         )
         results = [math.nan] * len(items)
-        greedy = [math.nan] * len(items)
+        flags = [math.nan] * len(items) if greedy else None
         bar = tqdm(total=len(items), desc=f"{self.name}: score", unit="req", dynamic_ncols=True)
         for members in self._context_batches([len(requests[g[0]][0]) for g in groups], groups):
             batch = [(list(requests[g[0]][0]), [(i, list(requests[i][1])) for i in g]) for g in members]
             if self.shared_prefix and self._memo:
-                batch = self._score_remembered(batch, results, greedy, bar)
+                batch = self._score_remembered(batch, results, flags, bar)
             if not batch:
                 continue
             if self.shared_prefix and (
-                self._score_packed(batch, results, greedy) or self._score_shared(batch, results, greedy)
+                self._score_packed(batch, results, flags) or self._score_shared(batch, results, flags)
             ):
                 bar.update(sum(len(conts) for _, conts in batch))
             else:  # the model keeps no DynamicCache to continue from: plain path from now on
                 self.shared_prefix = False
                 rest = [*rest, *(i for _, conts in batch for i, _ in conts)]
-        self._score_plain(items, sorted(rest), results, greedy, bar)
+        self._score_plain(items, sorted(rest), results, flags, bar)
         bar.close()
-        return results, greedy
+        return results, flags
 
     def _context_batches(self, lengths: list[int], groups: list[list[int]]) -> list[list[list[int]]]:
         """Groups in batches of at most ``batch_size`` contexts, longest first (as the plain path).
@@ -143,15 +148,21 @@ class ScoringMixin:
         # float32 at least (lm-eval), float64 kept for a float64 model
         return torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
 
-    def _target_scores(self, logits: torch.Tensor, targets: Sequence[int]) -> tuple[torch.Tensor, bool]:
-        """The log-probability of ``targets[k]`` under ``logits[k]``, for each k, and whether every ``targets[k]``
-        is the argmax of its row (lm-eval's is_greedy; the first of tied maxima, as torch.argmax)."""
+    def _target_scores(
+        self, logits: torch.Tensor, targets: Sequence[int], greedy: bool
+    ) -> tuple[torch.Tensor, bool | None]:
+        """The log-probability of ``targets[k]`` under ``logits[k]``, for each k, and with `greedy` whether every
+        ``targets[k]`` is the argmax of its row (lm-eval's is_greedy; the first of tied maxima, as torch.argmax)."""
         target = torch.tensor(list(targets), dtype=torch.long, device=logits.device)
         logprobs = self._logprobs(logits)
-        return logprobs.gather(-1, target[:, None])[:, 0], bool((logprobs.argmax(-1) == target).all())
+        scores = logprobs.gather(-1, target[:, None])[:, 0]
+        return scores, bool((logprobs.argmax(-1) == target).all()) if greedy else None
 
     def _score_packed(
-        self, batch: list[tuple[list[int], list[tuple[int, list[int]]]]], results: list[float], greedy: list[float]
+        self,
+        batch: list[tuple[list[int], list[tuple[int, list[int]]]]],
+        results: list[float],
+        greedy: list[float] | None,
     ) -> bool:
         """Score groups of continuations, each sharing its context, in one forward: a row holds its context and
         then every continuation but its last token, each continuation attending to the context and to itself
@@ -200,17 +211,20 @@ class ScoringMixin:
         ).logits
         for row, (n_ctx, _, _, segments) in enumerate(rows):
             firsts = self._logprobs(logits[row, n_ctx - 1 - offset])
-            best = int(firsts.argmax())
             for i, start, x in segments:  # logits at p predict p + 1: a continuation's own positions predict x[1:]
                 rest, rest_greedy = self._target_scores(
-                    logits[row, start - offset : start - offset + len(x) - 1], x[1:]
+                    logits[row, start - offset : start - offset + len(x) - 1], x[1:], greedy is not None
                 )
                 results[i] = float(firsts[x[0]] + rest.sum())
-                greedy[i] = float(best == x[0] and rest_greedy)
+                if greedy is not None:
+                    greedy[i] = float(int(firsts.argmax()) == x[0] and bool(rest_greedy))
         return True
 
     def _score_shared(
-        self, batch: list[tuple[list[int], list[tuple[int, list[int]]]]], results: list[float], greedy: list[float]
+        self,
+        batch: list[tuple[list[int], list[tuple[int, list[int]]]]],
+        results: list[float],
+        greedy: list[float] | None,
     ) -> bool:
         """Score groups of continuations, each sharing its (untruncated) context; see the module docstring.
 
@@ -249,15 +263,15 @@ class ScoringMixin:
         cache: Any,
         last: torch.Tensor,
         results: list[float],
-        greedy: list[float],
+        greedy: list[float] | None,
     ) -> None:
         """Every continuation of the batch's contexts, from the contexts' last logits (``last``, one row per
         context) and their cache (``attention``: its mask, ``lengths``: each context's real tokens)."""
         more = [(row, i, x) for row, (_, conts) in enumerate(batch) for i, x in conts if len(x) > 1]
         first = self._logprobs(last)  # each context's last position: the first tokens
-        best = first.argmax(-1).tolist()
         scores = {i: [first[row, x[0]]] for row, (_, conts) in enumerate(batch) for i, x in conts}
-        flags = {i: best[row] == x[0] for row, (_, conts) in enumerate(batch) for i, x in conts}
+        best = first.argmax(-1).tolist() if greedy is not None else None
+        flags = {i: best is not None and best[row] == x[0] for row, (_, conts) in enumerate(batch) for i, x in conts}
         more.sort(key=lambda item: -len(item[2]))  # little padding per continuation batch
         chunks = [more[k : k + self.batch_size] for k in range(0, len(more), self.batch_size)]
         for k, chunk in enumerate(chunks):
@@ -278,12 +292,13 @@ class ScoringMixin:
                 **{self._cache_arg: past},
             ).logits
             for j, (_, i, x) in enumerate(chunk):
-                rest, rest_greedy = self._target_scores(logits[j, : len(x) - 1], x[1:])
+                rest, rest_greedy = self._target_scores(logits[j, : len(x) - 1], x[1:], greedy is not None)
                 scores[i].extend(rest)
-                flags[i] = flags[i] and rest_greedy
+                flags[i] = flags[i] and bool(rest_greedy)
         for i, parts in scores.items():
             results[i] = float(torch.stack(parts).sum())
-            greedy[i] = float(flags[i])
+            if greedy is not None:
+                greedy[i] = float(flags[i])
 
     def _run_on_prefix(self, tokens: list[int], shared: int, kv: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
         """One unpadded row: ``tokens[shared:]`` run on top of the first ``shared`` positions of a row's
@@ -302,7 +317,7 @@ class ScoringMixin:
         self,
         batch: list[tuple[list[int], list[tuple[int, list[int]]]]],
         results: list[float],
-        greedy: list[float],
+        greedy: list[float] | None,
         bar: Any,
     ) -> list[tuple[list[int], list[tuple[int, list[int]]]]]:
         """Score the groups whose context starts with a remembered prefix (a quarter of the context at
@@ -324,7 +339,12 @@ class ScoringMixin:
         return rest
 
     def _score_plain(
-        self, items: list[tuple[list[int], int]], todo: list[int], results: list[float], greedy: list[float], bar: Any
+        self,
+        items: list[tuple[list[int], int]],
+        todo: list[int],
+        results: list[float],
+        greedy: list[float] | None,
+        bar: Any,
     ) -> None:
         """Each request of ``todo`` run whole (context and continuation), in right-padded batches."""
         # longest first (as lm-eval): the first batch shows the peak memory, batches pad little
@@ -354,9 +374,12 @@ class ScoringMixin:
             for row, i in enumerate(batch):
                 tokens, n_cont = items[i]
                 end = len(inputs[row]) - offset  # logits at p predict token p + 1
-                scores, all_greedy = self._target_scores(logits[row, end - n_cont : end], tokens[-n_cont:])
+                scores, all_greedy = self._target_scores(
+                    logits[row, end - n_cont : end], tokens[-n_cont:], greedy is not None
+                )
                 results[i] = float(scores.sum())
-                greedy[i] = float(all_greedy)
+                if greedy is not None:
+                    greedy[i] = float(bool(all_greedy))
             bar.update(len(batch))
 
 
