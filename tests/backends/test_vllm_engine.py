@@ -58,8 +58,8 @@ JUDGE = "smollm2-135m-instruct"
 # Both engines compute in float32 with their own kernels: a token's log-probability moves by up to
 # ~5e-5 between them (hf float32 vs float64 alone: 3.4e-5), and the hf backend sums a window in
 # float32 (as lm-eval), 2.4e-4 off the float64 sum on a 5112-nat text. On an AVX2-only machine an MCQA
-# option's log-likelihood (tens of nats) moved by 1.05e-4 (vLLM's server against the hf backend). A wrong position,
-# window or token moves a sum by whole nats.
+# option's log-likelihood (tens of nats) moved by 1.05e-4 (vLLM's server against the hf backend). A
+# wrong position, window or token moves a sum by whole nats.
 LOGLIK_TOL = 1e-4
 SUM_REL = 1e-5
 
