@@ -261,6 +261,8 @@ def _cuda() -> bool:
 def test_a_job_runs_the_model_the_worker_loaded_with_the_threads_snakemake_gave_it(
     tiny_llama_dir, tmp_path, monkeypatch
 ):
+    import torch
+
     from careval.backends import load_backend
     from careval.models.spec import model_spec
 
@@ -310,10 +312,15 @@ print(json.dumps({
     assert facts["ppid"] == process.pid and facts["preloaded"]
     assert facts["threads"] == 2
     assert "model tiny" in log.read_text() and "ready in" in log.read_text()
-    # the same numbers as the model loaded in this process, to a few float32 steps: the job sums on 2 threads and
-    # this process on 1, in another order (an AVX2-only machine: 1.9e-6 apart at -27.66, one step of float32 there)
-    cold = load_backend(model_spec(**loads).for_job(threads=1))
-    assert facts["logliks"] == pytest.approx(cold.loglikelihood([tuple(p) for p in pairs]), rel=1e-6, abs=0)
+    # the same numbers as the model loaded in this process on the job's 2 threads: the same summation order (on 1
+    # thread an AVX2-only machine's float32 sums came out one float32 step apart, 1.9e-6 at -27.66)
+    threads = torch.get_num_threads()
+    try:
+        cold = load_backend(model_spec(**loads).for_job(threads=2))
+        want = cold.loglikelihood([tuple(p) for p in pairs])
+    finally:
+        torch.set_num_threads(threads)  # set_num_threads is process-wide: the later tests get theirs back
+    assert facts["logliks"] == pytest.approx(want, abs=1e-6)
 
 
 @pytest.mark.slow

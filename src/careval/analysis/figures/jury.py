@@ -53,8 +53,8 @@ def jury_figure(summary: pl.DataFrame, benchmark: str):
     fig, axes = plt.subplots(1, len(rubrics), figsize=(max(8, 4.2 * len(rubrics)), 4.6), squeeze=False)
     width = 0.8 / len(raters)
     for ax, rubric in zip(axes[0], rubrics):
+        jury_metric = JUDGE_PREFIX + rubric
         for r, rater in enumerate(raters):
-            jury_metric = JUDGE_PREFIX + rubric
             metric = jury_metric if rater == "jury" else judge_metric(jury_metric, rater)
             values = dict(block.filter(pl.col("metric") == metric).select("model", "value").iter_rows())
             ax.bar(

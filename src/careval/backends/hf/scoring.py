@@ -87,7 +87,8 @@ class ScoringMixin:
         at every continuation position is the continuation's token), from the log-likelihoods' own passes."""
         requests = [encode_pair(self.tokenizer, c, x, add_bos=self.add_bos) for c, x in pairs]
         _, flags = self._scored(requests, greedy=True)
-        return flags or []  # a list whenever greedy
+        assert flags is not None  # _scored gives the flags whenever asked
+        return flags
 
     def score_tokens(self, requests: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[float]:
         """Log-likelihood of each continuation token list given its context token list."""
@@ -211,13 +212,14 @@ class ScoringMixin:
         ).logits
         for row, (n_ctx, _, _, segments) in enumerate(rows):
             firsts = self._logprobs(logits[row, n_ctx - 1 - offset])
+            best = int(firsts.argmax()) if greedy is not None else None  # once per context, for all its options
             for i, start, x in segments:  # logits at p predict p + 1: a continuation's own positions predict x[1:]
                 rest, rest_greedy = self._target_scores(
                     logits[row, start - offset : start - offset + len(x) - 1], x[1:], greedy is not None
                 )
                 results[i] = float(firsts[x[0]] + rest.sum())
                 if greedy is not None:
-                    greedy[i] = float(int(firsts.argmax()) == x[0] and bool(rest_greedy))
+                    greedy[i] = float(best == x[0] and bool(rest_greedy))
         return True
 
     def _score_shared(
