@@ -37,8 +37,12 @@ def _kill_snakemake_mid_job(workdir, profile_args):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    # mid-job means the output half-written and marked incomplete: snakemake's local executor marks a job
+    # only after handing it to its thread pool, so on a busy machine the job can write first (a kill in
+    # that window leaves an unmarked output, which a rerun takes as done: seen once in CI on 2 cores)
+    incomplete = workdir / ".snakemake" / "incomplete"
     deadline = time.monotonic() + 120
-    while not (workdir / "out.txt").exists():  # job.pid is written first
+    while not ((workdir / "out.txt").exists() and incomplete.is_dir() and any(incomplete.iterdir())):
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
     os.kill(process.pid, signal.SIGKILL)
