@@ -34,6 +34,8 @@ from workflow_runs import (
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(TWO_MODEL_GROUP)]
 
 CLUSTER = Path(__file__).resolve().parents[1] / "slurm" / "cluster.sh"
+# snakemake with the plugin's poll interval held at the profile's first delay (the module says why)
+SNAKEMAKE_ON_SLURM = (sys.executable, str(CLUSTER.with_name("snakemake_steady_polls.py")))
 TARGET = "results/summary/scores.parquet"
 MODEL = TWO_MODELS[0]  # SmolLM2
 # A size class with one GPU: the test node advertises one (a /dev/null-backed GRES), so the
@@ -125,8 +127,8 @@ def slurm_run(repo_root, tmp_path_factory, demo_model_dirs, slurm_cluster):
         repo_root, tmp_path_factory.mktemp("slurm") / "careval", _test_config(repo_root), profiles=("slurm",)
     )
     _site_profile(work)
-    # the README's cluster command, as written
-    result = snakemake(["--profile", "slurm", TARGET], work, timeout=900)
+    # the README's cluster command, as written (its snakemake polling steadily: SNAKEMAKE_ON_SLURM)
+    result = snakemake(["--profile", "slurm", TARGET], work, timeout=900, program=SNAKEMAKE_ON_SLURM)
     assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
     return work, result.stdout + result.stderr
 
@@ -231,7 +233,12 @@ def test_a_failing_job_names_its_rule_log_and_slurm_state(repo_root, tmp_path, d
     config = _test_config(repo_root)
     config["models"][MODEL]["source"] = f"local:{broken}"
     work = _after_the_slurm_run(slurm_run, tmp_path, config, [("infer_closed", "demo_mcqa")])
-    result = snakemake(["--profile", "slurm", f"results/loglik/{MODEL}/demo_mcqa.parquet"], work, timeout=600)
+    result = snakemake(
+        ["--profile", "slurm", f"results/loglik/{MODEL}/demo_mcqa.parquet"],
+        work,
+        timeout=600,
+        program=SNAKEMAKE_ON_SLURM,
+    )
     log = result.stdout + result.stderr
     assert result.returncode == 1, log[-5000:]  # snakemake's own failure, not the timeout's 124
     job_log = f"results/logs/infer_closed/{MODEL}/demo_mcqa.log"
@@ -265,7 +272,7 @@ def test_a_shared_engine_and_the_jobs_it_serves_are_one_allocation(repo_root, tm
         slurm_run, tmp_path, config, [("infer_closed", "demo_mcqa"), ("infer_open", "demo_open_qa")]
     )
     targets = [f"results/loglik/{MODEL}/demo_mcqa.parquet", f"results/generations/{MODEL}/demo_open_qa.parquet"]
-    result = snakemake(["--profile", "slurm", *targets], work, timeout=900)
+    result = snakemake(["--profile", "slurm", *targets], work, timeout=900, program=SNAKEMAKE_ON_SLURM)
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-6000:]
     jobid, submission = _model_group(log)

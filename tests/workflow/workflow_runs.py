@@ -82,10 +82,12 @@ def write_config(work: Path, config: dict) -> None:
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def snakemake(args: list[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess:
-    """snakemake under `timeout -k 10`: a hung run (e.g. a status poll that never ends) is killed,
-    and the test sees exit status 124 instead of hanging CI."""
-    command = ["timeout", "-k", "10", str(timeout), SNAKEMAKE, *args]
+def snakemake(
+    args: list[str], cwd: Path, timeout: int, program: tuple[str, ...] = (SNAKEMAKE,)
+) -> subprocess.CompletedProcess:
+    """snakemake (or `program`, which runs it) under `timeout -k 10`: a hung run (e.g. a status poll that never ends)
+    is killed, and the test sees exit status 124 instead of hanging CI."""
+    command = ["timeout", "-k", "10", str(timeout), *program, *args]
     return subprocess.run(command, cwd=cwd, env={**os.environ, **ENV}, capture_output=True, text=True)
 
 
