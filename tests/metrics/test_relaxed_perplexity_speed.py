@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from support.threads import torch_threads
+
 MODELS_DIR = Path(__file__).resolve().parents[2] / "resources" / "models"
 MODEL = "smollm2-135m-instruct"
 
@@ -39,8 +41,6 @@ def clock(into: dict, name: str):
 
 
 def test_relaxed_perplexity_speed(load_rows):
-    import torch
-
     from careval.backends.base import step_prefixes
     from careval.backends.hf.backend import HFBackend
     from careval.datasets import get_benchmark
@@ -49,12 +49,11 @@ def test_relaxed_perplexity_speed(load_rows):
     folder = MODELS_DIR / MODEL
     if not (folder / "config.json").is_file():
         pytest.skip(f"{folder} not prepared (run the slow tests or the prepare_model rule first)")
-    old = torch.get_num_threads()
-    backend = HFBackend.load(MODEL, str(folder), dtype="float32", threads=1, chat_template=True)
-    options = rp.resolve_options({})
-    template = get_benchmark("demo_open_qa").prompt  # the open-QA generation prompt
-    steps = rp.stride_points(options["max_tokens"], options["stride"])
-    try:
+    with torch_threads():  # the backend sets its 1 thread
+        backend = HFBackend.load(MODEL, str(folder), dtype="float32", threads=1, chat_template=True)
+        options = rp.resolve_options({})
+        template = get_benchmark("demo_open_qa").prompt  # the open-QA generation prompt
+        steps = rp.stride_points(options["max_tokens"], options["stride"])
         for row in load_rows("medlfqa_kqa_golden", int(os.environ.get("RP_BENCH_QUESTIONS", "1"))):
             q, _ = backend.prompt_tokens(template.format(question=row["Question"]), 4096)
             t = backend.encode(" " + row["Must_have"][0])
@@ -101,5 +100,3 @@ def test_relaxed_perplexity_speed(load_rows):
             for p in prefixes:
                 assert reused[p].target == pytest.approx(scorer[p], abs=1e-3)
                 assert built[p].target == pytest.approx(scorer[p], abs=1e-3)
-    finally:
-        torch.set_num_threads(old)

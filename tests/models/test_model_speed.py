@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from support.threads import torch_threads
+
 MODELS_DIR = Path(__file__).resolve().parents[2] / "resources" / "models"
 QUESTION = "A 54-year-old man has crushing chest pain radiating to the left arm. What is the most likely diagnosis?"
 
@@ -38,18 +40,13 @@ def test_greedy_generation_speed(name, batch, threads, dtype, monkeypatch):
         prompt = f"Question: {QUESTION}\nAnswer:"
     enc = tok([prompt] * batch, return_tensors="pt", padding=True, add_special_tokens=not tok.chat_template)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype)).eval()
-    old = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        with torch.no_grad():
-            model.generate(**enc, max_new_tokens=2, do_sample=False, pad_token_id=tok.pad_token_id)  # warm-up
-            t0 = time.monotonic()
-            out = model.generate(
-                **enc, max_new_tokens=48, min_new_tokens=48, do_sample=False, pad_token_id=tok.pad_token_id
-            )
-            seconds = time.monotonic() - t0
-    finally:
-        torch.set_num_threads(old)
+    with torch_threads(threads), torch.no_grad():
+        model.generate(**enc, max_new_tokens=2, do_sample=False, pad_token_id=tok.pad_token_id)  # warm-up
+        t0 = time.monotonic()
+        out = model.generate(
+            **enc, max_new_tokens=48, min_new_tokens=48, do_sample=False, pad_token_id=tok.pad_token_id
+        )
+        seconds = time.monotonic() - t0
     new = out.shape[1] - enc.input_ids.shape[1]
     assert new == 48
     print(

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from careval.warm import SOCKET_ENV, server as warm_server
+from support.threads import torch_threads
 
 RUNNER = Path(__file__).with_name("run_script.py")
 
@@ -261,8 +262,6 @@ def _cuda() -> bool:
 def test_a_job_runs_the_model_the_worker_loaded_with_the_threads_snakemake_gave_it(
     tiny_llama_dir, tmp_path, monkeypatch
 ):
-    import torch
-
     from careval.backends import load_backend
     from careval.models.spec import model_spec
 
@@ -314,12 +313,8 @@ print(json.dumps({
     assert "model tiny" in log.read_text() and "ready in" in log.read_text()
     # the same numbers as the model loaded in this process on the job's 2 threads: the same summation order (on 1
     # thread an AVX2-only machine's float32 sums came out one float32 step apart, 1.9e-6 at -27.66)
-    threads = torch.get_num_threads()
-    try:
-        cold = load_backend(model_spec(**loads).for_job(threads=2))
-        want = cold.loglikelihood([tuple(p) for p in pairs])
-    finally:
-        torch.set_num_threads(threads)  # set_num_threads is process-wide: the later tests get theirs back
+    with torch_threads():
+        want = load_backend(model_spec(**loads).for_job(threads=2)).loglikelihood([tuple(p) for p in pairs])
     assert facts["logliks"] == pytest.approx(want, abs=1e-6)
 
 

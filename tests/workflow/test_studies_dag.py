@@ -18,6 +18,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from workflow_runs import jobs_run, make_workdir, snakemake
 
 from careval.plan.study_kinds import study_kind
+from support.threads import torch_threads
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +100,6 @@ def test_the_relaxed_perplexity_variants_equal_the_definition_at_their_own_setti
     """Each variant's value, from its own job, is the estimator's on the same question and target at the variant's l,
     s and stride, and the estimator's terms are the definition's computed plainly (support.reference.relaxed_terms:
     one forward of question + prefix + target per distinct prefix, no careval code)."""
-    import torch
 
     from careval.backends import load_backend
     from careval.backends.tokenization import generation_tokens
@@ -113,31 +113,31 @@ def test_the_relaxed_perplexity_variants_equal_the_definition_at_their_own_setti
     plan = build_plan(yaml.safe_load((work / "config" / "config.yaml").read_text()))
     study = plan.studies["relaxed_perplexity_grid"]
     samples = _read(work, "resources/datasets/demo_open_qa.parquet")
-    torch.set_num_threads(1)
-    backend = load_backend(plan.models[SMOL].for_job(threads=1))
-    checked = 0
-    for variant in study.swept:
-        job = study.variants[variant].plan.relaxed_perplexity_job(SMOL, "demo_open_qa")
-        options = {k: job.options[k] for k in ("l", "s", "stride", "top_p", "max_tokens", "skewed", "seed")}
-        root = "results" if variant == "l=2,stride=8" else f"results/studies/relaxed_perplexity_grid/{variant}"
-        targets = _read(work, f"{root}/relaxed_perplexity_targets/{SMOL}/demo_open_qa.parquet")
-        for sample in samples.head(job.options["limit"]).iter_rows(named=True):
-            question, _ = generation_tokens(
-                backend.tokenizer,
-                backend.format(fill_prompt(job.entry.prompt, sample)),
-                add_bos=backend.add_bos,
-                max_prompt_tokens=10**6,
-            )
-            for text in sample_target_sets(sample)["reference"]:
-                ids = backend.tokenizer.encode(" " + text.strip(), add_special_tokens=False)
-                expected = relaxed_perplexity(backend, question, ids, **options)
-                terms = relaxed_terms(
-                    backend.model, question, ids, expected.continuations, expected.steps, options["skewed"]
+    with torch_threads():  # the job's 1 thread (set by the backend), this worker's back after
+        backend = load_backend(plan.models[SMOL].for_job(threads=1))
+        checked = 0
+        for variant in study.swept:
+            job = study.variants[variant].plan.relaxed_perplexity_job(SMOL, "demo_open_qa")
+            options = {k: job.options[k] for k in ("l", "s", "stride", "top_p", "max_tokens", "skewed", "seed")}
+            root = "results" if variant == "l=2,stride=8" else f"results/studies/relaxed_perplexity_grid/{variant}"
+            targets = _read(work, f"{root}/relaxed_perplexity_targets/{SMOL}/demo_open_qa.parquet")
+            for sample in samples.head(job.options["limit"]).iter_rows(named=True):
+                question, _ = generation_tokens(
+                    backend.tokenizer,
+                    backend.format(fill_prompt(job.entry.prompt, sample)),
+                    add_bos=backend.add_bos,
+                    max_prompt_tokens=10**6,
                 )
-                assert expected.cross_entropy == pytest.approx(-sum(terms), rel=1e-5), variant  # float32 sums
-                got = targets.filter((pl.col("id") == sample["id"]) & (pl.col("target") == text.strip()))
-                assert got["relaxed_cross_entropy"][0] == pytest.approx(expected.cross_entropy, rel=1e-6), variant
-                checked += 1
+                for text in sample_target_sets(sample)["reference"]:
+                    ids = backend.tokenizer.encode(" " + text.strip(), add_special_tokens=False)
+                    expected = relaxed_perplexity(backend, question, ids, **options)
+                    terms = relaxed_terms(
+                        backend.model, question, ids, expected.continuations, expected.steps, options["skewed"]
+                    )
+                    assert expected.cross_entropy == pytest.approx(-sum(terms), rel=1e-5), variant  # float32 sums
+                    got = targets.filter((pl.col("id") == sample["id"]) & (pl.col("target") == text.strip()))
+                    assert got["relaxed_cross_entropy"][0] == pytest.approx(expected.cross_entropy, rel=1e-6), variant
+                    checked += 1
     assert checked == 4 * 2
     # and the variants differ: each setting reached its job
     values = {
