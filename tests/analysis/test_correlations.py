@@ -8,8 +8,15 @@ import pytest
 from scipy import stats
 
 from careval.analysis.aggregate import MCQA_AVERAGE
-from careval.analysis.statistics.correlations import correlate, mcqa_vs_open, metric_matrix
-from careval.schemas import SUMMARY_SCHEMA
+from careval.analysis.statistics.bootstrap import resample_model_scores
+from careval.analysis.statistics.correlations import (
+    Scores,
+    correlate,
+    mcqa_vs_open,
+    metric_matrices,
+    square,
+)
+from careval.schemas import CORRELATION_SCHEMA, SUMMARY_SAMPLE_SCHEMA, SUMMARY_SCHEMA
 
 
 def _exact_p(x, y, test) -> float:
@@ -104,14 +111,88 @@ def test_mcqa_vs_open_uses_the_weighted_average_per_model():
 
 def test_metric_matrix_is_symmetric_with_unit_diagonal():
     summary, *_ = _summary()
-    names, r, _p = metric_matrix(summary, "qa", "spearman")
+    names, r = square(metric_matrices(summary, ["spearman"]).filter(pl.col("benchmark") == "qa"))
     assert names == ["rouge1", "word_perplexity"]
     assert np.allclose(r, r.T) and np.allclose(np.diag(r), 1.0)
     assert r[0, 1] == pytest.approx(-1.0)  # rouge rises exactly as perplexity falls
 
 
+# registered metrics (their direction orients `agreement`), perplexities (lower is better, averaged geometrically) too
+MATRIX_METRICS = ["rouge1", "word_perplexity", "bleu", "bertscore_f1", "rouge2", "rougeL", "bertscore_precision",
+                  "bertscore_recall", "moverscore", "byte_perplexity"]  # fmt: skip
+
+
+def _resampled_scores(n_models: int, n_metrics: int, n_resamples: int) -> Scores:
+    """Random per-sample values of n_models x n_metrics on one open benchmark (some samples failed), their summary
+    (the resamples' row 0) and bootstrap resamples."""
+    rng = np.random.default_rng(n_models)
+    rows = [
+        {"model": f"m{i}", "benchmark": "qa", "task": "open", "metric": metric, "id": f"s{j}",
+         "value": float(rng.uniform(1, 3) + i * k % 5), "status": "ok" if rng.random() > 0.05 else "failed",
+         "weight": 1.0}
+        for i in range(n_models)
+        for k, metric in enumerate(MATRIX_METRICS[:n_metrics])
+        for j in range(12)
+    ]  # fmt: skip
+    resampled = resample_model_scores(pl.DataFrame(rows, schema=SUMMARY_SAMPLE_SCHEMA), n_resamples, 3)
+    summary = pl.DataFrame(
+        [{"model": m, "benchmark": b, "task": "open", "metric": k, "value": v, "n": 12, "n_failed": 0}
+         for (b, k), values in resampled.scores.items()
+         for m, v in zip(resampled.models, values[0])],
+        schema=SUMMARY_SCHEMA,
+    )  # fmt: skip
+    return Scores(summary, resampled, 0.9)
+
+
+def _every_ordered_pair(scores: Scores, methods: list[str]) -> pl.DataFrame:
+    """The matrix as it was computed before a pair's mirror was copied: Scores.pair on every ordered pair."""
+    names = sorted(scores.summary["metric"].unique().to_list())
+    rows = [
+        scores.pair("metric_x_metric", ("qa", x), ("qa", y), method, x, y, benchmark="qa")
+        for method in methods
+        for x in names
+        for y in names
+    ]
+    return pl.DataFrame(rows, schema=CORRELATION_SCHEMA)
+
+
+@pytest.mark.parametrize("n_models", [8, 11])  # the exact permutation p (under 10 models) and scipy's
+def test_each_pair_computed_once_equals_every_ordered_pair_computed(n_models):
+    """The matrix computes a pair once and copies it to its mirror: the same rows as Scores.pair on every ordered
+    pair, in the same order; r and p to float rounding (which side is x changes a sum's order), the bootstrap
+    interval, n and the p's method exactly."""
+    scores = _resampled_scores(n_models, 4, 200)
+    methods = ["pearson", "spearman", "kendall"]
+    got, want = metric_matrices(scores, methods), _every_ordered_pair(scores, methods)
+    assert got.height == want.height == 3 * 4 * 4
+    exact = ["analysis", "benchmark", "metric", "x", "y", "method", "p_method", "ci_low", "ci_high", "n_models"]
+    assert got.select(exact).equals(want.select(exact))
+    for column in ("r", "p_value", "agreement"):
+        assert got[column].to_numpy() == pytest.approx(want[column].to_numpy(), rel=1e-12, abs=1e-15)
+    paths = {"permutation_exact"} if n_models < 10 else {"t_test", "t_approximation", "kendall_scipy_auto"}
+    assert set(got["p_method"]) == paths
+
+
+@pytest.mark.benchmark
+def test_matrix_speed_against_every_ordered_pair():
+    """9 models (the exact p: 9! pairings a pair and method) x 10 metrics, 1,000 resamples: the matrix as computed
+    now and as Scores.pair on every ordered pair, side by side (`pytest -s -m benchmark`)."""
+    import time
+
+    scores = _resampled_scores(9, 10, 1000)
+    methods = ["pearson", "spearman", "kendall"]
+    start = time.perf_counter()
+    metric_matrices(scores, methods)
+    once = time.perf_counter() - start
+    start = time.perf_counter()
+    _every_ordered_pair(scores, methods)
+    every = time.perf_counter() - start
+    print(f"\nmetric x metric, 9 models x 10 metrics x 3 methods: each pair once {once:.1f} s, every ordered pair "
+          f"{every:.1f} s: {every / once:.2f}x")  # fmt: skip
+
+
 def test_benchmark_and_elo_matrices_match_hand_formulas():
-    from careval.analysis.statistics.correlations import ELO, Scores, benchmark_matrices, elo_matrix
+    from careval.analysis.statistics.correlations import ELO, benchmark_matrices, elo_matrix
 
     summary, acc, rouge, _ = _summary()
     rouge_b = {"m1": 0.5, "m2": 0.1, "m3": 0.3, "m4": 0.2}
@@ -194,9 +275,7 @@ def test_figure_1s_task_rows_correlate_the_mcqa_average_with_each_tasks_mean_ove
     """Per task and metric: a model's mean over the task's benchmarks (geometric for perplexities), correlated by
     scipy; a model lacking one benchmark's value has no task value; the interval takes the same mean per resample."""
 
-    from careval.analysis.statistics.bootstrap import percentile_interval, resample_model_scores
-    from careval.analysis.statistics.correlations import Scores
-    from careval.schemas import SUMMARY_SAMPLE_SCHEMA
+    from careval.analysis.statistics.bootstrap import percentile_interval
 
     rng = np.random.default_rng(7)
     models = ["m1", "m2", "m3", "m4", "m5"]
