@@ -96,6 +96,19 @@ def test_each_variant_runs_exactly_the_jobs_its_setting_reaches(studies_run):
     assert len(relaxed) == 3
 
 
+def _relaxed_checks(work, study, samples):
+    """(variant, its Relaxed Perplexity job, its targets table, a sample, a reference target) of every check."""
+    from careval.jobs.relaxed_perplexity import sample_target_sets
+
+    for variant in study.swept:
+        job = study.variants[variant].plan.relaxed_perplexity_job(SMOL, "demo_open_qa")
+        root = "results" if variant == "l=2,stride=8" else f"results/studies/relaxed_perplexity_grid/{variant}"
+        targets = _read(work, f"{root}/relaxed_perplexity_targets/{SMOL}/demo_open_qa.parquet")
+        for sample in samples.head(job.options["limit"]).iter_rows(named=True):
+            for text in sample_target_sets(sample)["reference"]:
+                yield variant, job, targets, sample, text.strip()
+
+
 def test_the_relaxed_perplexity_variants_equal_the_definition_at_their_own_settings(studies_run):
     """Each variant's value, from its own job, is the estimator's on the same question and target at the variant's l,
     s and stride, and the estimator's terms are the definition's computed plainly (support.reference.relaxed_terms:
@@ -103,7 +116,6 @@ def test_the_relaxed_perplexity_variants_equal_the_definition_at_their_own_setti
 
     from careval.backends import load_backend
     from careval.backends.tokenization import generation_tokens
-    from careval.jobs.relaxed_perplexity import sample_target_sets
     from careval.metrics.relaxed_perplexity import relaxed_perplexity
     from careval.plan import build_plan
     from careval.tasks.prompts import fill_prompt
@@ -113,37 +125,27 @@ def test_the_relaxed_perplexity_variants_equal_the_definition_at_their_own_setti
     plan = build_plan(yaml.safe_load((work / "config" / "config.yaml").read_text()))
     study = plan.studies["relaxed_perplexity_grid"]
     samples = _read(work, "resources/datasets/demo_open_qa.parquet")
+    checked = 0
     with torch_threads():  # the job's 1 thread (set by the backend), this worker's back after
         backend = load_backend(plan.models[SMOL].for_job(threads=1))
-        checked = 0
-        for variant in study.swept:
-            job = study.variants[variant].plan.relaxed_perplexity_job(SMOL, "demo_open_qa")
+        for variant, job, targets, sample, target in _relaxed_checks(work, study, samples):
             options = {k: job.options[k] for k in ("l", "s", "stride", "top_p", "max_tokens", "skewed", "seed")}
-            root = "results" if variant == "l=2,stride=8" else f"results/studies/relaxed_perplexity_grid/{variant}"
-            targets = _read(work, f"{root}/relaxed_perplexity_targets/{SMOL}/demo_open_qa.parquet")
-            for sample in samples.head(job.options["limit"]).iter_rows(named=True):
-                question, _ = generation_tokens(
-                    backend.tokenizer,
-                    backend.format(fill_prompt(job.entry.prompt, sample)),
-                    add_bos=backend.add_bos,
-                    max_prompt_tokens=10**6,
-                )
-                for text in sample_target_sets(sample)["reference"]:
-                    ids = backend.tokenizer.encode(" " + text.strip(), add_special_tokens=False)
-                    expected = relaxed_perplexity(backend, question, ids, **options)
-                    terms = relaxed_terms(
-                        backend.model, question, ids, expected.continuations, expected.steps, options["skewed"]
-                    )
-                    assert expected.cross_entropy == pytest.approx(-sum(terms), rel=1e-5), variant  # float32 sums
-                    got = targets.filter((pl.col("id") == sample["id"]) & (pl.col("target") == text.strip()))
-                    assert got["relaxed_cross_entropy"][0] == pytest.approx(expected.cross_entropy, rel=1e-6), variant
-                    checked += 1
+            prompt = backend.format(fill_prompt(job.entry.prompt, sample))
+            question, _ = generation_tokens(backend.tokenizer, prompt, add_bos=backend.add_bos, max_prompt_tokens=10**6)
+            ids = backend.tokenizer.encode(" " + target, add_special_tokens=False)
+            expected = relaxed_perplexity(backend, question, ids, **options)
+            terms = relaxed_terms(
+                backend.model, question, ids, expected.continuations, expected.steps, options["skewed"]
+            )
+            assert expected.cross_entropy == pytest.approx(-sum(terms), rel=1e-5), variant  # float32 sums
+            got = targets.filter((pl.col("id") == sample["id"]) & (pl.col("target") == target))
+            assert got["relaxed_cross_entropy"][0] == pytest.approx(expected.cross_entropy, rel=1e-6), variant
+            checked += 1
     assert checked == 4 * 2
     # and the variants differ: each setting reached its job
+    scores = _read(work, "results/studies/relaxed_perplexity_grid/sample_scores.parquet")
     values = {
-        v: _read(work, "results/studies/relaxed_perplexity_grid/sample_scores.parquet")
-        .filter((pl.col("variant") == v) & (pl.col("metric") == "relaxed_cross_entropy"))["value"]
-        .to_list()
+        v: scores.filter((pl.col("variant") == v) & (pl.col("metric") == "relaxed_cross_entropy"))["value"].to_list()
         for v in study.swept
     }
     assert len({tuple(round(x, 6) for x in v) for v in values.values()}) > 1
